@@ -1,0 +1,148 @@
+"""``define_eval`` and ``define_suite``: what an eval file binds."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+from ._config import Variant
+from ._sources import Source
+
+__all__ = ["Eval", "Suite", "define_eval", "define_suite", "DefinitionError"]
+
+
+class DefinitionError(ValueError):
+    """An eval or suite is defined wrongly (reported at load time, exit 2)."""
+
+
+@dataclass(frozen=True)
+class Eval:
+    """One case, or one case per row of ``each``."""
+
+    test: Callable[..., Any] | None = None
+    id: Any = None
+    name: str | None = None
+    description: str | None = None
+    tags: tuple[str, ...] = ()
+    metadata: Mapping[str, Any] | None = None
+    timeout: float | None = None
+    trials: int | None = None
+    judge: Any = None
+    each: Sequence[Any] | None = None
+    prompt: Any = None
+    source: Source | None = None
+    validate: Any = None
+    judges: tuple[Any, ...] = ()
+    user: Any = None
+    max_turns: int | None = None
+
+    @property
+    def declarative(self) -> bool:
+        return self.test is None
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        # Keeps a decorated test callable as a plain function for users who want to reuse it.
+        if self.test is None:
+            raise TypeError("a declarative eval is not callable")
+        return self.test(*args, **kwargs)
+
+
+@dataclass(frozen=True)
+class Suite:
+    """Declarative cases that share variants, trials and a source."""
+
+    cases: tuple[Eval, ...]
+    variants: tuple[Variant, ...] = ()
+    trials: int | None = None
+    source: Source | None = None
+    timeout: float | None = None
+    tags: tuple[str, ...] = ()
+
+
+_EVAL_KEYS = (
+    "id name description tags metadata timeout trials judge each prompt source validate judges user "
+    "max_turns"
+).split()
+
+
+def _check(ev: Eval) -> Eval:
+    if ev.test is not None and ev.prompt is not None:
+        raise DefinitionError("define_eval takes either test or prompt=, not both")
+    if ev.test is None and ev.prompt is None:
+        raise DefinitionError("define_eval needs a test function or a prompt=")
+    if ev.test is not None and not callable(ev.test):
+        raise DefinitionError(f"test must be a function, got {type(ev.test).__name__}")
+    if ev.validate is not None and ev.test is not None:
+        raise DefinitionError("validate= belongs to declarative cases (prompt=), not to test functions")
+    if ev.trials is not None and (not isinstance(ev.trials, int) or ev.trials < 1):
+        raise DefinitionError(f"trials must be a positive integer, got {ev.trials!r}")
+    if ev.timeout is not None and (not isinstance(ev.timeout, (int, float)) or ev.timeout <= 0):
+        raise DefinitionError(f"timeout must be a positive number of seconds, got {ev.timeout!r}")
+    if ev.each is not None and isinstance(ev.each, (str, bytes, Mapping)):
+        raise DefinitionError("each= must be a sequence of rows (a list), not a string or mapping")
+    if ev.source is not None and not hasattr(ev.source, "materialize"):
+        raise DefinitionError(
+            f"source must be files(...), directory(...) or repo(...), got {type(ev.source).__name__}"
+        )
+    return ev
+
+
+def define_eval(test: Callable[..., Any] | None = None, /, **kwargs: Any) -> Any:
+    """Define a case. Works bare (``@define_eval``), with keywords (``@define_eval(tags=[...])``)
+    and as a plain call (``define_eval(prompt=..., validate=...)``)."""
+    unknown = set(kwargs) - set(_EVAL_KEYS) - {"test"}
+    if unknown:
+        raise DefinitionError(f"define_eval got unknown keyword(s): {', '.join(sorted(unknown))}")
+    if "test" in kwargs:
+        if test is not None:
+            raise DefinitionError("define_eval got test twice")
+        test = kwargs.pop("test")
+    tags = kwargs.get("tags") or ()
+    if isinstance(tags, str):
+        tags = (tags,)
+    kwargs["tags"] = tuple(tags)
+    kwargs["judges"] = tuple(kwargs.get("judges") or ())
+    if "each" in kwargs and kwargs["each"] is not None:
+        kwargs["each"] = list(kwargs["each"])
+
+    if test is None and kwargs.get("prompt") is None:
+        # Decorator with keywords: @define_eval(tags=[...])
+        def decorate(fn: Callable[..., Any]) -> Eval:
+            return _check(Eval(test=fn, **kwargs))
+
+        return decorate
+    return _check(Eval(test=test, **kwargs))
+
+
+def define_suite(
+    cases: Iterable[Eval],
+    *,
+    variants: Sequence[Variant] = (),
+    trials: int | None = None,
+    source: Source | None = None,
+    timeout: float | None = None,
+    tags: Sequence[str] = (),
+) -> Suite:
+    """Group cases under shared variants, trials and source."""
+    case_list = tuple(cases)
+    for c in case_list:
+        if not isinstance(c, Eval):
+            raise DefinitionError(f"define_suite cases must be define_eval(...) values, got {type(c).__name__}")
+    for v in variants:
+        if not isinstance(v, Variant):
+            raise DefinitionError(f"define_suite variants must be Variant(...) values, got {type(v).__name__}")
+    if trials is not None and (not isinstance(trials, int) or trials < 1):
+        raise DefinitionError(f"trials must be a positive integer, got {trials!r}")
+    return Suite(
+        cases=case_list,
+        variants=tuple(variants),
+        trials=trials,
+        source=source,
+        timeout=timeout,
+        tags=tuple(tags),
+    )
+
+
+def with_overrides(ev: Eval, **changes: Any) -> Eval:
+    return replace(ev, **changes)
+

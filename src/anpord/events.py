@@ -1,0 +1,128 @@
+"""Typed events shared by every harness.
+
+An event is a ``type`` plus flat data fields. Harnesses produce them, the drive API buffers them
+per turn and per session, assertions read them, and artifacts write them as NDJSON lines.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+__all__ = [
+    "Event",
+    "SESSION_STARTED",
+    "SESSION_WAITING",
+    "SESSION_COMPLETED",
+    "SESSION_FAILED",
+    "TURN_STARTED",
+    "TURN_COMPLETED",
+    "TURN_FAILED",
+    "TURN_CANCELLED",
+    "MESSAGE_COMPLETED",
+    "TOOL_CALLED",
+    "TOOL_RESULT",
+    "INPUT_REQUESTED",
+    "INPUT_RESOLVED",
+    "COMMAND_COMPLETED",
+    "FILES_CHANGED",
+    "USAGE",
+    "LOG",
+    "KNOWN_TYPES",
+    "TURN_BOUNDARY_TYPES",
+]
+
+SESSION_STARTED = "session.started"
+SESSION_WAITING = "session.waiting"
+SESSION_COMPLETED = "session.completed"
+SESSION_FAILED = "session.failed"
+TURN_STARTED = "turn.started"
+TURN_COMPLETED = "turn.completed"
+TURN_FAILED = "turn.failed"
+TURN_CANCELLED = "turn.cancelled"
+MESSAGE_COMPLETED = "message.completed"
+TOOL_CALLED = "tool.called"
+TOOL_RESULT = "tool.result"
+INPUT_REQUESTED = "input.requested"
+INPUT_RESOLVED = "input.resolved"
+COMMAND_COMPLETED = "command.completed"
+FILES_CHANGED = "files.changed"
+USAGE = "usage"
+LOG = "log"
+
+KNOWN_TYPES = frozenset(
+    {
+        SESSION_STARTED,
+        SESSION_WAITING,
+        SESSION_COMPLETED,
+        SESSION_FAILED,
+        TURN_STARTED,
+        TURN_COMPLETED,
+        TURN_FAILED,
+        TURN_CANCELLED,
+        MESSAGE_COMPLETED,
+        TOOL_CALLED,
+        TOOL_RESULT,
+        INPUT_REQUESTED,
+        INPUT_RESOLVED,
+        COMMAND_COMPLETED,
+        FILES_CHANGED,
+        USAGE,
+        LOG,
+    }
+)
+
+# A turn has settled once one of these arrives.
+TURN_BOUNDARY_TYPES = frozenset({TURN_COMPLETED, TURN_FAILED, TURN_CANCELLED, SESSION_WAITING})
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One thing that happened. ``data`` holds the type's fields (see DESIGN §5)."""
+
+    type: str
+    data: Mapping[str, Any] = field(default_factory=dict)
+    ts: float = field(default_factory=time.time)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.data.get(key, default)
+
+    @property
+    def session_id(self) -> str | None:
+        return self.data.get("session_id")
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"type": self.type, "ts": round(self.ts, 6)}
+        out.update(self.data)
+        return out
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), ensure_ascii=False, default=_json_default)
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any]) -> "Event":
+        data = {k: v for k, v in raw.items() if k not in ("type", "ts")}
+        ts = raw.get("ts")
+        return cls(str(raw["type"]), data, float(ts) if isinstance(ts, (int, float)) else time.time())
+
+
+def _json_default(value: Any) -> Any:
+    """Best-effort JSON for artifacts: never let an odd value lose a whole trial record."""
+    if hasattr(value, "model_dump"):
+        return value.model_dump()
+    if hasattr(value, "__dataclass_fields__"):
+        from dataclasses import asdict
+
+        return asdict(value)
+    if isinstance(value, (set, frozenset, tuple)):
+        return list(value)
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return repr(value)
+
+
+def to_jsonable(value: Any) -> Any:
+    """Round-trip a value through JSON with the artifact fallbacks."""
+    return json.loads(json.dumps(value, default=_json_default))

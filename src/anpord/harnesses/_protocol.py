@@ -1,0 +1,118 @@
+"""The ``Harness`` protocol: what runs the agent under test.
+
+A harness opens one ``HarnessSession`` per conversation. The drive API calls ``run_turn`` for
+each message (or batch of input-request answers); the harness streams content events through
+``emit`` as they happen and returns a ``TurnOutcome`` when the turn settles. The drive API itself
+emits the boundary events (``session.started``, ``turn.started``, ``turn.completed`` /
+``turn.failed`` / ``turn.cancelled``, ``session.waiting``) so every harness produces the same shape.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Literal, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from ..authoring._config import Variant
+    from ..events import Event
+    from ..sandboxes._protocol import SandboxInstance
+
+__all__ = [
+    "Harness",
+    "HarnessSession",
+    "HarnessContext",
+    "HarnessStartError",
+    "HarnessSpecError",
+    "TurnRequest",
+    "TurnOutcome",
+    "InputResponse",
+    "Emit",
+]
+
+TurnStatus = Literal["completed", "waiting", "failed", "cancelled"]
+Emit = Callable[["Event"], None]
+
+
+class HarnessSpecError(ValueError):
+    """A harness spec cannot be resolved before running (exit 2)."""
+
+
+class HarnessStartError(Exception):
+    """The agent could not be started (not found, not executable): the trial is ``void``."""
+
+
+@dataclass(frozen=True)
+class InputResponse:
+    request_id: str
+    option_id: str | None = None
+    value: Any = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"request_id": self.request_id}
+        if self.option_id is not None:
+            out["option_id"] = self.option_id
+        if self.value is not None:
+            out["value"] = self.value
+        return out
+
+
+@dataclass(frozen=True)
+class TurnRequest:
+    """One turn: a new message, or answers to the pending input requests (then ``input`` is None)."""
+
+    input: Any = None
+    responses: tuple[InputResponse, ...] = ()
+    # The conversation so far, oldest first, this turn's input last (when there is one).
+    messages: tuple[dict[str, Any], ...] = ()
+
+
+@dataclass(frozen=True)
+class TurnOutcome:
+    status: TurnStatus
+    message: str | None = None
+    error: str | None = None
+    data: Any = None  # structured output, when the agent returned one
+
+
+@dataclass
+class HarnessContext:
+    """What a harness gets for one trial."""
+
+    variant: "Variant"
+    model: str | None
+    sandbox: "SandboxInstance | None"
+    log: Callable[[str], None]
+    trial_id: str = "trial"
+    max_concurrency: int = 8
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def workspace(self) -> Path | None:
+        return self.sandbox.workspace if self.sandbox is not None else None
+
+
+@runtime_checkable
+class HarnessSession(Protocol):
+    session_id: str
+
+    async def run_turn(self, request: TurnRequest, emit: Emit) -> TurnOutcome:
+        """Run one turn to its settling point, emitting content events as they happen."""
+        ...
+
+    async def cancel(self) -> bool:
+        """Ask the active turn to stop. Returns whether a turn was active."""
+        ...
+
+    async def close(self) -> None:
+        """End the session: stop any parked or running work and release resources."""
+        ...
+
+
+@runtime_checkable
+class Harness(Protocol):
+    spec: str
+    # Whether this harness runs programs that need a sandbox instance (a workspace) per trial.
+    needs_sandbox: bool
+
+    async def open_session(self, ctx: HarnessContext, session_id: str) -> HarnessSession: ...

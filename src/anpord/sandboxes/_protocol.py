@@ -1,0 +1,101 @@
+"""The ``Sandbox`` protocol: where a trial's agent commands and checks run.
+
+The runner asks a ``Sandbox`` (chosen by the variant's ``sandbox`` name) to ``open`` one
+``SandboxInstance`` per trial, and always ``close``\\ s it — on success, failure, timeout and
+Ctrl-C. Everything a trial starts (agent programs, ``context.exec``, shell verifiers) goes through
+``spawn``/``exec`` so the instance can isolate it and later kill it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Mapping, Protocol, Sequence, runtime_checkable
+
+if TYPE_CHECKING:
+    from ..authoring._config import Variant
+    from ..authoring._sources import Source
+
+__all__ = ["Sandbox", "SandboxInstance", "SandboxSpec", "ExecResult", "SandboxError"]
+
+
+class SandboxError(Exception):
+    """The sandbox could not be set up (missing binary, bad source, …): the trial is ``void``."""
+
+
+@dataclass(frozen=True)
+class ExecResult:
+    exit_code: int
+    stdout: str
+    stderr: str
+    timed_out: bool = False
+    duration: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0 and not self.timed_out
+
+    @property
+    def output(self) -> str:
+        return self.stdout + self.stderr
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "exit_code": self.exit_code,
+            "stdout": self.stdout,
+            "stderr": self.stderr,
+            "timed_out": self.timed_out,
+            "duration": round(self.duration, 4),
+        }
+
+
+@dataclass(frozen=True)
+class SandboxSpec:
+    """What one trial asks of its sandbox."""
+
+    variant: "Variant"
+    source: "Source | None" = None
+    # The folder relative source paths start from (the eval file's folder).
+    source_base: Path = field(default_factory=Path.cwd)
+    label: str = "trial"
+
+
+@runtime_checkable
+class SandboxInstance(Protocol):
+    workspace: Path
+    home: Path
+
+    def environment(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+        """The environment a process inside the sandbox gets (already scrubbed), plus ``extra``."""
+        ...
+
+    async def spawn(
+        self,
+        argv: Sequence[str],
+        *,
+        env: Mapping[str, str],
+        cwd: Path | None = None,
+    ) -> asyncio.subprocess.Process:
+        """Start a process inside the sandbox with stdin closed and stdout/stderr piped.
+        Its whole process tree is killed by ``kill_all``/``close``."""
+        ...
+
+    async def exec(self, cmd: str, *, timeout: float = 60.0, env: Mapping[str, str] | None = None) -> ExecResult:
+        """Run ``cmd`` under ``bash -o pipefail -c`` inside the sandbox, in the workspace."""
+        ...
+
+    async def kill_all(self) -> None:
+        """Kill every process this instance started (and their descendants)."""
+        ...
+
+    async def close(self) -> None:
+        """Kill what is left and remove every file this instance made. Idempotent."""
+        ...
+
+
+@runtime_checkable
+class Sandbox(Protocol):
+    name: str
+
+    async def open(self, spec: SandboxSpec) -> SandboxInstance: ...
