@@ -1,0 +1,178 @@
+"""The Python agent API: the agent's side of a turn.
+
+An agent is an async or sync callable taking a ``TurnContext`` and returning the assistant's
+message (a string, or any structured value)::
+
+    async def agent(turn: TurnContext) -> str:
+        forecast = await turn.call_tool("get_weather", {"city": "Brooklyn"}, get_weather)
+        return f"It is {forecast} in Brooklyn."
+
+A sync agent gets a ``SyncTurnContext`` with the same methods, blocking instead of awaiting.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import itertools
+from pathlib import Path
+from typing import Any, Awaitable, Callable, Mapping, Sequence
+
+from .events import TOOL_CALLED, TOOL_RESULT, USAGE, Event
+
+__all__ = ["TurnContext", "SyncTurnContext", "TurnCancelled", "normalize_options"]
+
+
+class TurnCancelled(Exception):
+    """Raised inside a sync agent's context calls once its turn was cancelled."""
+
+
+def normalize_options(options: Sequence[Any] | None) -> list[dict[str, str]]:
+    out: list[dict[str, str]] = []
+    for opt in options or ():
+        if isinstance(opt, Mapping):
+            if "id" not in opt:
+                raise ValueError(f"an input option needs an 'id', got {dict(opt)!r}")
+            out.append({"id": str(opt["id"]), "label": str(opt.get("label", opt["id"]))})
+        else:
+            out.append({"id": str(opt), "label": str(opt)})
+    return out
+
+
+class TurnContext:
+    """One turn of a Python agent (async API)."""
+
+    _call_ids = itertools.count(1)
+
+    def __init__(
+        self,
+        *,
+        input: Any,
+        messages: list[dict[str, Any]],
+        session_id: str,
+        model: str | None,
+        workspace: Path | None,
+        emit: Callable[[Event], None],
+        request_input: Callable[..., Awaitable[Any]],
+    ):
+        self.input = input
+        self.messages = messages
+        self.session_id = session_id
+        self.model = model
+        self.workspace = workspace
+        self._emit = emit
+        self._request_input = request_input
+
+    def emit(self, type: str, **data: Any) -> None:
+        """Record a custom event (or any typed event) in this turn's stream."""
+        data.setdefault("session_id", self.session_id)
+        self._emit(Event(type, data))
+
+    def usage(
+        self, input_tokens: int | None = None, output_tokens: int | None = None, cost: float | None = None
+    ) -> None:
+        self.emit(USAGE, input_tokens=input_tokens, output_tokens=output_tokens, cost=cost)
+
+    async def call_tool(self, name: str, input: Any, fn: Callable[[Any], Any]) -> Any:
+        """Record a tool call, run ``fn(input)`` (sync or async), record its result.
+
+        An exception is recorded as a failed result and re-raised."""
+        call_id = f"call_{next(self._call_ids)}"
+        self.emit(TOOL_CALLED, call_id=call_id, name=name, input=input)
+        try:
+            result = fn(input)
+            if inspect.isawaitable(result):
+                result = await result
+        except asyncio.CancelledError:
+            self.emit(TOOL_RESULT, call_id=call_id, name=name, output=None, status="failed", error="cancelled")
+            raise
+        except Exception as exc:
+            self.emit(
+                TOOL_RESULT, call_id=call_id, name=name, output=None, status="failed",
+                error=f"{type(exc).__name__}: {exc}",
+            )
+            raise
+        self.emit(TOOL_RESULT, call_id=call_id, name=name, output=result, status="completed", error=None)
+        return result
+
+    async def request_input(
+        self,
+        prompt: str,
+        options: Sequence[Any] | None = ("approve", "deny"),
+        tool_name: str | None = None,
+        input: Any = None,
+    ) -> Any:
+        """Park the session until the eval answers; returns the chosen option id (or value)."""
+        return await self._request_input(
+            prompt=prompt, options=normalize_options(options), tool_name=tool_name, input=input
+        )
+
+
+class SyncTurnContext:
+    """The same API for a sync agent running in its own thread: calls block."""
+
+    def __init__(self, inner: TurnContext, loop: asyncio.AbstractEventLoop):
+        self._inner = inner
+        self._loop = loop
+        self.cancelled = False
+        self.input = inner.input
+        self.messages = inner.messages
+        self.session_id = inner.session_id
+        self.model = inner.model
+        self.workspace = inner.workspace
+
+    def _check(self) -> None:
+        if self.cancelled:
+            raise TurnCancelled("the turn was cancelled")
+
+    def emit(self, type: str, **data: Any) -> None:
+        self._check()
+        data.setdefault("session_id", self.session_id)
+        event = Event(type, data)
+        self._loop.call_soon_threadsafe(self._inner._emit, event)
+
+    def usage(
+        self, input_tokens: int | None = None, output_tokens: int | None = None, cost: float | None = None
+    ) -> None:
+        self.emit(USAGE, input_tokens=input_tokens, output_tokens=output_tokens, cost=cost)
+
+    def call_tool(self, name: str, input: Any, fn: Callable[[Any], Any]) -> Any:
+        self._check()
+        call_id = f"call_{next(TurnContext._call_ids)}"
+        self.emit(TOOL_CALLED, call_id=call_id, name=name, input=input)
+        try:
+            result = fn(input)
+            if inspect.isawaitable(result):
+                result = asyncio.run_coroutine_threadsafe(_awaited(result), self._loop).result()
+        except Exception as exc:
+            self._loop.call_soon_threadsafe(
+                self._inner._emit,
+                Event(TOOL_RESULT, {"session_id": self.session_id, "call_id": call_id, "name": name,
+                                    "output": None, "status": "failed",
+                                    "error": f"{type(exc).__name__}: {exc}"}),
+            )
+            raise
+        self.emit(TOOL_RESULT, call_id=call_id, name=name, output=result, status="completed", error=None)
+        return result
+
+    def request_input(
+        self,
+        prompt: str,
+        options: Sequence[Any] | None = ("approve", "deny"),
+        tool_name: str | None = None,
+        input: Any = None,
+    ) -> Any:
+        self._check()
+        future = asyncio.run_coroutine_threadsafe(
+            self._inner.request_input(prompt, options, tool_name, input), self._loop
+        )
+        try:
+            return future.result()
+        except BaseException:
+            self.cancelled = True
+            raise TurnCancelled("the turn was cancelled while waiting for input") from None
+
+
+async def _awaited(value: Awaitable[Any]) -> Any:
+    return await value
+

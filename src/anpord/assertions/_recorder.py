@@ -1,0 +1,130 @@
+"""The per-trial list of assertion records, and value checks (``t.check`` / ``t.require``)."""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+from ..expect import BaseMatcher, Matcher, MatchResult, _preview, equals
+from ..results._model import AssertionRecord
+from ._handle import AssertionHandle, decide_status
+
+__all__ = ["Recorder", "GateFailed", "check_value", "clip_actual"]
+
+# Values kept in a record's ``actual`` (and so in results.jsonl): long texts are cut here.
+ACTUAL_LIMIT = 4000
+
+
+class GateFailed(Exception):
+    """Raised by ``t.require`` when its gate fails: stops the test; the runner fails the trial."""
+
+    def __init__(self, record: AssertionRecord) -> None:
+        self.record = record
+        super().__init__(f"{record.display_name}: {record.message or record.status}")
+
+
+def clip_actual(value: Any) -> Any:
+    """Cut a long string kept as evidence; the full text is in the trial's events."""
+    if isinstance(value, str) and len(value) > ACTUAL_LIMIT:
+        return f"{value[:ACTUAL_LIMIT]}… (+{len(value) - ACTUAL_LIMIT} chars)"
+    return value
+
+
+def check_value(value: Any, matcher: Any, *, scope: str = "run") -> AssertionRecord:
+    """Build the record for ``t.check(value, matcher)``.
+
+    ``matcher`` is an ``anpord.expect`` matcher, or any expected value (then ``equals`` semantics:
+    dicts must match exactly, nested matchers and predicates still apply). A matcher that raises
+    makes the record an ``error``, never a pass.
+    """
+    m: Matcher = matcher if isinstance(matcher, (BaseMatcher, Matcher)) else equals(matcher)
+    name = _name_of(m)
+    try:
+        res: MatchResult = m.evaluate(value)
+    except Exception as exc:  # noqa: BLE001 - a broken matcher is reported, not propagated
+        return AssertionRecord(
+            name=name,
+            kind=m.default_kind,
+            status="error",
+            score=0.0,
+            threshold=m.default_threshold,
+            expected=name,
+            actual=clip_actual(value),
+            message=f"{name} raised {type(exc).__name__}: {exc} (on {_preview(value)})",
+            scope=scope,
+        )
+    record = AssertionRecord(
+        name=name,
+        kind=m.default_kind,
+        status="error" if res.error else "passed",
+        score=_clamp(res.score),
+        threshold=m.default_threshold,
+        expected=res.expected,
+        actual=clip_actual(value),
+        message=res.message,
+        scope=scope,
+    )
+    # The score decides (so .gate()/.soft() can re-decide later), but a custom gate matcher that
+    # says ok=False while leaving its score at 1 must not pass.
+    if not res.ok and record.kind == "gate" and record.score >= 1:
+        record.score = 0.0
+    decide_status(record)
+    return record
+
+
+def _name_of(m: Any) -> str:
+    try:
+        return str(m.description)
+    except Exception:  # noqa: BLE001
+        return str(getattr(m, "name", type(m).__name__))
+
+
+def _clamp(score: Any) -> float:
+    try:
+        return max(0.0, min(1.0, float(score)))
+    except (TypeError, ValueError):
+        return 0.0
+
+
+class Recorder:
+    """Collects a trial's assertion records in the order they were made."""
+
+    __slots__ = ("_records",)
+
+    def __init__(self) -> None:
+        self._records: list[AssertionRecord] = []
+
+    def record(self, rec: AssertionRecord) -> AssertionHandle:
+        self._records.append(rec)
+        return AssertionHandle(rec)
+
+    def check(self, value: Any, matcher: Any, *, scope: str = "run") -> AssertionHandle:
+        """``t.check``: record a value check and return its handle."""
+        return self.record(check_value(value, matcher, scope=scope))
+
+    def require(self, value: Any, matcher: Any, *, scope: str = "run") -> AssertionHandle:
+        """``t.require``: a gate (at the matcher's threshold, else 1); raises ``GateFailed``
+        when it does not pass, so the test stops there."""
+        rec = check_value(value, matcher, scope=scope)
+        if rec.kind != "gate":
+            rec.kind = "gate"
+            rec.threshold = 1.0 if rec.threshold is None else rec.threshold
+            decide_status(rec)
+        handle = self.record(rec)
+        if rec.status != "passed":
+            raise GateFailed(rec)
+        return handle
+
+    @property
+    def records(self) -> list[AssertionRecord]:
+        return self._records
+
+    @property
+    def checked(self) -> bool:
+        """Whether anything was recorded (a case that checked nothing fails)."""
+        return bool(self._records)
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+    def __iter__(self) -> Iterator[AssertionRecord]:
+        return iter(self._records)

@@ -1,0 +1,127 @@
+"""``anpord eval``: select cases, run them over variants and trials, report, exit."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from ._args import Parser, positive_float, positive_int
+
+__all__ = ["main", "build_parser"]
+
+DESCRIPTION = """Run eval cases. IDS_OR_PATHS are eval ids (`weather/brooklyn`), id prefixes (`weather`),
+case ids (`sql/0003`), eval files or folders; none runs everything under the evals root."""
+
+
+def build_parser() -> Parser:
+    p = Parser(prog="anpord eval", description=DESCRIPTION)
+    p.add_argument("targets", nargs="*", metavar="IDS_OR_PATHS")
+    p.add_argument("--tag", action="append", default=[], metavar="T", help="run only cases with this tag")
+    p.add_argument("--exclude-tag", action="append", default=[], metavar="T", help="skip cases with this tag")
+    p.add_argument("--variant", action="append", default=[], metavar="LABEL", help="run only this variant")
+    p.add_argument("--trials", type=positive_int, metavar="N", help="trials per cell")
+    p.add_argument("--timeout", type=positive_float, metavar="S", help="seconds per trial")
+    p.add_argument("--max-concurrency", type=positive_int, metavar="N", help="trials running at once")
+    p.add_argument("--list", action="store_true", help="list the selected cases; run nothing")
+    p.add_argument("--json", action="store_true", help="print the machine summary (with --list: the cases)")
+    p.add_argument("--junit", metavar="PATH", help="write JUnit XML here")
+    p.add_argument("--verbose", action="store_true", help="stream t.log lines as cases run")
+    p.add_argument("--fail-on", choices=["failures", "strict", "regressed", "never"], default=None,
+                   help="what makes the exit code 1 (default: failures)")
+    p.add_argument("--strict", action="store_true", help="same as --fail-on strict")
+    p.add_argument("--harness", metavar="SPEC", help="run every case against this harness instead")
+    p.add_argument("--model", metavar="M", help="override the model on every selected variant")
+    p.add_argument("--sandbox", metavar="S", help="override the sandbox on every selected variant")
+    p.add_argument("--no-artifacts", action="store_true", help=argparse.SUPPRESS)
+    return p
+
+
+def _fail(message: str) -> int:
+    print(f"anpord eval: {message}", file=sys.stderr)
+    return 2
+
+
+def main(argv: list[str]) -> int:
+    args = build_parser().parse_args(argv)
+    fail_on = "strict" if args.strict else (args.fail_on or "failures")
+    if args.strict and args.fail_on and args.fail_on != "strict":
+        return _fail(f"--strict contradicts --fail-on {args.fail_on}")
+    if fail_on == "regressed":
+        return _fail("--fail-on regressed needs a baseline to compare with, and baselines are not available yet")
+    if args.junit:
+        parent = Path(args.junit).expanduser().resolve().parent
+        if not parent.is_dir():
+            return _fail(f"--junit {args.junit}: folder {parent} does not exist")
+
+    from ..runner import RunOptions, UsageError, build_plan, execute, find_project, load_cases, select_files
+    from ..runner.discovery import filter_tags
+
+    try:
+        project = find_project(args.targets)
+        files = select_files(project, args.targets)
+        cases = filter_tags(load_cases(files), args.tag, args.exclude_tag)
+        if args.list:
+            return _list(cases, args.json)
+        opts = RunOptions(
+            trials=args.trials, timeout=args.timeout, max_concurrency=args.max_concurrency,
+            variants=args.variant, harness=args.harness, model=args.model, sandbox=args.sandbox,
+            fail_on=fail_on, artifacts=not args.no_artifacts,
+        )
+        if not cases:
+            raise UsageError("nothing to run: no case matches the arguments and tags")
+        plan = build_plan(project, cases, opts)
+        if not plan.cells:
+            raise UsageError("nothing to run: no variant selected")
+    except UsageError as exc:
+        return _fail(str(exc))
+
+    from ..results.console import ConsoleReporter
+
+    console_stream = sys.stderr if args.json else sys.stdout
+    reporters = [ConsoleReporter(console_stream, verbose=args.verbose), *project.config.reporters]
+    summary_holder: dict[str, object] = {}
+
+    class _Collect:
+        def on_run_end(self, summary: object, results: object) -> None:
+            summary_holder["summary"], summary_holder["results"] = summary, results
+
+    summary = execute(plan, opts, [*reporters, _Collect()])
+    results = summary_holder.get("results", [])
+    if args.junit:
+        from ..results.junit import write_junit
+
+        try:
+            write_junit(args.junit, summary, results, strict=(fail_on == "strict"))  # type: ignore[arg-type]
+        except (OSError, ValueError) as exc:
+            print(f"anpord eval: cannot write --junit {args.junit}: {exc}", file=sys.stderr)
+            return 2
+    if args.json:
+        from ..results.json_report import summary_json
+
+        sys.stdout.write(summary_json(summary, results) + "\n")  # type: ignore[arg-type]
+    return summary.exit_code
+
+
+def _list(cases: list, as_json: bool) -> int:  # type: ignore[type-arg]
+    if as_json:
+        rows = [
+            {
+                "id": c.id,
+                "file": os.path.relpath(c.file.path),
+                "tags": list(c.tags),
+                "name": c.eval.name,
+                "description": c.eval.description,
+                "declarative": c.eval.declarative,
+            }
+            for c in cases
+        ]
+        sys.stdout.write(json.dumps(rows, ensure_ascii=False, indent=2) + "\n")
+        return 0
+    for c in cases:
+        tags = f"  [{', '.join(c.tags)}]" if c.tags else ""
+        sys.stdout.write(f"{c.id}{tags}\n")
+    sys.stdout.write(f"{len(cases)} case{'s' if len(cases) != 1 else ''}\n")
+    return 0

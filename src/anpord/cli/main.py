@@ -1,0 +1,54 @@
+"""Entry point: ``anpord <command> ...``. Keep this module's imports tiny: it runs on every call."""
+
+from __future__ import annotations
+
+import sys
+
+USAGE = """usage: anpord <command> [options]
+
+Evaluate AI agents the way a test runner checks code.
+
+commands:
+  eval [IDS_OR_PATHS...]   run eval cases against an agent (see `anpord eval --help`)
+  eval import              turn an existing case file into a suite (see `anpord eval import --help`)
+  init [DIR]               scaffold evals/ with a config and one example
+
+options:
+  -h, --help               show this help
+  --version                print the version
+"""
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0] in ("-h", "--help", "help"):
+        print(USAGE, end="")
+        return 0 if args else 2
+    command, rest = args[0], args[1:]
+    if command == "--version":
+        from .. import __version__
+
+        print(f"anpord {__version__}")
+        return 0
+    if command == "eval":
+        if rest[:1] == ["import"]:
+            from .import_cmd import main as import_main
+
+            return import_main(rest[1:])
+        from .eval_cmd import main as eval_main
+
+        return eval_main(rest)
+    if command == "init":
+        from .init_cmd import main as init_main
+
+        return init_main(rest)
+    print(f"anpord: error: unknown command {command!r} (commands: eval, eval import, init)", file=sys.stderr)
+    return 2
+
+
+def entry() -> None:
+    raise SystemExit(main())
+
+
+if __name__ == "__main__":
+    entry()

@@ -1,0 +1,423 @@
+"""Sessions and live turns: the eval's side of a conversation with the agent."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import mimetypes
+import uuid
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from ..assertions import AssertionHandle, GateFailed, Recorder, ScopedAssertions
+from ..events import (
+    INPUT_REQUESTED,
+    INPUT_RESOLVED,
+    MESSAGE_COMPLETED,
+    SESSION_COMPLETED,
+    SESSION_FAILED,
+    SESSION_STARTED,
+    SESSION_WAITING,
+    TURN_CANCELLED,
+    TURN_COMPLETED,
+    TURN_FAILED,
+    TURN_STARTED,
+    Event,
+)
+from ..expect import match_value
+from ..harnesses import (
+    Harness,
+    HarnessContext,
+    HarnessSession,
+    HarnessStartError,
+    InputResponse,
+    TurnOutcome,
+    TurnRequest,
+)
+from ._turn import InputRequest, Turn
+
+__all__ = ["Session", "LiveTurn", "TrialState", "EventNotSeen", "DriveError"]
+
+
+class DriveError(Exception):
+    """A drive-API call used wrongly (e.g. sending while a turn is still running)."""
+
+
+class EventNotSeen(AssertionError):
+    """``wait_for_event`` saw the turn settle (or time out) before the event arrived."""
+
+
+class TrialState:
+    """Everything one trial's sessions share: the harness, the recorder, the event log."""
+
+    def __init__(
+        self,
+        *,
+        harness: Harness | None,
+        harness_ctx: HarnessContext | None,
+        recorder: Recorder,
+        base_dir: Path,
+        log: Callable[[str], None],
+        harness_error: str | None = None,
+    ):
+        self.harness = harness
+        self.harness_ctx = harness_ctx
+        self.harness_error = harness_error
+        self.recorder = recorder
+        self.base_dir = base_dir
+        self.log = log
+        self.events: list[Event] = []
+        self.sessions: list[Session] = []
+        self.turns: list[Turn] = []  # every settled turn, in settling order
+        self.execution_errors: list[str] = []
+
+    def record_event(self, event: Event) -> None:
+        self.events.append(event)
+
+    async def close(self) -> None:
+        for session in self.sessions:
+            await session._close()
+
+
+class LiveTurn:
+    """A turn that may still be running: observe it, cancel it, then take its ``result()``."""
+
+    def __init__(self, session: "Session", request: TurnRequest, index: int):
+        self.session = session
+        self.session_id = session.session_id
+        self.index = index
+        self.request = request
+        self.events: list[Event] = []
+        self._changed = asyncio.Event()
+        self._turn: Turn | None = None
+        self._task: asyncio.Task[Turn] = asyncio.ensure_future(self._run())
+
+    @property
+    def done(self) -> bool:
+        return self._task.done()
+
+    def _emit(self, event: Event) -> None:
+        if "session_id" not in event.data:
+            event = Event(event.type, {**event.data, "session_id": self.session_id}, event.ts)
+        self.events.append(event)
+        self.session._on_event(event)
+        self._changed.set()
+
+    async def _run(self) -> Turn:
+        session = self.session
+        outcome: TurnOutcome
+        try:
+            hs = await session._harness_session(self._emit)
+            self._emit(Event(TURN_STARTED, {"turn": self.index}))
+            if self.request.input is not None:
+                self._emit(Event(MESSAGE_COMPLETED, {"role": "user", "text": _display_text(self.request.input)}))
+            outcome = await hs.run_turn(self.request, self._emit)
+        except HarnessStartError as exc:
+            self._emit(Event(SESSION_FAILED, {"error": str(exc)}))
+            session.state.harness_error = str(exc)
+            raise
+        if outcome.status == "completed":
+            self._emit(Event(TURN_COMPLETED, {"turn": self.index}))
+            self._emit(Event(SESSION_WAITING, {"pending_input_requests": 0}))
+        elif outcome.status == "waiting":
+            self._emit(Event(SESSION_WAITING, {"pending_input_requests": len(session._pending)}))
+        elif outcome.status == "cancelled":
+            self._emit(Event(TURN_CANCELLED, {"turn": self.index}))
+            self._emit(Event(SESSION_WAITING, {"pending_input_requests": len(session._pending)}))
+        else:
+            self._emit(Event(TURN_FAILED, {"turn": self.index, "error": outcome.error}))
+            if outcome.error and outcome.error.startswith("agent raised"):
+                session.state.execution_errors.append(outcome.error)
+        turn = Turn(
+            index=self.index,
+            session_id=self.session_id,
+            status=outcome.status,
+            message=outcome.message,
+            data=outcome.data,
+            events=tuple(self.events),
+            error=outcome.error,
+            _recorder=session.state.recorder,
+        )
+        session._settled(turn)
+        self._changed.set()
+        return turn
+
+    async def wait_for_event(self, type: str, data: Any = None, *, timeout: float | None = None) -> Event:
+        """Wait for an event of ``type`` (whose data matches ``data``, partially and deeply).
+        Raises EventNotSeen if the turn settles first."""
+        seen = 0
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout is None else loop.time() + timeout
+        while True:
+            for event in self.events[seen:]:
+                if event.type == type and (data is None or match_value(data, dict(event.data))[0]):
+                    return event
+            seen = len(self.events)
+            if self._task.done():
+                self._task.result()  # re-raise a harness failure as itself
+                types = ", ".join(e.type for e in self.events) or "none"
+                raise EventNotSeen(f"turn {self.index} settled before a {type!r} event matching; saw: {types}")
+            self._changed.clear()
+            remaining = None if deadline is None else deadline - loop.time()
+            if remaining is not None and remaining <= 0:
+                raise EventNotSeen(f"no {type!r} event within {timeout}s")
+            try:
+                await asyncio.wait_for(self._changed.wait(), remaining)
+            except asyncio.TimeoutError:
+                raise EventNotSeen(f"no {type!r} event within {timeout}s") from None
+
+    async def cancel(self) -> bool:
+        """Ask the agent to stop this turn. Returns False when it had already settled."""
+        if self._task.done():
+            return False
+        hs = self.session._hs
+        return bool(hs and await hs.cancel())
+
+    async def result(self) -> Turn:
+        return await asyncio.shield(self._task)
+
+
+class Session(ScopedAssertions):
+    """One conversation with the agent. ``t`` drives the primary one; ``t.new_session()`` more."""
+
+    def __init__(self, state: TrialState, session_id: str | None = None):
+        self.state = state
+        self.session_id = session_id or f"ses_{uuid.uuid4().hex[:12]}"
+        self.events: list[Event] = []
+        self.turns: list[Turn] = []
+        self._hs: HarnessSession | None = None
+        self._opening: asyncio.Future[HarnessSession] | None = None
+        self._active: LiveTurn | None = None
+        self._pending: dict[str, InputRequest] = {}
+        self._messages: list[dict[str, Any]] = []
+        state.sessions.append(self)
+
+    # -- plumbing ---------------------------------------------------------------------------
+
+    async def _harness_session(self, emit: Callable[[Event], None]) -> HarnessSession:
+        if self._hs is not None:
+            return self._hs
+        state = self.state
+        if state.harness is None or state.harness_ctx is None:
+            raise HarnessStartError(state.harness_error or "no harness: set harness= in evals.config.py or pass --harness")
+        self._hs = await state.harness.open_session(state.harness_ctx, self.session_id)
+        emit(Event(SESSION_STARTED, {}))
+        return self._hs
+
+    def _on_event(self, event: Event) -> None:
+        self.events.append(event)
+        self.state.record_event(event)
+        if event.type == INPUT_REQUESTED:
+            req = InputRequest.from_event(event)
+            self._pending[req.request_id] = req
+        elif event.type == INPUT_RESOLVED:
+            self._pending.pop(str(event.data.get("request_id")), None)
+
+    def _settled(self, turn: Turn) -> None:
+        self.turns.append(turn)
+        self.state.turns.append(turn)
+        if turn.status == "cancelled":
+            self._pending.clear()
+        if self._active is not None and self._active.index == turn.index:
+            self._active = None
+
+    async def _begin(self, request: TurnRequest) -> LiveTurn:
+        if self._active is not None and not self._active.done:
+            raise DriveError(
+                "a turn is still running in this session: await its result() (or cancel it) before sending"
+            )
+        live = LiveTurn(self, request, len(self.turns) + 1)
+        self._active = live
+        # Give the turn a chance to start before control returns to the test body.
+        await asyncio.sleep(0)
+        return live
+
+    async def _close(self) -> None:
+        if self._active is not None and not self._active.done:
+            self._active._task.cancel()
+            try:
+                await self._active._task
+            except BaseException:  # noqa: BLE001 - closing after a failure must not raise again
+                pass
+        if self._hs is not None:
+            if not any(e.type == SESSION_FAILED for e in self.events):
+                self._on_event(Event(SESSION_COMPLETED, {"session_id": self.session_id}))
+            try:
+                await self._hs.close()
+            except Exception as exc:  # noqa: BLE001
+                self.state.log(f"closing session {self.session_id} failed: {exc}")
+
+    # -- the drive API ----------------------------------------------------------------------
+
+    async def start(self, input: Any) -> LiveTurn:
+        """Start a turn and return as soon as it is running."""
+        if input is None:
+            raise DriveError("send()/start() needs a message")
+        self._messages.append({"role": "user", "content": _display_text(input)})
+        return await self._begin(TurnRequest(input=input, messages=tuple(self._messages)))
+
+    async def send(self, input: Any) -> Turn:
+        """Send a message and wait for the turn to settle."""
+        live = await self.start(input)
+        turn = await live.result()
+        if turn.message is not None:
+            self._messages.append({"role": "assistant", "content": turn.message})
+        return turn
+
+    async def send_file(self, text: str, path: str | Path, media_type: str | None = None) -> Turn:
+        """Send ``text`` with a file attached as a data URL (path relative to the eval file)."""
+        p = Path(path)
+        if not p.is_absolute():
+            p = self.state.base_dir / p
+        try:
+            raw = p.read_bytes()
+        except OSError as exc:
+            raise DriveError(f"send_file: cannot read {path}: {exc.strerror or exc}") from None
+        mt = media_type or mimetypes.guess_type(p.name)[0] or "application/octet-stream"
+        data_url = f"data:{mt};base64,{base64.b64encode(raw).decode('ascii')}"
+        message = {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": text},
+                {"type": "file", "name": p.name, "media_type": mt, "data_url": data_url},
+            ],
+        }
+        return await self.send(message)
+
+    async def cancel(self) -> str:
+        """Cancel the active turn: ``"accepted"`` or ``"no_active_turn"`` (both fine)."""
+        live = self._active
+        if live is None or live.done:
+            return "no_active_turn"
+        return "accepted" if await live.cancel() else "no_active_turn"
+
+    @property
+    def pending_input_requests(self) -> list[InputRequest]:
+        return list(self._pending.values())
+
+    async def require_input_request(self, **filters: Any) -> InputRequest:
+        """A gate: exactly one pending request matches ``filters``; returns it.
+        Filters: request_id, tool_name, prompt (substring or matcher), input, option_ids."""
+        if self._active is not None and not self._active.done:
+            await self._active.result()
+        pending = self.pending_input_requests
+        matching = [r for r in pending if _request_matches(r, filters)]
+        name = "require_input_request(" + ", ".join(f"{k}={v!r}" for k, v in filters.items()) + ")"
+        ok = len(matching) == 1
+        seen = [r.to_dict() for r in pending]
+        message = "" if ok else (
+            f"expected exactly one pending input request matching, found {len(matching)} "
+            f"among {len(pending)} pending: {seen}"
+        )
+        handle = self._record_gate(name, ok, expected=filters or None, actual=seen, message=message)
+        if not ok:
+            raise GateFailed(handle.record)
+        return matching[0]
+
+    async def respond(self, *responses: Any) -> Turn:
+        """Answer specific pending input requests; they travel as the next turn."""
+        if not responses:
+            raise DriveError("respond() needs at least one response")
+        normalized = tuple(_to_response(r) for r in responses)
+        unknown = [r.request_id for r in normalized if r.request_id not in self._pending]
+        if unknown:
+            raise DriveError(
+                f"respond(): no pending input request {', '.join(unknown)}; pending: "
+                f"{', '.join(self._pending) or 'none'}"
+            )
+        live = await self._begin(TurnRequest(responses=normalized, messages=tuple(self._messages)))
+        turn = await live.result()
+        if turn.message is not None:
+            self._messages.append({"role": "assistant", "content": turn.message})
+        return turn
+
+    async def respond_all(self, option_id: str) -> Turn:
+        """Answer every pending input request with the same option."""
+        if not self._pending:
+            raise DriveError("respond_all(): there is no pending input request")
+        return await self.respond(*(InputResponse(rid, option_id=option_id) for rid in self._pending))
+
+    @property
+    def reply(self) -> str | None:
+        for turn in reversed(self.turns):
+            if turn.message is not None:
+                return turn.message
+        return None
+
+    # -- ScopedAssertions -------------------------------------------------------------------
+
+    def _record_gate(self, name: str, ok: bool, *, expected: Any, actual: Any, message: str) -> AssertionHandle:
+        from ..results._model import AssertionRecord
+
+        rec = AssertionRecord(
+            name=name, kind="gate", status="passed" if ok else "failed", score=1.0 if ok else 0.0,
+            threshold=1.0, expected=expected, actual=actual, message=message, scope=self._assert_scope(),
+        )
+        return self.state.recorder.record(rec)
+
+    def _assert_events(self) -> Sequence[Event]:
+        return self.events
+
+    def _assert_statuses(self) -> Sequence[str]:
+        return [t.status for t in self.turns]
+
+    def _assert_output(self) -> Any:
+        if not self.turns:
+            return None
+        last = self.turns[-1]
+        return last.data if last.data is not None else last.message
+
+    def _assert_recorder(self) -> Recorder:
+        return self.state.recorder
+
+    def _assert_scope(self) -> str:
+        return f"session {self.session_id}"
+
+
+def _display_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict):
+        content = value.get("content", value.get("text"))
+        if isinstance(content, str):
+            return content
+        if isinstance(content, list):
+            return "\n".join(
+                str(p.get("text")) for p in content if isinstance(p, dict) and p.get("type") == "text"
+            )
+    return str(value)
+
+
+def _request_matches(req: InputRequest, filters: dict[str, Any]) -> bool:
+    for key, want in filters.items():
+        if key == "option_ids":
+            if list(want) != req.option_ids:
+                return False
+        elif key == "prompt" and isinstance(want, str):
+            if want not in req.prompt:
+                return False
+        elif key in ("request_id", "tool_name", "prompt", "input", "session_id"):
+            if not match_value(want, getattr(req, key))[0]:
+                return False
+        else:
+            raise DriveError(
+                f"require_input_request: unknown filter {key!r} "
+                "(use request_id, tool_name, prompt, input, option_ids)"
+            )
+    return True
+
+
+def _to_response(value: Any) -> InputResponse:
+    if isinstance(value, InputResponse):
+        return value
+    if isinstance(value, tuple) and len(value) == 2:
+        target, option = value
+        rid = target.request_id if isinstance(target, InputRequest) else str(target)
+        return InputResponse(rid, option_id=str(option))
+    if isinstance(value, dict) and "request_id" in value:
+        return InputResponse(str(value["request_id"]), option_id=value.get("option_id"), value=value.get("value"))
+    raise DriveError(
+        "respond() takes request.respond(option), (request, option_id) pairs or "
+        f"{{'request_id': ..., 'option_id': ...}} dicts, got {value!r}"
+    )
+

@@ -1,0 +1,134 @@
+"""``t``: the object a ``test(t)`` function drives the agent and records checks with."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any, Sequence
+
+from ..assertions import AssertionHandle, GateFailed, Recorder, ScopedAssertions, check_value
+from ..events import Event
+from ._session import LiveTurn, Session, TrialState
+from ._turn import InputRequest, Turn
+
+__all__ = ["T", "Skipped"]
+
+
+class Skipped(Exception):
+    """Raised by ``t.skip(reason)``; the trial's verdict is ``skipped``."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+class T(ScopedAssertions):
+    """Drives the primary session; run-level assertions see every session's events."""
+
+    def __init__(self, state: TrialState, *, deadline: float, workspace: Path | None = None,
+                 row: Any = None):
+        self._state = state
+        self._primary = Session(state)
+        self.deadline = deadline  # time.time() at which the trial times out
+        self.signal = asyncio.Event()  # set when the deadline passes
+        self.workspace = workspace
+        self.row = row
+
+    # -- sessions ---------------------------------------------------------------------------
+
+    def new_session(self) -> Session:
+        """An independent session against the same agent; its events feed run-level checks."""
+        return Session(self._state)
+
+    @property
+    def session(self) -> Session:
+        return self._primary
+
+    @property
+    def sessions(self) -> list[Session]:
+        return list(self._state.sessions)
+
+    # -- the drive API (primary session) -----------------------------------------------------
+
+    async def send(self, input: Any) -> Turn:
+        return await self._primary.send(input)
+
+    async def start(self, input: Any) -> LiveTurn:
+        return await self._primary.start(input)
+
+    async def cancel(self) -> str:
+        return await self._primary.cancel()
+
+    async def send_file(self, text: str, path: str | Path, media_type: str | None = None) -> Turn:
+        return await self._primary.send_file(text, path, media_type)
+
+    async def require_input_request(self, **filters: Any) -> InputRequest:
+        return await self._primary.require_input_request(**filters)
+
+    async def respond(self, *responses: Any) -> Turn:
+        return await self._primary.respond(*responses)
+
+    async def respond_all(self, option_id: str) -> Turn:
+        return await self._primary.respond_all(option_id)
+
+    @property
+    def reply(self) -> str | None:
+        return self._primary.reply
+
+    @property
+    def session_id(self) -> str:
+        return self._primary.session_id
+
+    @property
+    def events(self) -> list[Event]:
+        return list(self._state.events)
+
+    @property
+    def turns(self) -> list[Turn]:
+        return list(self._state.turns)
+
+    @property
+    def pending_input_requests(self) -> list[InputRequest]:
+        return self._primary.pending_input_requests
+
+    def log(self, message: Any) -> None:
+        """A debug line for the trial's artifact (``--verbose`` streams it)."""
+        self._state.log(str(message))
+
+    def skip(self, reason: str = "") -> None:
+        raise Skipped(reason or "skipped")
+
+    # -- value checks -----------------------------------------------------------------------
+
+    def check(self, value: Any, matcher: Any) -> AssertionHandle:
+        """Record a check of ``value`` (a gate, or soft for ``similarity``)."""
+        return self._state.recorder.record(check_value(value, matcher, scope="run"))
+
+    async def require(self, value: Any, matcher: Any) -> AssertionHandle:
+        """A gate that stops the test when it fails."""
+        handle = self.check(value, matcher)
+        handle.gate()
+        if handle.record.status != "passed":
+            raise GateFailed(handle.record)
+        return handle
+
+    # -- ScopedAssertions -------------------------------------------------------------------
+
+    def _assert_events(self) -> Sequence[Event]:
+        return self._state.events
+
+    def _assert_statuses(self) -> Sequence[str]:
+        return [t.status for t in self._state.turns]
+
+    def _assert_output(self) -> Any:
+        if not self._state.turns:
+            return None
+        last = self._state.turns[-1]
+        return last.data if last.data is not None else last.message
+
+    def _assert_recorder(self) -> Recorder:
+        return self._state.recorder
+
+    def _assert_scope(self) -> str:
+        return "run"
+

@@ -1,0 +1,64 @@
+"""Harnesses run the agent under test. ``resolve_harness(spec)`` turns a spec string into one."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+from ._protocol import (
+    Emit,
+    Harness,
+    HarnessContext,
+    HarnessSession,
+    HarnessSpecError,
+    HarnessStartError,
+    InputResponse,
+    TurnOutcome,
+    TurnRequest,
+)
+
+__all__ = [
+    "Emit",
+    "Harness",
+    "HarnessContext",
+    "HarnessSession",
+    "HarnessSpecError",
+    "HarnessStartError",
+    "InputResponse",
+    "TurnOutcome",
+    "TurnRequest",
+    "register_harness",
+    "resolve_harness",
+]
+
+Resolver = Callable[[str, "Path | None"], Harness]
+
+def _python(spec: str, project_dir: Path | None) -> Harness:
+    from .python import resolve
+
+    return resolve(spec, project_dir)
+
+
+def _command(spec: str, project_dir: Path | None) -> Harness:
+    from .command import resolve
+
+    return resolve(spec)
+
+
+_RESOLVERS: dict[str, Resolver] = {"python:": _python, "command:": _command}
+
+
+def register_harness(prefix: str, resolver: Resolver) -> None:
+    """Teach ``resolve_harness`` a new spec prefix (e.g. ``"myproto:"``)."""
+    _RESOLVERS[prefix] = resolver
+
+
+def resolve_harness(spec: str, project_dir: Path | None = None) -> Harness:
+    """Resolve before running: a bad spec raises HarnessSpecError (the CLI exits 2)."""
+    if not isinstance(spec, str) or not spec.strip():
+        raise HarnessSpecError("harness spec is empty")
+    for prefix, resolver in _RESOLVERS.items():
+        if spec.startswith(prefix):
+            return resolver(spec, project_dir)
+    known = ", ".join(f"{p}..." for p in _RESOLVERS)
+    raise HarnessSpecError(f"unknown harness spec {spec!r}: expected one of {known}")

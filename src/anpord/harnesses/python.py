@@ -1,0 +1,301 @@
+"""The Python harness: ``"python:package.module:attr"`` — an agent callable in the runner's process.
+
+Sessions keep their message history. ``request_input`` parks the agent's coroutine on a future;
+the turn settles ``waiting`` and the next turn (the eval's answers) resolves the future and waits
+on the same coroutine again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextvars
+import importlib
+import inspect
+import itertools
+import json
+import queue
+import sys
+import threading
+import traceback
+from pathlib import Path
+from typing import Any, Callable
+
+from ..agent import SyncTurnContext, TurnCancelled, TurnContext
+from ..events import INPUT_REQUESTED, INPUT_RESOLVED, MESSAGE_COMPLETED, Event, to_jsonable
+from ._protocol import (
+    Emit,
+    HarnessContext,
+    HarnessSpecError,
+    TurnOutcome,
+    TurnRequest,
+)
+
+__all__ = ["PythonHarness", "resolve", "load_agent", "CANCEL_GRACE"]
+
+# How long a cancelled agent gets to unwind before the turn is reported cancelled regardless.
+CANCEL_GRACE = 1.0
+
+
+def load_agent(target: str, project_dir: Path | None = None) -> Callable[..., Any]:
+    """Import ``package.module:attr`` (attr may be dotted). Raises HarnessSpecError with one line."""
+    module_name, sep, attr = target.partition(":")
+    if not sep or not module_name or not attr:
+        raise HarnessSpecError(f"python harness spec must be 'python:package.module:attr', got 'python:{target}'")
+    if project_dir is not None and str(project_dir) not in sys.path:
+        sys.path.insert(0, str(project_dir))
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:
+        raise HarnessSpecError(
+            f"python:{target}: cannot import {module_name}: {type(exc).__name__}: {exc}"
+        ) from exc
+    obj: Any = module
+    for part in attr.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise HarnessSpecError(f"python:{target}: {module_name} has no attribute {attr!r}") from None
+    if not callable(obj):
+        raise HarnessSpecError(f"python:{target}: {attr} is not callable ({type(obj).__name__})")
+    return obj
+
+
+def _is_async_callable(obj: Any) -> bool:
+    if inspect.iscoroutinefunction(obj):
+        return True
+    call = getattr(obj, "__call__", None)
+    return call is not None and inspect.iscoroutinefunction(call)
+
+
+class _DaemonPool:
+    """A thread pool whose threads are daemons: a sync agent stuck past its timeout never keeps
+    the process alive (concurrent.futures joins its workers at exit)."""
+
+    def __init__(self, size: int):
+        self.size = max(1, size)
+        self._queue: queue.SimpleQueue[tuple[Callable[[], Any], concurrent.futures.Future[Any]] | None] = (
+            queue.SimpleQueue()
+        )
+        self._threads = 0
+        self._idle = 0
+        self._lock = threading.Lock()
+
+    def submit(self, fn: Callable[[], Any]) -> concurrent.futures.Future[Any]:
+        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        self._queue.put((fn, future))
+        with self._lock:
+            if self._idle == 0 and self._threads < self.size:
+                self._threads += 1
+                threading.Thread(target=self._work, daemon=True, name="anpord-sync-agent").start()
+        return future
+
+    def _work(self) -> None:
+        while True:
+            with self._lock:
+                self._idle += 1
+            item = self._queue.get()
+            with self._lock:
+                self._idle -= 1
+            if item is None:
+                return
+            fn, future = item
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                future.set_result(fn())
+            except BaseException as exc:  # noqa: BLE001 - delivered to the awaiting turn
+                future.set_exception(exc)
+
+
+class PythonHarness:
+    needs_sandbox = False
+
+    def __init__(self, spec: str, agent: Callable[..., Any]):
+        self.spec = spec
+        self.agent = agent
+        self.is_async = _is_async_callable(agent)
+        self._pool: _DaemonPool | None = None
+
+    def pool(self, size: int) -> _DaemonPool:
+        if self._pool is None:
+            self._pool = _DaemonPool(size)
+        return self._pool
+
+    async def open_session(self, ctx: HarnessContext, session_id: str) -> "PythonSession":
+        return PythonSession(self, ctx, session_id)
+
+
+class PythonSession:
+    _request_ids = itertools.count(1)
+
+    def __init__(self, harness: PythonHarness, ctx: HarnessContext, session_id: str):
+        self.harness = harness
+        self.ctx = ctx
+        self.session_id = session_id
+        self.messages: list[dict[str, Any]] = []
+        self._task: asyncio.Task[Any] | None = None
+        self._pending: dict[str, asyncio.Future[Any]] = {}
+        self._emit: Emit = lambda e: None
+        self._parked: asyncio.Future[None] | None = None
+        self._sync_ctx: SyncTurnContext | None = None
+        self._cancel_requested = False
+
+    # -- the agent's side -------------------------------------------------------------------
+
+    def _route(self, event: Event) -> None:
+        # Events of a resumed agent belong to whichever turn is current.
+        self._emit(event)
+
+    async def _request_input(self, *, prompt: str, options: list[dict[str, str]], tool_name: str | None,
+                             input: Any) -> Any:
+        request_id = f"req_{next(self._request_ids)}"
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._pending[request_id] = future
+        self._route(
+            Event(INPUT_REQUESTED, {"session_id": self.session_id, "request_id": request_id, "prompt": prompt,
+                                    "options": options, "tool_name": tool_name, "input": input})
+        )
+        if self._parked is not None and not self._parked.done():
+            self._parked.set_result(None)
+        try:
+            return await future
+        finally:
+            self._pending.pop(request_id, None)
+
+    async def _invoke(self, turn: TurnContext) -> Any:
+        agent = self.harness.agent
+        if self.harness.is_async:
+            return await agent(turn)
+        loop = asyncio.get_running_loop()
+        sync_turn = SyncTurnContext(turn, loop)
+        self._sync_ctx = sync_turn
+        context = contextvars.copy_context()
+        cfuture = self.harness.pool(self.ctx.max_concurrency).submit(lambda: context.run(agent, sync_turn))
+        try:
+            return await asyncio.wrap_future(cfuture)
+        except asyncio.CancelledError:
+            sync_turn.cancelled = True  # its next context call raises; the daemon thread is abandoned
+            raise
+
+    # -- the harness protocol ---------------------------------------------------------------
+
+    async def run_turn(self, request: TurnRequest, emit: Emit) -> TurnOutcome:
+        self._emit = emit
+        self._cancel_requested = False
+        if request.responses:
+            if self._task is None or self._task.done():
+                return TurnOutcome("failed", error="there is no pending input request to answer")
+            for response in request.responses:
+                future = self._pending.get(response.request_id)
+                if future is None or future.done():
+                    return TurnOutcome("failed", error=f"no pending input request {response.request_id!r}")
+                answer = response.option_id if response.option_id is not None else response.value
+                emit(Event(INPUT_RESOLVED, {"session_id": self.session_id, **response.to_dict()}))
+                future.set_result(answer)
+        else:
+            if self._task is not None and not self._task.done():
+                return TurnOutcome(
+                    "failed", error="the session is waiting on input requests; answer them with t.respond()"
+                )
+            text = request.input if isinstance(request.input, str) else _text_of(request.input)
+            self.messages.append({"role": "user", "content": text})
+            turn = TurnContext(
+                input=request.input,
+                messages=list(self.messages),
+                session_id=self.session_id,
+                model=self.ctx.model,
+                workspace=self.ctx.workspace,
+                emit=self._route,
+                request_input=self._request_input,
+            )
+            self._task = asyncio.ensure_future(self._guarded(turn))
+        return await self._settle()
+
+    async def _guarded(self, turn: TurnContext) -> tuple[str, Any, str | None]:
+        """Run the agent; never let its exceptions (even SystemExit) escape the task."""
+        try:
+            value = await self._invoke(turn)
+        except asyncio.CancelledError:
+            return ("cancelled", None, "cancelled")
+        except TurnCancelled:
+            return ("cancelled", None, "cancelled")
+        except BaseException as exc:  # noqa: BLE001 - SystemExit/KeyboardInterrupt fail the trial only
+            tb = "".join(traceback.format_exception(exc))
+            self.ctx.log(f"agent raised:\n{tb}")
+            return ("failed", None, f"agent raised {type(exc).__name__}: {exc}")
+        return ("completed", value, None)
+
+    async def _settle(self) -> TurnOutcome:
+        assert self._task is not None
+        loop = asyncio.get_running_loop()
+        self._parked = loop.create_future()
+        try:
+            await asyncio.wait({self._task, self._parked}, return_when=asyncio.FIRST_COMPLETED)
+            if not self._task.done():
+                # Let sibling requests (asyncio.gather of several approvals) register before settling.
+                for _ in range(3):
+                    await asyncio.sleep(0)
+        except asyncio.CancelledError:
+            await self._abort()
+            raise
+        if not self._task.done():
+            return TurnOutcome("waiting")
+        status, value, error = self._task.result()
+        if self._cancel_requested and status != "completed":
+            status = "cancelled"
+        if status != "completed":
+            return TurnOutcome(status, error=error)  # type: ignore[arg-type]
+        if value is None:
+            return TurnOutcome("completed")
+        if isinstance(value, str):
+            message, data = value, None
+        else:
+            data = to_jsonable(value)
+            message = json.dumps(data, ensure_ascii=False)
+        self.messages.append({"role": "assistant", "content": message})
+        self._route(Event(MESSAGE_COMPLETED, {"session_id": self.session_id, "role": "assistant", "text": message}))
+        return TurnOutcome("completed", message=message, data=data)
+
+    async def _abort(self) -> None:
+        task = self._task
+        if task is None or task.done():
+            return
+        if self._sync_ctx is not None:
+            self._sync_ctx.cancelled = True
+        task.cancel()
+        try:
+            await asyncio.wait_for(asyncio.shield(task), CANCEL_GRACE)
+        except (asyncio.TimeoutError, asyncio.CancelledError, Exception):
+            pass
+
+    async def cancel(self) -> bool:
+        task = self._task
+        if task is None or task.done():
+            return False
+        self._cancel_requested = True
+        for future in list(self._pending.values()):
+            future.cancel()
+        if self._sync_ctx is not None:
+            self._sync_ctx.cancelled = True
+        # Cancel the agent's own coroutine (not _guarded) so the turn settles as cancelled.
+        task.cancel()
+        return True
+
+    async def close(self) -> None:
+        await self._abort()
+
+
+def _text_of(value: Any) -> str:
+    if isinstance(value, dict):
+        content = value.get("content", value.get("text"))
+        if isinstance(content, str):
+            return content
+        if isinstance(content, list):
+            return "\n".join(str(p.get("text", "")) for p in content if isinstance(p, dict) and p.get("text"))
+    return json.dumps(to_jsonable(value), ensure_ascii=False)
+
+
+def resolve(spec: str, project_dir: Path | None = None) -> PythonHarness:
+    target = spec[len("python:"):]
+    return PythonHarness(spec, load_agent(target, project_dir))

@@ -1,0 +1,92 @@
+"""Import case files a team already wrote as a runnable ``*.eval.py`` suite.
+
+``import_cases("evals-json", "evals.json")`` reads, checks and renders; it raises an
+``ImportRefusal`` (one of the named refusals below) instead of writing a suite it is not sure of.
+Checks that convert mechanically are converted exactly; everything written as prose becomes a
+placeholder that always fails, so an imported suite is red until a person writes those checks.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from ._codegen import DEFAULT_HARNESS, render_module
+from ._errors import (
+    CaseDirectoryEmpty,
+    CaseDirectoryUnreadable,
+    CaseFileEmpty,
+    CaseFileNotEvalsJson,
+    CaseFileNotJson,
+    CaseFileNotYaml,
+    CaseFileNotYamlCase,
+    CaseFileUnreadable,
+    ImportRefusal,
+    SuiteFileExists,
+    SuiteFileUnwritable,
+    SuiteFolderMissing,
+)
+from ._evals_json import read_evals_json
+from ._files import write_atomic
+from ._model import CaseFile, ImportedSuite, Tally, summary_of, tally_of
+from ._yaml_cases import read_yaml_cases
+
+__all__ = [
+    "FORMATS",
+    "DEFAULT_HARNESS",
+    "ImportedSuite",
+    "Tally",
+    "import_cases",
+    "import_evals_json",
+    "import_yaml_cases",
+    "summary_of",
+    "write_suite",
+    "ImportRefusal",
+    "CaseFileUnreadable",
+    "CaseFileNotJson",
+    "CaseFileNotEvalsJson",
+    "CaseFileEmpty",
+    "CaseDirectoryUnreadable",
+    "CaseFileNotYaml",
+    "CaseFileNotYamlCase",
+    "CaseDirectoryEmpty",
+    "SuiteFileExists",
+    "SuiteFolderMissing",
+    "SuiteFileUnwritable",
+]
+
+
+def _suite_of(file: CaseFile) -> ImportedSuite:
+    source, id_notes = render_module(file)
+    return ImportedSuite(
+        source=source, tally=tally_of(file.cases), notes=(*file.notes, *id_notes)
+    )
+
+
+def import_evals_json(path: str) -> ImportedSuite:
+    """One JSON file holding every case."""
+    return _suite_of(read_evals_json(path))
+
+
+def import_yaml_cases(path: str) -> ImportedSuite:
+    """One YAML file per case, or a directory of them."""
+    return _suite_of(read_yaml_cases(path))
+
+
+FORMATS: dict[str, Callable[[str], ImportedSuite]] = {
+    "evals-json": import_evals_json,
+    "yaml": import_yaml_cases,
+}
+
+
+def import_cases(format: str, path: str) -> ImportedSuite:
+    """Import ``path`` read as ``format`` (a key of ``FORMATS``)."""
+    try:
+        reader = FORMATS[format]
+    except KeyError:
+        raise ValueError(f"unknown format {format!r}; expected one of {', '.join(FORMATS)}") from None
+    return reader(path)
+
+
+def write_suite(path: str, suite: ImportedSuite, *, force: bool = False) -> None:
+    """Write the suite atomically; an existing file is replaced only with ``force``."""
+    write_atomic(path, suite.source, force=force)

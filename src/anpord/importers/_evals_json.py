@@ -1,0 +1,272 @@
+"""evals-json: one JSON file holding every case (the skill-creator ``evals.json`` shape).
+
+Accepted beyond the strict shape, because real files use them: ``expectations`` as another name
+for prose assertions, string ids, ``eval_name`` for ``name``, and assertion objects that carry
+only prose (``{"text"}`` or ``{"name", "description"}``). Other fields are reported, not read.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ._errors import CaseFileEmpty, CaseFileNotEvalsJson, CaseFileNotJson
+from ._files import read_text
+from ._model import CaseFile, Check, Converted, ImportedCase, Rule, Unwritten
+from ._text import describe_actual, listing
+
+__all__ = ["read_evals_json", "NO_ASSERTION"]
+
+_RULES: dict[str, Rule] = {
+    "content_contains_any": "any",
+    "content_contains_all": "all",
+    "content_contains_none": "none",
+}
+_KNOWN_TOP = {"skill_name", "evals"}
+_KNOWN_CASE = {
+    "id", "name", "eval_name", "prompt", "expected_output", "files", "assertions", "expectations",
+}
+_ASSERTION_LISTS = ("assertions", "expectations")
+_KNOWN_STRUCTURED = {"kind", "needles", "text", "id", "name"}
+_KNOWN_PROSE = {"text", "description", "id", "name"}
+_SHAPE = (
+    'expected an object like {"skill_name": "...", "evals": [{"id": 1, "prompt": "...", '
+    '"assertions": [...]}]}'
+)
+_MAX_ISSUES = 3
+
+NO_ASSERTION = "This case named no assertion. Write what a good answer is."
+
+
+class _Findings:
+    """What reading found: mismatches (which refuse the file) and fields it does not read."""
+
+    def __init__(self) -> None:
+        self.issues: list[str] = []
+        self.unknown: dict[str, list[str]] = {}  # field -> the cases holding it
+        self.bare: list[str] = []  # cases with no assertion at all
+
+    def add(self, where: str, problem: str) -> None:
+        self.issues.append(f"{where}: {problem}")
+
+    def expected(self, where: str, what: str, actual: Any) -> None:
+        self.add(where, f"Expected {what}, actual {describe_actual(actual)}")
+
+    def ignored(self, raw: dict[str, Any], known: set[str], prefix: str, case: str) -> None:
+        for key in raw:
+            if key not in known:
+                cases = self.unknown.setdefault(f"{prefix}{key}", [])
+                if case not in cases:
+                    cases.append(case)
+
+    def reason(self) -> str:
+        shown = "; ".join(self.issues[:_MAX_ISSUES])
+        more = len(self.issues) - _MAX_ISSUES
+        return shown + (f"; and {more} more" if more > 0 else "")
+
+
+def _shape_problem(data: Any) -> str | None:
+    """What is wrong with the file as a whole, with a hint at the shape evals-json has."""
+    if isinstance(data, list):
+        return f"the top level is an array; {_SHAPE}"
+    if not isinstance(data, dict):
+        return f"the top level is {describe_actual(data)}; {_SHAPE}"
+    if "evals" not in data:
+        lists = [key for key, value in data.items() if isinstance(value, list)]
+        found = f' (found {", ".join(json.dumps(key) for key in lists)} instead)' if lists else ""
+        return f"evals: is missing{found}; {_SHAPE}"
+    if not isinstance(data["evals"], list):
+        return f"evals: Expected an array of cases, actual {describe_actual(data['evals'])}"
+    return None
+
+
+def _own_id(raw: Any) -> str | None:
+    ident = raw.get("id") if isinstance(raw, dict) else None
+    if isinstance(ident, int) and not isinstance(ident, bool):
+        return str(ident)
+    return ident if isinstance(ident, str) else None
+
+
+def _optional_str(raw: dict[str, Any], key: str, where: str, found: _Findings) -> str | None:
+    value = raw.get(key)
+    if value is None or isinstance(value, str):
+        return value
+    found.expected(f"{where}{key}", "string", value)
+    return None
+
+
+def _needles(value: Any, where: str, found: _Findings) -> tuple[str, ...]:
+    if not isinstance(value, list):
+        found.expected(where, "an array of strings", value)
+        return ()
+    if not value:
+        # A check with no needle holds (or fails) whatever the answer says: it measures nothing.
+        found.expected(where, "at least one needle", value)
+    for n, needle in enumerate(value):
+        if not isinstance(needle, str) or needle == "":
+            found.expected(f"{where}.{n}", "a non-empty string", needle)
+    return tuple(needle for needle in value if isinstance(needle, str))
+
+
+def _structured(raw: dict[str, Any], where: str, found: _Findings) -> Check | None:
+    kind, text = raw["kind"], raw.get("text")
+    if kind not in _RULES:
+        found.expected(f"{where}.kind", " | ".join(json.dumps(name) for name in _RULES), kind)
+    if "text" not in raw:
+        found.add(f"{where}.text", "is missing")
+    elif not isinstance(text, str):
+        found.expected(f"{where}.text", "string", text)
+    if "needles" not in raw:
+        found.add(f"{where}.needles", "is missing")
+        return None
+    needles = _needles(raw["needles"], f"{where}.needles", found)
+    if kind not in _RULES or not isinstance(text, str):
+        return None
+    return Converted(_RULES[kind], text, needles)
+
+
+def _assertion(raw: Any, case: str, field: str, found: _Findings) -> Check | None:
+    where = f"case {case}, {field}"
+    if isinstance(raw, str):
+        return Unwritten(raw)
+    if not isinstance(raw, dict):
+        found.expected(where, "a string, or an object with text", raw)
+        return None
+    list_name = field.split(".", 1)[0]
+    if "kind" in raw:
+        found.ignored(raw, _KNOWN_STRUCTURED, f"{list_name}[].", case)
+        return _structured(raw, where, found)
+    # No kind: a description of intent, which is prose however it is wrapped.
+    found.ignored(raw, _KNOWN_PROSE, f"{list_name}[].", case)
+    label = raw.get("name", raw.get("id"))
+    label = str(label) if isinstance(label, (str, int)) and not isinstance(label, bool) else None
+    for key in ("text", "description"):
+        if isinstance(raw.get(key), str):
+            return Unwritten(raw[key], label)
+    found.expected(where, "a string, or an object with text", raw)
+    return None
+
+
+def _source_note(fixtures: list[str]) -> str:
+    if not fixtures:
+        return "This case named no fixture directory. Add the files it starts from."
+    return (
+        f"This case named {', '.join(fixtures)}. The JSON carries the directory names, "
+        "not their contents, so add the files here."
+    )
+
+
+def _case(index: int, raw: Any, found: _Findings) -> ImportedCase | None:
+    own_id = _own_id(raw)
+    case = own_id if own_id is not None else f"at index {index}"
+    where = f"case {case}, "
+    if not isinstance(raw, dict):
+        found.expected(f"case at index {index}", "an object", raw)
+        return None
+    if "id" not in raw:
+        found.add(f"{where}id", "is missing")
+    elif own_id is None:
+        found.expected(f"{where}id", "integer or string", raw["id"])
+    found.ignored(raw, _KNOWN_CASE, "", case)
+
+    prompt = raw.get("prompt")
+    if "prompt" not in raw:
+        found.add(f"{where}prompt", "is missing")
+    elif not isinstance(prompt, str):
+        found.expected(f"{where}prompt", "string", prompt)
+    name = _optional_str(raw, "name", where, found)
+    if name is None:
+        name = _optional_str(raw, "eval_name", where, found)
+    expected_output = _optional_str(raw, "expected_output", where, found)
+
+    fixtures: list[str] = []
+    listed = raw.get("files")
+    if listed is not None and not isinstance(listed, list):
+        found.expected(f"{where}files", "an array of strings", listed)
+    for n, entry in enumerate(listed if isinstance(listed, list) else []):
+        if isinstance(entry, str):
+            fixtures.append(entry)
+        else:
+            found.expected(f"{where}files.{n}", "string", entry)
+
+    checks: list[Check] = []
+    for key in _ASSERTION_LISTS:
+        items = raw.get(key)
+        if items is not None and not isinstance(items, list):
+            found.expected(f"{where}{key}", "an array", items)
+        for n, item in enumerate(items if isinstance(items, list) else []):
+            check = _assertion(item, case, f"{key}.{n}", found)
+            if check is not None:
+                checks.append(check)
+    if not any(isinstance(raw.get(key), list) and raw[key] for key in _ASSERTION_LISTS):
+        # Nothing says what a good answer is, so the case owes a check and stays red until then.
+        found.bare.append(case)
+        checks.append(Unwritten(NO_ASSERTION))
+
+    if own_id is None or not isinstance(prompt, str):
+        return None
+    notes = [f"Case {own_id}" + (f": {name}" if name is not None else "")]
+    if expected_output is not None:
+        notes.append(f"The file's expected output: {expected_output}")
+    return ImportedCase(
+        own_id=own_id,
+        name=name,
+        prompt=prompt,
+        checks=tuple(checks),
+        notes=tuple(notes),
+        source_note=_source_note(fixtures),
+    )
+
+
+def _notes(data: dict[str, Any], found: _Findings) -> list[str]:
+    def quoted(key: str) -> str:
+        return json.dumps(key, ensure_ascii=False)
+
+    notes = [
+        f"Not imported: {quoted(key)} (top level) is not an evals-json field."
+        for key in data
+        if key not in _KNOWN_TOP
+    ]
+    for field, cases in found.unknown.items():
+        where = f"case {cases[0]}" if len(cases) == 1 else f"cases {listing(cases)}"
+        notes.append(f"Not imported: {quoted(field)} ({where}) is not an evals-json field.")
+    if len(found.bare) == 1:
+        notes.append(
+            f"Case {found.bare[0]} has no assertions: it gets one placeholder check, "
+            "so it fails until you write one."
+        )
+    elif found.bare:
+        notes.append(
+            f"Cases {listing(found.bare)} have no assertions: each gets one placeholder check, "
+            "so each fails until you write one."
+        )
+    return notes
+
+
+def read_evals_json(path: str) -> CaseFile:
+    """Read and check an evals-json file; refuse it (an ``ImportRefusal``) rather than guess."""
+    text = read_text(path, CaseFileNotJson)
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise CaseFileNotJson(path, str(error)) from None
+    except RecursionError:
+        raise CaseFileNotJson(path, "nested too deeply to read") from None
+
+    problem = _shape_problem(data)
+    if problem is not None:
+        raise CaseFileNotEvalsJson(path, problem)
+    found = _Findings()
+    title = _optional_str(data, "skill_name", "", found)
+    cases = [_case(index, raw, found) for index, raw in enumerate(data["evals"])]
+    if found.issues:
+        raise CaseFileNotEvalsJson(path, found.reason())
+    if not cases:
+        raise CaseFileEmpty(path)
+    return CaseFile(
+        format="evals-json",
+        path=path,
+        about=() if title is None else (f"Skill: {title}",),
+        cases=tuple(case for case in cases if case is not None),
+        notes=tuple(_notes(data, found)),
+    )

@@ -1,0 +1,136 @@
+"""What an import produces before it becomes code: cases, their checks, the tally, the notes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal, Union
+
+from ._text import plural, slug
+
+__all__ = [
+    "Converted",
+    "Unwritten",
+    "Check",
+    "ImportedCase",
+    "CaseFile",
+    "Tally",
+    "ImportedSuite",
+    "assign_keys",
+    "summary_of",
+]
+
+Rule = Literal["any", "all", "none"]
+
+
+@dataclass(frozen=True)
+class Converted:
+    """A structured assertion: a needle list and a rule over it, which converts exactly."""
+
+    rule: Rule
+    text: str
+    needles: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Unwritten:
+    """Prose (or nothing at all): kept verbatim next to a placeholder that always fails."""
+
+    text: str
+    label: str | None = None  # the assertion's own id or name, when the file gives one
+
+
+Check = Union[Converted, Unwritten]
+
+
+@dataclass(frozen=True)
+class ImportedCase:
+    """One case, ready to render. ``own_id`` is what the file calls it (its id, or its name)."""
+
+    own_id: str
+    name: str | None
+    prompt: str
+    checks: tuple[Check, ...]
+    notes: tuple[str, ...] = ()  # comments above the case: where from, expected output, budget
+    source_note: str = ""  # the comment above ``source=files({})``
+    fallback_key: str = "case"  # used when ``own_id`` slugs to nothing
+
+
+@dataclass(frozen=True)
+class CaseFile:
+    """Everything read from a path, in the file's order."""
+
+    format: str
+    path: str
+    cases: tuple[ImportedCase, ...]
+    notes: tuple[str, ...] = ()
+    about: tuple[str, ...] = ()  # extra header lines, e.g. the skill's name
+
+
+@dataclass(frozen=True)
+class Tally:
+    cases: int
+    converted: int
+    needs_author: int
+
+
+@dataclass(frozen=True)
+class ImportedSuite:
+    """The generated module's text, what it holds, and what the user should be told."""
+
+    source: str
+    tally: Tally
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+
+def tally_of(cases: tuple[ImportedCase, ...]) -> Tally:
+    checks = [check for case in cases for check in case.checks]
+    converted = sum(isinstance(check, Converted) for check in checks)
+    return Tally(cases=len(cases), converted=converted, needs_author=len(checks) - converted)
+
+
+def assign_keys(cases: tuple[ImportedCase, ...]) -> tuple[list[str], list[str]]:
+    """Stable, unique case ids: each case's own id slugged. A repeated id keeps its first holder
+    and the others get the lowest free ``-2``, ``-3`` … suffix, so no id a file gives shifts
+    because another one is repeated. Returns the keys and notes about the repeats."""
+    bases = [slug(case.own_id) or slug(case.fallback_key) or "case" for case in cases]
+    taken: set[str] = set()
+    first: list[bool] = []
+    for base in bases:
+        first.append(base not in taken)
+        taken.add(base)
+    keys: list[str] = []
+    renamed: dict[str, list[str]] = {}
+    for base, is_first in zip(bases, first):
+        if is_first:
+            keys.append(base)
+            continue
+        n = 2
+        while f"{base}-{n}" in taken:
+            n += 1
+        key = f"{base}-{n}"
+        taken.add(key)
+        keys.append(key)
+        renamed.setdefault(base, []).append(key)
+    notes = [
+        f'{len(extra) + 1} cases have the id "{base}"; the repeats are imported as '
+        f"{', '.join(extra)}."
+        for base, extra in renamed.items()
+    ]
+    return keys, notes
+
+
+def summary_of(tally: Tally) -> str:
+    """The closing line. The count of unwritten checks leads its second sentence, because a
+    suite that passes on a check nobody wrote is the failure an import must never produce."""
+    read = (
+        f"Read {plural(tally.cases, 'case')}, "
+        f"converted {plural(tally.converted, 'assertion')}."
+    )
+    if tally.needs_author == 0:
+        return read
+    one = tally.needs_author == 1
+    return (
+        f"{read} {plural(tally.needs_author, 'assertion')} could not be converted and "
+        f"{'needs' if one else 'need'} a human: {'it is' if one else 'each is'} written as prose, "
+        "and the suite fails until you write the check it describes."
+    )

@@ -1,0 +1,99 @@
+"""Text helpers: exact Python literals, inert comments, one-line messages, slugs."""
+
+from __future__ import annotations
+
+import json
+import re
+import textwrap
+from typing import Any, Iterable
+
+__all__ = [
+    "py_str",
+    "py_str_list",
+    "comment_lines",
+    "escape_unprintable",
+    "one_line",
+    "describe_actual",
+    "slug",
+    "plural",
+    "listing",
+]
+
+
+def py_str(text: str) -> str:
+    """An exact Python string literal for ``text``, on one line, printable characters only.
+
+    ``repr`` escapes every character ``str.isprintable`` rejects (line breaks of every kind,
+    control and format characters, lone surrogates), so the literal can never end a line or hide
+    code. Double quotes are used when the text holds none, for readability.
+    """
+    literal = repr(text)
+    # repr picks single quotes unless the text holds ' and no ". With no " in the text there is
+    # no ' either, so swapping the outer quotes changes nothing inside.
+    if literal[0] == "'" and '"' not in text:
+        literal = '"' + literal[1:-1] + '"'
+    return literal
+
+
+def py_str_list(items: Iterable[str]) -> str:
+    return "[" + ", ".join(py_str(item) for item in items) + "]"
+
+
+def escape_unprintable(text: str) -> str:
+    """Replace every character that is not printable (or is a line break) with its escape."""
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
+
+
+def comment_lines(text: str, indent: str = "", *, wrap: bool = False) -> list[str]:
+    """``text`` as ``#`` comment lines: split on every line break ``str.splitlines`` knows (a
+    superset of the tokenizer's), with anything unprintable escaped, so a comment can never end
+    early and let the rest of the text run as code. ``wrap`` folds long lines at spaces (for the
+    importer's own sentences; an author's words are kept line for line)."""
+    lines = [escape_unprintable(line) for line in text.splitlines() or [""]]
+    if wrap:
+        width = max(40, 98 - len(indent))
+        lines = [
+            part
+            for line in lines
+            for part in textwrap.wrap(
+                line, width, break_long_words=False, break_on_hyphens=False
+            ) or [""]
+        ]
+    return [f"{indent}# {line}".rstrip() for line in lines]
+
+
+def one_line(text: str) -> str:
+    """A message that stays on one line whatever the case file holds."""
+    return escape_unprintable(text)
+
+
+def describe_actual(value: Any, limit: int = 80) -> str:
+    """A value as an error message shows it: JSON-like, short, one line."""
+    try:
+        shown = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):  # YAML can hold dates and other values JSON cannot
+        shown = f"{value} (a {type(value).__name__})"
+    if len(shown) > limit:
+        shown = shown[: limit - 1] + "…"
+    return shown
+
+
+_NOT_SLUG = re.compile(r"[^a-z0-9]+")
+
+
+def slug(value: str) -> str:
+    """Lowercase ASCII letters and digits joined by single hyphens; may be empty."""
+    return _NOT_SLUG.sub("-", value.lower()).strip("-")
+
+
+def plural(count: int, one: str) -> str:
+    return f"{count} {one if count == 1 else one + 's'}"
+
+
+def listing(names: list[str], limit: int = 10) -> str:
+    """``a, b, c`` — cut short with a count when long, so a note stays readable."""
+    if len(names) <= limit:
+        return ", ".join(names)
+    return ", ".join(names[:limit]) + f" and {len(names) - limit} more"

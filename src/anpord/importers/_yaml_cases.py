@@ -1,0 +1,167 @@
+"""yaml: one case per file (``name``, ``task``, ``judge_context``, ``max_steps``), or a
+directory of them read in sorted order. Only ``task`` and ``name`` convert; every judge line is
+prose for a model judge, so each becomes a placeholder the author must replace."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from typing import Any
+
+from ._errors import (
+    CaseDirectoryEmpty,
+    CaseDirectoryUnreadable,
+    CaseFileNotYaml,
+    CaseFileNotYamlCase,
+    CaseFileUnreadable,
+)
+from ._files import read_text
+from ._model import CaseFile, ImportedCase, Unwritten
+from ._text import describe_actual, listing, one_line
+
+__all__ = ["read_yaml_cases", "UNJUDGED", "DEFAULT_MAX_STEPS"]
+
+_SUFFIXES = (".yaml", ".yml")
+_KNOWN = ("name", "task", "judge_context", "max_steps")
+_MAX_ISSUES = 3
+# The source runner's own default, so an imported case records the budget it actually ran under.
+DEFAULT_MAX_STEPS = 15
+UNJUDGED = "This case named no judge context. Write what a good answer is."
+_NOT_A_LIMIT = "Anpord does not cap steps, so this is a note, not a limit."
+
+
+def _yaml_reason(error: Exception) -> str:
+    problem = getattr(error, "problem", None)
+    mark = getattr(error, "problem_mark", None)
+    if problem is None:
+        return one_line(" ".join(str(error).split()))
+    context = getattr(error, "context", None)
+    text = f"{context}, {problem}" if context else str(problem)
+    if mark is not None:
+        text += f" (line {mark.line + 1}, column {mark.column + 1})"
+    return text
+
+
+def _parse(path: str) -> Any:
+    import yaml  # only the yaml path pays for it
+
+    text = read_text(path, CaseFileNotYaml)
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        raise CaseFileNotYaml(path, _yaml_reason(error)) from None
+    except RecursionError:
+        raise CaseFileNotYaml(path, "nested too deeply to read") from None
+
+
+class _Seen:
+    def __init__(self) -> None:
+        self.unknown: dict[str, list[str]] = {}
+        self.unjudged: list[str] = []
+
+
+def _case(path: str, data: Any, seen: _Seen) -> ImportedCase:
+    if not isinstance(data, dict):
+        raise CaseFileNotYamlCase(
+            path, f"Expected a mapping with name and task, actual {describe_actual(data)}"
+        )
+    issues: list[str] = []
+
+    def expected(field: str, what: str, actual: Any) -> None:
+        issues.append(f"{field}: Expected {what}, actual {describe_actual(actual)}")
+
+    for field in ("name", "task"):
+        if field not in data:
+            issues.append(f"{field}: is missing")
+        elif not isinstance(data[field], str):
+            expected(field, "string", data[field])
+    judged = data.get("judge_context")
+    lines: list[str] = []
+    if judged is not None and not isinstance(judged, list):
+        expected("judge_context", "an array of strings", judged)
+    for n, line in enumerate(judged if isinstance(judged, list) else []):
+        if isinstance(line, str):
+            lines.append(line)
+        else:
+            expected(f"judge_context.{n}", "string", line)
+    steps = data.get("max_steps")
+    if steps is not None and (not isinstance(steps, int) or isinstance(steps, bool)):
+        expected("max_steps", "integer", steps)
+    if issues:
+        more = len(issues) - _MAX_ISSUES
+        reason = "; ".join(issues[:_MAX_ISSUES]) + (f"; and {more} more" if more > 0 else "")
+        raise CaseFileNotYamlCase(path, reason)
+
+    for key in data:
+        if key not in _KNOWN:
+            seen.unknown.setdefault(str(key), []).append(path)
+    if not lines:
+        seen.unjudged.append(path)
+    if steps is None:
+        budget = (
+            f"The file names no max_steps, so it allowed the default of {DEFAULT_MAX_STEPS} "
+            f"steps. {_NOT_A_LIMIT}"
+        )
+    else:
+        budget = f"The file allowed {steps} steps. {_NOT_A_LIMIT}"
+    name = data["name"]
+    return ImportedCase(
+        own_id=name,
+        name=name,
+        prompt=data["task"],
+        checks=tuple(Unwritten(line) for line in lines) or (Unwritten(UNJUDGED),),
+        notes=(f"Case: {name}", f"Imported from {path}.", budget),
+        source_note="The YAML names no starting files, so add the ones this case works on.",
+        fallback_key=os.path.splitext(os.path.basename(path))[0],
+    )
+
+
+def _case_files(directory: str) -> list[str]:
+    """The directory's ``*.yaml`` and ``*.yml`` files, sorted so the same directory always
+    makes the same suite. Anything else in it is left alone."""
+    try:
+        with os.scandir(directory) as entries:
+            names = [
+                entry.name
+                for entry in entries
+                if entry.name.endswith(_SUFFIXES) and not entry.is_dir()
+            ]
+    except OSError as error:
+        raise CaseDirectoryUnreadable(directory, error.strerror or type(error).__name__) from None
+    if not names:
+        raise CaseDirectoryEmpty(directory)
+    return [os.path.join(directory, name) for name in sorted(names)]
+
+
+def _notes(seen: _Seen) -> list[str]:
+    notes = []
+    for field, paths in seen.unknown.items():
+        notes.append(
+            f"Not imported: {json.dumps(field, ensure_ascii=False)} ({listing(paths)}) "
+            "is not a yaml case field."
+        )
+    if len(seen.unjudged) == 1:
+        notes.append(
+            f"{seen.unjudged[0]} names no judge_context: it gets one placeholder check, "
+            "so it fails until you write one."
+        )
+    elif seen.unjudged:
+        notes.append(
+            f"{listing(seen.unjudged)} name no judge_context: each gets one placeholder check, "
+            "so each fails until you write one."
+        )
+    return notes
+
+
+def read_yaml_cases(path: str) -> CaseFile:
+    """Read one yaml case file, or every case file in a directory. A bad file stops the import
+    by name, so a directory that half-imported is never mistaken for one that imported."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as error:
+        raise CaseFileUnreadable(path, error.strerror or type(error).__name__) from None
+    paths = _case_files(path) if stat.S_ISDIR(mode) else [path]
+    seen = _Seen()
+    cases = tuple(_case(one, _parse(one), seen) for one in paths)
+    return CaseFile(format="yaml", path=path, cases=cases, notes=tuple(_notes(seen)))

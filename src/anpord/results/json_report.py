@@ -1,0 +1,98 @@
+"""The machine summary printed by ``anpord eval --json`` (schema documented in docs/results.md).
+
+Keys are stable: new keys may be added, none is renamed or removed without bumping ``schema``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any, Sequence
+
+from ._model import VERDICTS, RunSummary, TrialResult
+
+__all__ = ["SCHEMA_VERSION", "summary_dict", "summary_json"]
+
+SCHEMA_VERSION = 1
+
+
+def _num(value: float | None) -> float | None:
+    """JSON has no NaN or infinity: an undefined figure is ``null``."""
+    if value is None or not math.isfinite(value):
+        return None
+    return round(value, 6)
+
+
+def _trial(r: TrialResult) -> dict[str, Any]:
+    return {
+        "trial": r.trial,
+        "verdict": r.verdict,
+        "reason": r.reason,
+        "score": _num(r.score),
+        "duration": round(r.duration, 6),
+        "error": r.error,
+        "artifact": r.artifact,
+    }
+
+
+def summary_dict(summary: RunSummary, results: Sequence[TrialResult]) -> dict[str, Any]:
+    """The ``--json`` document as a dict."""
+    by_cell: dict[tuple[str, str], list[TrialResult]] = {}
+    for r in results:
+        by_cell.setdefault(r.cell_key, []).append(r)
+
+    totals = {"trials": sum(summary.totals.get(v, 0) for v in VERDICTS)}
+    totals.update({v: summary.totals.get(v, 0) for v in VERDICTS})
+
+    cells = []
+    for c in summary.cells:
+        trials = sorted(by_cell.get((c.case_id, c.variant), []), key=lambda r: r.trial)
+        cells.append(
+            {
+                "case_id": c.case_id,
+                "variant": c.variant,
+                "trials": c.trials,
+                "passed": c.passed,
+                "scored": c.scored,
+                "failed": c.failed,
+                "timed_out": c.timed_out,
+                "void": c.void,
+                "skipped": c.skipped,
+                "pass_rate": _num(c.pass_rate),
+                "pass_at_k": _num(c.pass_at_k),
+                "pass_hat_k": _num(c.pass_hat_k),
+                "deterministic": c.deterministic,
+                "results": [_trial(r) for r in trials],
+            }
+        )
+
+    variants: dict[str, dict[str, Any]] = {}
+    for c in summary.cells:
+        v = variants.setdefault(
+            c.variant, {"variant": c.variant, "trials": 0, "passed": 0, "measured": 0, "void": 0}
+        )
+        v["trials"] += c.trials
+        v["passed"] += c.passed
+        v["measured"] += c.trials - c.void - c.skipped
+        v["void"] += c.void
+    for v in variants.values():
+        v["pass_rate"] = _num(v["passed"] / v["measured"]) if v["measured"] else None
+
+    return {
+        "schema": SCHEMA_VERSION,
+        "run_id": summary.run_id,
+        "run_dir": summary.run_dir,
+        "exit_code": summary.exit_code,
+        "fail_on": summary.fail_on,
+        "interrupted": summary.interrupted,
+        "duration": round(summary.duration, 4),
+        "totals": totals,
+        "closing_line": summary.closing_line(),
+        "variants": list(variants.values()),
+        "cells": cells,
+    }
+
+
+def summary_json(summary: RunSummary, results: Sequence[TrialResult]) -> str:
+    """The ``--json`` document: indented, ASCII-only (safe on any terminal encoding), no NaN."""
+    return json.dumps(summary_dict(summary, results), indent=2, allow_nan=False, default=str)

@@ -1,0 +1,198 @@
+"""Running one trial: sandbox, sessions, the test body under a deadline, then the verdict."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import time
+import traceback
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable
+
+from ..assertions import GateFailed, Recorder
+from ..authoring._config import Variant
+from ..drive import Skipped, T, TrialState
+from ..events import USAGE, Event
+from ..harnesses import Harness, HarnessContext, HarnessStartError
+from ..results._model import TrialResult
+from ..sandboxes._protocol import SandboxError, SandboxInstance, SandboxSpec
+from ._capture import CURRENT_LOG
+from ._rewrite import CURRENT_RECORDER
+from ._validate import SandboxHolder, ValidateError, run_declarative
+from ._verdict import decide_verdict
+
+if TYPE_CHECKING:
+    from .discovery import Case
+
+__all__ = ["TrialJob", "TrialEnv", "run_trial", "TIMEOUT_GRACE"]
+
+# After the deadline, how long the body gets to unwind once cancelled.
+TIMEOUT_GRACE = 2.0
+
+
+@dataclass
+class TrialJob:
+    case: "Case"
+    variant: Variant
+    index: int
+    timeout: float
+    harness: Harness | None
+    harness_error: str | None = None
+
+
+@dataclass
+class TrialEnv:
+    """Run-wide services a trial uses."""
+
+    open_sandbox: Callable[[Variant, SandboxSpec], Any]  # async → SandboxInstance
+    on_log: Callable[[str, str, int, str], None]
+    max_concurrency: int = 8
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    first = text[0] if text else ""
+    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+
+
+def _usage(events: list[Event]) -> dict[str, float]:
+    total: dict[str, float] = {}
+    for e in events:
+        if e.type == USAGE:
+            for key in ("input_tokens", "output_tokens", "cost"):
+                v = e.data.get(key)
+                if isinstance(v, (int, float)):
+                    total[key] = total.get(key, 0) + v
+    return total
+
+
+async def run_trial(job: TrialJob, env: TrialEnv) -> tuple[TrialResult, list[Event]]:
+    case, variant = job.case, job.variant
+    started_wall = time.time()
+    started = time.monotonic()
+    logs: list[str] = []
+
+    def log(message: str) -> None:
+        logs.append(message)
+        env.on_log(case.id, variant.label, job.index, message)
+
+    recorder = Recorder()
+    rec_token = CURRENT_RECORDER.set(recorder)
+    log_token = CURRENT_LOG.set(log)
+
+    skipped: str | None = None
+    void_reason: str | None = None
+    timed_out: str | None = None
+    execution_error: str | None = None
+    tb: str | None = None
+
+    spec = SandboxSpec(variant=variant, source=case.source, source_base=case.file.path.parent,
+                       label=f"{case.id} {variant.label} #{job.index}")
+
+    async def opener() -> SandboxInstance:
+        return await env.open_sandbox(variant, spec)
+
+    holder = SandboxHolder(opener, None)
+    state: TrialState | None = None
+    snapshot: Any = None
+    try:
+        needs_sandbox = case.source is not None or bool(job.harness and job.harness.needs_sandbox)
+        if needs_sandbox:
+            await holder.get()
+            if case.eval.declarative and holder.instance is not None:
+                from ..sandboxes._snapshot import snapshot as take_snapshot
+
+                snapshot = take_snapshot(holder.instance.workspace)
+        ctx = None
+        if job.harness is not None:
+            ctx = HarnessContext(
+                variant=variant, model=variant.model, sandbox=holder.instance, log=log,
+                trial_id=spec.label, max_concurrency=env.max_concurrency,
+            )
+        state = TrialState(
+            harness=job.harness, harness_ctx=ctx, recorder=recorder, base_dir=case.file.path.parent,
+            log=log, harness_error=job.harness_error,
+        )
+        t = T(state, deadline=started_wall + job.timeout,
+              workspace=holder.instance.workspace if holder.instance else None, row=case.row)
+
+        async def body() -> None:
+            ev = case.eval
+            if ev.declarative:
+                await run_declarative(t, case.id, ev.prompt, ev.validate, holder, snapshot)
+                return
+            assert ev.test is not None
+            result = ev.test(t, case.row) if case.has_row else ev.test(t)
+            if inspect.isawaitable(result):
+                await result
+
+        task = asyncio.ensure_future(body())
+        try:
+            done, _ = await asyncio.wait({task}, timeout=job.timeout)
+        except asyncio.CancelledError:
+            task.cancel()
+            raise
+        if not done:
+            t.signal.set()
+            task.cancel()
+            await asyncio.wait({task}, timeout=TIMEOUT_GRACE)
+            timed_out = f"timed out after {job.timeout:g}s"
+        else:
+            try:
+                task.result()
+            except Skipped as exc:
+                skipped = exc.reason
+            except GateFailed:
+                pass  # recorded already; the verdict reads it
+            except (HarnessStartError, SandboxError) as exc:
+                void_reason = str(exc) or type(exc).__name__
+            except ValidateError as exc:
+                execution_error = str(exc)
+            except asyncio.CancelledError:
+                execution_error = "the test was cancelled"
+            except BaseException as exc:  # noqa: BLE001 - SystemExit etc. fail this trial, not the run
+                execution_error = _one_line(exc)
+                tb = "".join(traceback.format_exception(exc))
+        if execution_error is None and state.execution_errors:
+            execution_error = state.execution_errors[0]
+    except (HarnessStartError, SandboxError) as exc:
+        void_reason = str(exc) or type(exc).__name__
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - an infrastructure fault voids this trial only
+        void_reason = f"internal error: {_one_line(exc)}"
+        tb = "".join(traceback.format_exception(exc))
+    finally:
+        try:
+            if state is not None:
+                await state.close()
+        finally:
+            if holder.instance is not None:
+                await holder.instance.close()
+            CURRENT_RECORDER.reset(rec_token)
+            CURRENT_LOG.reset(log_token)
+
+    verdict, reason = decide_verdict(
+        skipped=skipped, void_reason=void_reason, timed_out=timed_out,
+        execution_error=execution_error, records=recorder.records,
+    )
+    events = state.events if state is not None else []
+    soft = [r.score for r in recorder.records if r.kind == "soft"]
+    result = TrialResult(
+        case_id=case.id,
+        variant=variant.label,
+        trial=job.index,
+        verdict=verdict,
+        reason=reason,
+        duration=time.monotonic() - started,
+        assertions=list(recorder.records),
+        score=sum(soft) / len(soft) if soft else None,
+        error=execution_error,
+        traceback=tb,
+        logs=logs,
+        usage=_usage(events),
+        tags=case.tags,
+        file=str(case.file.path),
+        started_at=started_wall,
+    )
+    return result, events
