@@ -27,25 +27,29 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, is_dataclass
-from typing import Any, Callable, Literal, Mapping, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 __all__ = [
-    "Matcher",
     "MatchResult",
-    "includes",
+    "Matcher",
     "equals",
+    "includes",
+    "is_matcher",
+    "levenshtein",
+    "match_value",
     "matches",
     "satisfies",
     "similarity",
-    "match_value",
-    "levenshtein",
     "similarity_ratio",
 ]
 
 Kind = Literal["gate", "soft"]
 
 PREVIEW_LIMIT = 300
+
+_SCALARS = (str, int, float, bool, type(None))
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,15 +78,31 @@ class Matcher(Protocol):
     def evaluate(self, actual: Any) -> MatchResult: ...
 
 
+def is_matcher(value: Any) -> bool:
+    """Is ``value`` a matcher? A fast structural test (``isinstance`` on the Protocol is slow)."""
+    if isinstance(value, BaseMatcher):
+        return True
+    if isinstance(value, (type, *_SCALARS, Mapping, list, tuple, re.Pattern)):
+        return False
+    return callable(getattr(value, "evaluate", None)) and hasattr(value, "default_kind")
+
+
 class BaseMatcher:
     """Shared plumbing for the built-in matchers (and a convenient base for custom ones)."""
 
     name: str = "matcher"
     default_kind: Kind = "gate"
     default_threshold: float | None = 1.0
+    _description: str | None = None
 
     @property
     def description(self) -> str:
+        # Cached: a check reads it several times (record name, expected, messages).
+        if self._description is None:
+            self._description = self._describe_self()
+        return self._description
+
+    def _describe_self(self) -> str:
         return self.name
 
     def evaluate(self, actual: Any) -> MatchResult:  # pragma: no cover - abstract
@@ -130,7 +150,9 @@ def _clip(text: str, limit: int = PREVIEW_LIMIT) -> str:
 def _preview(value: Any, limit: int = PREVIEW_LIMIT) -> str:
     """A short, quoted rendering of a value for messages: strings quoted, the rest as JSON."""
     if isinstance(value, str):
-        return _clip(json.dumps(value, ensure_ascii=False), limit)
+        if len(value) > limit:  # quote only what is shown: a huge reply is not re-encoded whole
+            return f"{json.dumps(value[:limit], ensure_ascii=False)}… (+{len(value) - limit} chars)"
+        return json.dumps(value, ensure_ascii=False)
     if value is None or isinstance(value, bool):
         return repr(value)  # Python spelling at the top level; nested values read as JSON
     if isinstance(value, (re.Pattern, BaseMatcher)) or (callable(value) and not _is_data(value)):
@@ -139,14 +161,14 @@ def _preview(value: Any, limit: int = PREVIEW_LIMIT) -> str:
 
 
 def _is_data(value: Any) -> bool:
-    return isinstance(value, (dict, list, tuple, str, int, float, bool, type(None)))
+    return isinstance(value, (*_SCALARS, Mapping, list, tuple))
 
 
 def _describe_leaf(value: Any) -> str:
     if isinstance(value, re.Pattern):
         return f"/{value.pattern}/"
-    if isinstance(value, Matcher):
-        return value.description
+    if is_matcher(value):
+        return str(value.description)
     if isinstance(value, type):
         return f"<instance of {value.__name__}>"
     if callable(value):
@@ -162,7 +184,8 @@ def _render(expected: Any, limit: int = PREVIEW_LIMIT) -> str:
 def _render_full(expected: Any) -> str:
     if isinstance(expected, Mapping):
         inner = ", ".join(
-            f"{json.dumps(str(k), ensure_ascii=False)}: {_render_full(v)}" for k, v in expected.items()
+            f"{json.dumps(str(k), ensure_ascii=False)}: {_render_full(v)}"
+            for k, v in expected.items()
         )
         return "{" + inner + "}"
     if isinstance(expected, (list, tuple)):
@@ -178,7 +201,7 @@ def _describe(expected: Any) -> Any:
         return {str(k): _describe(v) for k, v in expected.items()}
     if isinstance(expected, (list, tuple)):
         return [_describe(v) for v in expected]
-    if isinstance(expected, (str, int, float, bool, type(None))):
+    if isinstance(expected, _SCALARS):
         return expected
     return _describe_leaf(expected)
 
@@ -232,17 +255,11 @@ def _as_mapping(value: Any) -> Any:
     return value
 
 
-_SCALARS = (str, int, float, bool, type(None))
-
-
 def _match(expected: Any, actual: Any, path: str, exact: bool) -> Match:
     if isinstance(expected, _SCALARS):  # the common case first: plain values compare with ==
         return _equal(expected, actual, path)
 
-    if isinstance(expected, BaseMatcher) or (
-        not isinstance(expected, (Mapping, list, tuple, type, re.Pattern))
-        and isinstance(expected, Matcher)
-    ):
+    if is_matcher(expected):
         try:
             res = expected.evaluate(actual)
         except Exception as exc:  # noqa: BLE001 - a broken matcher never passes
@@ -257,7 +274,9 @@ def _match(expected: Any, actual: Any, path: str, exact: bool) -> Match:
     if isinstance(expected, re.Pattern):
         if expected.search(_json_text(actual)):
             return _OK
-        return Match(False, f"{_at(path)}expected a match for /{expected.pattern}/, saw {_preview(actual)}")
+        return Match(
+            False, f"{_at(path)}expected a match for /{expected.pattern}/, saw {_preview(actual)}"
+        )
 
     if isinstance(expected, Mapping):
         actual = _as_mapping(actual)
@@ -334,7 +353,12 @@ def _equal(expected: Any, actual: Any, path: str) -> Match:
         want = f"{want} ({type(expected).__name__})"
         got = f"{got} ({type(actual).__name__})"
     where = ""
-    if isinstance(expected, str) and isinstance(actual, str):
+    if (
+        isinstance(expected, str)
+        and isinstance(actual, str)
+        and min(len(expected), len(actual)) > 40
+    ):
+        # For long texts, say where they part; short ones are readable at a glance.
         where = f" (first difference at index {_first_difference(expected, actual)})"
     return Match(False, f"{_at(path)}expected {want}, saw {got}{where}")
 
@@ -365,16 +389,23 @@ class _Includes(BaseMatcher):
 
     def __init__(self, needle: str | re.Pattern[str], ignore_case: bool) -> None:
         if not isinstance(needle, (str, re.Pattern)):
-            raise TypeError(f"includes() takes a string or a compiled regex, not {type(needle).__name__}")
+            raise TypeError(
+                f"includes() takes a string or a compiled regex, not {type(needle).__name__}"
+            )
         self.needle = needle
         self.ignore_case = ignore_case
         self._pattern: re.Pattern[str] | None = None
         if isinstance(needle, re.Pattern):
-            self._pattern = re.compile(needle.pattern, needle.flags | re.IGNORECASE) if ignore_case else needle
+            self._pattern = (
+                re.compile(needle.pattern, needle.flags | re.IGNORECASE) if ignore_case else needle
+            )
 
-    @property
-    def description(self) -> str:
-        shown = _describe_leaf(self.needle) if isinstance(self.needle, re.Pattern) else _preview(self.needle, 120)
+    def _describe_self(self) -> str:
+        shown = (
+            _describe_leaf(self.needle)
+            if isinstance(self.needle, re.Pattern)
+            else _preview(self.needle, 120)
+        )
         return f"includes({shown}{', ignore_case=True' if self.ignore_case else ''})"
 
     def evaluate(self, actual: Any) -> MatchResult:
@@ -388,11 +419,17 @@ class _Includes(BaseMatcher):
         if ok:
             return self._result(True, actual, "")
         what = "no value" if actual is None else _preview(actual)
-        return self._result(False, actual, f"expected text including {_preview_needle(self.needle)}, saw {what}")
+        return self._result(
+            False, actual, f"expected text including {_preview_needle(self.needle)}, saw {what}"
+        )
 
 
 def _preview_needle(needle: str | re.Pattern[str]) -> str:
-    return f"a match for /{needle.pattern}/" if isinstance(needle, re.Pattern) else _preview(needle, 120)
+    return (
+        f"a match for /{needle.pattern}/"
+        if isinstance(needle, re.Pattern)
+        else _preview(needle, 120)
+    )
 
 
 class _Structural(BaseMatcher):
@@ -403,8 +440,7 @@ class _Structural(BaseMatcher):
         self.expected = expected
         self.exact = exact
 
-    @property
-    def description(self) -> str:
+    def _describe_self(self) -> str:
         return f"{self.name}({_render(self.expected, 120)})"
 
     def evaluate(self, actual: Any) -> MatchResult:
@@ -421,8 +457,7 @@ class _Satisfies(BaseMatcher):
         self.fn = fn
         self.label = label or getattr(fn, "__name__", "predicate")
 
-    @property
-    def description(self) -> str:
+    def _describe_self(self) -> str:
         return f"satisfies({self.label})"
 
     def evaluate(self, actual: Any) -> MatchResult:
@@ -435,7 +470,9 @@ class _Satisfies(BaseMatcher):
         if ok:
             return self._result(True, actual, "")
         detail = f": {note}" if note else ""
-        return self._result(False, actual, f"{self.label} was not satisfied by {_preview(actual)}{detail}")
+        return self._result(
+            False, actual, f"{self.label} was not satisfied by {_preview(actual)}{detail}"
+        )
 
 
 class _Similarity(BaseMatcher):
@@ -448,16 +485,24 @@ class _Similarity(BaseMatcher):
         self.expected = expected
         self.default_threshold = threshold
 
-    @property
-    def description(self) -> str:
-        extra = f", threshold={self.default_threshold}" if self.default_threshold is not None else ""
+    def _describe_self(self) -> str:
+        extra = (
+            f", threshold={self.default_threshold}" if self.default_threshold is not None else ""
+        )
         return f"similarity({_preview(self.expected, 120)}{extra})"
 
     def evaluate(self, actual: Any) -> MatchResult:
-        score = 0.0 if actual is None else similarity_ratio(_json_text(self.expected), _json_text(actual))
+        score = (
+            0.0
+            if actual is None
+            else similarity_ratio(_json_text(self.expected), _json_text(actual))
+        )
         ok = self.default_threshold is None or score >= self.default_threshold
         bar = f" (threshold {self.default_threshold})" if self.default_threshold is not None else ""
-        message = "" if ok else f"similarity {score:.3f}{bar} to {_preview(self.expected)}, saw {_preview(actual)}"
+        # Always said, even on a pass: a threshold set later on the handle may turn it into a miss.
+        message = (
+            f"similarity {score:.3f}{bar} to {_preview(self.expected)}, saw {_preview(actual)}"
+        )
         return MatchResult(ok, score, _describe(self), actual, message)
 
 
@@ -478,7 +523,11 @@ def equals(value: Any) -> BaseMatcher:
 def matches(pattern_or_structure: Any) -> BaseMatcher:
     """A regex (a string is compiled; ``re.search`` semantics, anchor it yourself) or a structure
     matched partially and deeply by ``match_value``."""
-    expected = re.compile(pattern_or_structure) if isinstance(pattern_or_structure, str) else pattern_or_structure
+    expected = (
+        re.compile(pattern_or_structure)
+        if isinstance(pattern_or_structure, str)
+        else pattern_or_structure
+    )
     return _Structural("matches", expected, exact=False)
 
 

@@ -9,8 +9,9 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from ..events import (
     COMMAND_COMPLETED,
@@ -111,7 +112,11 @@ def succeeded(statuses: Sequence[str], events: Sequence[Event]) -> Outcome:
     failed = [i for i, s in enumerate(statuses, 1) if s == "failed"]
     if not failed:
         return Outcome(True, "", "no failed turn", statuses)
-    errors = [str(ev.data.get("error")) for ev in events if ev.type == TURN_FAILED and ev.data.get("error")]
+    errors = [
+        str(ev.data.get("error"))
+        for ev in events
+        if ev.type == TURN_FAILED and ev.data.get("error")
+    ]
     which = ", ".join(map(str, failed))
     detail = f": {_listing([_clip(e, 200) for e in errors], 3)}" if errors else ""
     return Outcome(
@@ -161,7 +166,9 @@ def message_includes(events: Sequence[Event], needle: Any) -> Outcome:
     if not texts:
         return Outcome(False, f"no assistant message was seen (wanted {wanted})", expected, [])
     seen = _listing([_preview(t, 200) for t in texts], 5)
-    return Outcome(False, f"no assistant message includes {wanted}; messages: {seen}", expected, texts[-5:])
+    return Outcome(
+        False, f"no assistant message includes {wanted}; messages: {seen}", expected, texts[-5:]
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -195,8 +202,16 @@ def called_tool(
     count: Count = None,
 ) -> Outcome:
     calls = tool_calls_from_events(events)
-    filters = [(k, v) for k, v in (("input", input), ("output", output), ("status", status)) if v is not None]
-    expected = {"name": _describe(name), **{k: _describe(v) for k, v in filters}, "count": _describe_count(count)}
+    filters = [
+        (k, v)
+        for k, v in (("input", input), ("output", output), ("status", status))
+        if v is not None
+    ]
+    expected = {
+        "name": _describe(name),
+        **{k: _describe(v) for k, v in filters},
+        "count": _describe_count(count),
+    }
     actual = [_call_summary(c) for c in calls]
     hits: list[ToolCall] = []
     misses: list[str] = []  # why each call of that name did not match
@@ -243,7 +258,9 @@ def not_called_tool(events: Sequence[Event], name: Any) -> Outcome:
         return Outcome(True, "", {"not": _describe(name)}, actual)
     label = name if isinstance(name, str) else _render(name)
     shown = _listing([show_call(c) for c in hits])
-    return Outcome(False, f"{label} was called {_times(len(hits))}: {shown}", {"not": _describe(name)}, actual)
+    return Outcome(
+        False, f"{label} was called {_times(len(hits))}: {shown}", {"not": _describe(name)}, actual
+    )
 
 
 def tool_order(events: Sequence[Event], steps: Sequence[Any]) -> Outcome:
@@ -287,7 +304,12 @@ def used_no_tools(events: Sequence[Event]) -> Outcome:
     calls = tool_calls_from_events(events)
     if not calls:
         return Outcome(True, "", 0, 0)
-    return Outcome(False, f"{len(calls)} tool call(s): {_listing([show_call(c) for c in calls])}", 0, len(calls))
+    return Outcome(
+        False,
+        f"{len(calls)} tool call(s): {_listing([show_call(c) for c in calls])}",
+        0,
+        len(calls),
+    )
 
 
 def max_tool_calls(events: Sequence[Event], n: int) -> Outcome:
@@ -310,9 +332,13 @@ def no_failed_actions(statuses: Sequence[str], events: Sequence[Event]) -> Outco
     failed_turn_event = False
     for ev in events:
         data = ev.data
-        if ev.type == TOOL_RESULT and (data.get("status") == "failed" or (not data.get("status") and data.get("error"))):
+        if ev.type == TOOL_RESULT and (
+            data.get("status") == "failed" or (not data.get("status") and data.get("error"))
+        ):
             error = data.get("error")
-            failures.append(f"tool {data.get('name')} failed" + (f": {_clip(str(error), 160)}" if error else ""))
+            failures.append(
+                f"tool {data.get('name')} failed" + (f": {_clip(str(error), 160)}" if error else "")
+            )
         elif ev.type == COMMAND_COMPLETED:
             code = data.get("exit_code")
             if isinstance(code, int) and not isinstance(code, bool) and code != 0:
@@ -326,7 +352,12 @@ def no_failed_actions(statuses: Sequence[str], events: Sequence[Event]) -> Outco
         failures.append("a turn failed")
     if not failures:
         return Outcome(True, "", "no failed actions", [])
-    return Outcome(False, f"{len(failures)} failed action(s): {_listing(failures)}", "no failed actions", failures)
+    return Outcome(
+        False,
+        f"{len(failures)} failed action(s): {_listing(failures)}",
+        "no failed actions",
+        failures,
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -423,7 +454,9 @@ def event_order(events: Sequence[Event], steps: Sequence[Any]) -> Outcome:
                 found = True
                 break
         if not found:
-            seen = ", ".join(actual[:60]) + (f", … ({len(actual) - 60} more)" if len(actual) > 60 else "")
+            seen = ", ".join(actual[:60]) + (
+                f", … ({len(actual) - 60} more)" if len(actual) > 60 else ""
+            )
             return Outcome(
                 False,
                 f"step {i} of {len(parsed)} ({_render(steps[i - 1], 160)}) not seen after the steps "
@@ -434,7 +467,9 @@ def event_order(events: Sequence[Event], steps: Sequence[Any]) -> Outcome:
     return Outcome(True, "", expected, None)
 
 
-def events_satisfy(events: Sequence[Event], label: str, predicate: Callable[[list[Event]], Any]) -> Outcome:
+def events_satisfy(
+    events: Sequence[Event], label: str, predicate: Callable[[list[Event]], Any]
+) -> Outcome:
     if not callable(predicate):
         err = f"events_satisfy needs a predicate function, not {type(predicate).__name__}"
         return Outcome(False, err, label, None, err)
@@ -488,7 +523,12 @@ def decode_output(output: Any) -> Any:
 
 def output_matches(output: Any, spec: Any) -> Outcome:
     if output is None:
-        return Outcome(False, "there was no output to validate (no turn returned anything)", _spec_name(spec), None)
+        return Outcome(
+            False,
+            "there was no output to validate (no turn returned anything)",
+            _spec_name(spec),
+            None,
+        )
     value = decode_output(output)
     if isinstance(spec, type) and hasattr(spec, "model_validate"):
         return _validate_pydantic(value, output, spec)
@@ -517,7 +557,8 @@ def _validate_pydantic(value: Any, output: Any, model: type) -> Outcome:
         model.model_validate(value)  # type: ignore[attr-defined]
     except ValidationError as exc:
         problems = "; ".join(
-            f"{'.'.join(map(str, e.get('loc', ()))) or '$'}: {e.get('msg')}" for e in exc.errors()[:5]
+            f"{'.'.join(map(str, e.get('loc', ()))) or '$'}: {e.get('msg')}"
+            for e in exc.errors()[:5]
         )
         return Outcome(
             False,
@@ -534,8 +575,8 @@ def _validate_pydantic(value: Any, output: Any, model: type) -> Outcome:
 def _validate_schema(value: Any, output: Any, schema: Mapping[str, Any]) -> Outcome:
     expected = _describe(schema)
     try:
-        import jsonschema
-        from jsonschema.exceptions import best_match
+        import jsonschema  # type: ignore[import-untyped, unused-ignore]
+        from jsonschema.exceptions import best_match  # type: ignore[import-untyped, unused-ignore]
     except ImportError:
         err = "output_matches with a JSON schema needs the jsonschema package: pip install 'anpord[schema]'"
         return Outcome(False, err, expected, output, err)
@@ -552,7 +593,9 @@ def _validate_schema(value: Any, output: Any, schema: Mapping[str, Any]) -> Outc
         return Outcome(False, err, expected, output, err)
     if error is None:
         return Outcome(True, "", expected, output)
-    where = "$" + "".join(f"[{p!r}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
+    where = "$" + "".join(
+        f"[{p!r}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path
+    )
     return Outcome(
         False,
         f"output does not match the schema at {where}: {_clip(error.message, 300)}; output was {_preview(output)}",

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
-from ..expect import BaseMatcher, Matcher, MatchResult, _preview, equals
+from ..expect import Matcher, MatchResult, _preview, equals, is_matcher
 from ..results._model import AssertionRecord
 from ._handle import AssertionHandle, decide_status
 
-__all__ = ["Recorder", "GateFailed", "check_value", "clip_actual"]
+__all__ = ["GateFailed", "Recorder", "check_value", "clip_actual"]
 
 # Values kept in a record's ``actual`` (and so in results.jsonl): long texts are cut here.
 ACTUAL_LIMIT = 4000
@@ -36,7 +37,7 @@ def check_value(value: Any, matcher: Any, *, scope: str = "run") -> AssertionRec
     dicts must match exactly, nested matchers and predicates still apply). A matcher that raises
     makes the record an ``error``, never a pass.
     """
-    m: Matcher = matcher if isinstance(matcher, (BaseMatcher, Matcher)) else equals(matcher)
+    m: Matcher = matcher if is_matcher(matcher) else equals(matcher)
     name = _name_of(m)
     try:
         res: MatchResult = m.evaluate(value)
@@ -96,6 +97,35 @@ class Recorder:
     def record(self, rec: AssertionRecord) -> AssertionHandle:
         self._records.append(rec)
         return AssertionHandle(rec)
+
+    def add(
+        self,
+        name: str,
+        ok: bool,
+        message: str = "",
+        *,
+        scope: str = "run",
+        expected: Any = None,
+        actual: Any = None,
+        error: bool = False,
+        void: bool = False,
+    ) -> AssertionHandle:
+        """Record a pass/fail gate decided elsewhere (a bare ``assert``, ``validate()``, a verifier,
+        ``require_input_request``). ``error``: it raised; ``void``: it could not measure."""
+        status = "error" if error else "void" if void else "passed"
+        rec = AssertionRecord(
+            name=name,
+            kind="gate",
+            status=status,  # type: ignore[arg-type]
+            score=1.0 if ok and not (error or void) else 0.0,
+            threshold=1.0,
+            expected=expected,
+            actual=clip_actual(actual),
+            message=message,
+            scope=scope,
+        )
+        decide_status(rec)
+        return self.record(rec)
 
     def check(self, value: Any, matcher: Any, *, scope: str = "run") -> AssertionHandle:
         """``t.check``: record a value check and return its handle."""

@@ -9,7 +9,8 @@ raised; a user function that raises makes the assertion an ``error``, which neve
 from __future__ import annotations
 
 import re
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from ..events import Event
 from ..expect import _clip, _render
@@ -59,11 +60,17 @@ class ScopedAssertions:
 
     # -- recording ----------------------------------------------------------------------------
 
-    def _assert_run(self, name: str, check: Callable[[], Outcome], label: str | None = None) -> AssertionHandle:
+    def _assert_run(
+        self, name: str, check: Callable[[], Outcome], label: str | None = None
+    ) -> AssertionHandle:
         try:
             out = check()
         except Exception as exc:  # noqa: BLE001 - an assertion that raised is an error, never a pass
-            out = Outcome(False, f"{name} raised {type(exc).__name__}: {exc}", error=str(exc) or type(exc).__name__)
+            out = Outcome(
+                False,
+                f"{name} raised {type(exc).__name__}: {exc}",
+                error=str(exc) or type(exc).__name__,
+            )
         record = AssertionRecord(
             name=name,
             kind="gate",
@@ -137,11 +144,14 @@ class ScopedAssertions:
         )
 
     def used_no_tools(self) -> AssertionHandle:
-        return self._assert_run("used_no_tools()", lambda: _checks.used_no_tools(self._assert_events()))
+        return self._assert_run(
+            "used_no_tools()", lambda: _checks.used_no_tools(self._assert_events())
+        )
 
     def max_tool_calls(self, n: int) -> AssertionHandle:
         return self._assert_run(
-            _call_name("max_tool_calls", n), lambda: _checks.max_tool_calls(self._assert_events(), n)
+            _call_name("max_tool_calls", n),
+            lambda: _checks.max_tool_calls(self._assert_events(), n),
         )
 
     def no_failed_actions(self) -> AssertionHandle:
@@ -175,7 +185,9 @@ class ScopedAssertions:
             lambda: _checks.event_order(self._assert_events(), steps),
         )
 
-    def events_satisfy(self, label: str, predicate: Callable[[list[Event]], Any]) -> AssertionHandle:
+    def events_satisfy(
+        self, label: str, predicate: Callable[[list[Event]], Any]
+    ) -> AssertionHandle:
         """``predicate(events)`` is truthy (or returns ``(True, message)``)."""
         return self._assert_run(
             _call_name("events_satisfy", label),
@@ -198,6 +210,8 @@ class ScopedAssertions:
         """The last turn's output validates against a pydantic model class or a JSON schema dict
         (needs ``jsonschema``). Output text holding a JSON object or array is decoded first."""
         return self._assert_run(
-            f"output_matches({spec.__name__})" if isinstance(spec, type) else _call_name("output_matches", spec),
+            f"output_matches({spec.__name__})"
+            if isinstance(spec, type)
+            else _call_name("output_matches", spec),
             lambda: _checks.output_matches(self._assert_output(), spec),
         )

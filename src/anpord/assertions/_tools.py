@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 from ..events import TOOL_CALLED, TOOL_RESULT, Event
 
@@ -86,7 +87,9 @@ def _take(by_id: dict[Any, list[int]], call_id: Any) -> int | None:
     return pending.pop(0)
 
 
-def _take_by_name(calls: list[dict[str, Any]], by_id: dict[Any, list[int]], name: Any) -> int | None:
+def _take_by_name(
+    calls: list[dict[str, Any]], by_id: dict[Any, list[int]], name: Any
+) -> int | None:
     best: tuple[int, Any] | None = None
     for call_id, pending in by_id.items():
         for index in pending:

@@ -2,10 +2,22 @@
 
 from __future__ import annotations
 
+import os
+import re
 from pathlib import Path, PurePosixPath
 from typing import Mapping, Protocol, runtime_checkable
 
-__all__ = ["Source", "SourceError", "files", "Files", "safe_relative_path"]
+__all__ = [
+    "Source",
+    "SourceError",
+    "files",
+    "Files",
+    "directory",
+    "Directory",
+    "repo",
+    "Repo",
+    "safe_relative_path",
+]
 
 
 class SourceError(Exception):
@@ -76,3 +88,125 @@ class Files:
 def files(contents: Mapping[str, str | bytes] | None = None) -> Files:
     """A source made of literal files. ``files({})`` is an empty workspace."""
     return Files(contents or {})
+
+
+class Directory:
+    """A folder copied into each trial's workspace (reflink or copy, never hard links).
+
+    A relative path starts at the eval file's folder. Links inside the folder are kept when they
+    stay inside it and refused when they point out of it.
+    """
+
+    def __init__(self, path: str | os.PathLike[str]):
+        if not isinstance(path, (str, os.PathLike)) or not str(path).strip():
+            raise SourceError(f"directory() takes a folder path, got {path!r}")
+        self.path = str(path)
+
+    def location(self, base: Path) -> Path:
+        p = Path(self.path).expanduser()
+        return p if p.is_absolute() else base / p
+
+    def materialize(self, dest: Path, base: Path) -> None:
+        from ..sandboxes._fill import copy_tree
+
+        src = self.location(base)
+        if not src.exists():
+            raise SourceError(f"{self.describe()}: {src} does not exist")
+        if not src.is_dir():
+            raise SourceError(f"{self.describe()}: {src} is not a folder")
+        copy_tree(src, dest, self.describe())
+
+    def describe(self) -> str:
+        return f"directory({self.path!r})"
+
+    def __repr__(self) -> str:
+        return self.describe()
+
+
+def directory(path: str | os.PathLike[str]) -> Directory:
+    """A source copied from a folder, relative to the eval file's folder."""
+    return Directory(path)
+
+
+_HOSTED = re.compile(r"(?:(?P<host>[\w.-]+\.[a-z]{2,})/)?(?P<owner>[\w.-]+)/(?P<name>[\w.-]+?)(?:\.git)?")
+_REF_OK = re.compile(r"[^\s~^:?*\[\\]+")
+
+
+class Repo:
+    """A git repository checked out (shallowly, at ``ref``) into each trial's workspace.
+
+    ``spec`` is a git URL (``https://…``, ``ssh://…``, ``git@host:owner/name``), a hosted
+    ``owner/name[@ref]`` (GitHub unless a host leads: ``gitlab.com/owner/name@ref``), or a local
+    repository path (relative to the eval file's folder; ``path@ref`` works too).
+    """
+
+    def __init__(self, spec: str, ref: str | None = None):
+        if not isinstance(spec, str) or not spec.strip():
+            raise SourceError(f"repo() takes a git URL, owner/name[@ref] or a repository path, got {spec!r}")
+        spec = spec.strip()
+        if spec.startswith("-"):
+            raise SourceError(f"repo({spec!r}): a repository cannot start with '-'")
+        self.spec = spec
+        self.ref = ref
+        if ref is not None:
+            self._check_ref(ref)
+
+    def _check_ref(self, ref: str) -> None:
+        if not isinstance(ref, str) or not _REF_OK.fullmatch(ref) or ref.startswith("-"):
+            raise SourceError(f"repo({self.spec!r}): {ref!r} is not a valid git ref")
+
+    def _split_ref(self, text: str) -> tuple[str, str | None]:
+        if self.ref is not None or "@" not in text:
+            return text, self.ref
+        head, _, ref = text.rpartition("@")
+        self._check_ref(ref)
+        return head, ref
+
+    def location(self, base: Path) -> tuple[str, str | None, bool]:
+        """(url, ref, is_local) for this spec, local paths resolved against ``base``."""
+        spec = self.spec
+        if "://" in spec:
+            return spec, self.ref, spec.startswith("file://")
+        if re.match(r"^[\w.-]+@[\w.-]+:", spec):  # scp-like ssh
+            return spec, self.ref, False
+        local = spec.startswith(("/", "./", "../", "~")) or spec == "."
+        candidates = [(spec, self.ref)]
+        if self.ref is None and "@" in spec:
+            candidates.append(self._split_ref(spec))
+        for candidate, ref in candidates:
+            path = Path(candidate).expanduser()
+            path = path if path.is_absolute() else base / path
+            if path.is_dir():
+                if not (path / ".git").exists() and not (path / "HEAD").is_file():
+                    raise SourceError(f"{self.describe()}: {path} is not a git repository")
+                return "file://" + str(path.resolve()), ref, True
+        if local:
+            path = Path(candidates[-1][0]).expanduser()
+            raise SourceError(f"{self.describe()}: {path if path.is_absolute() else base / path} does not exist")
+        text, ref = self._split_ref(spec)
+        m = _HOSTED.fullmatch(text)
+        if not m:
+            raise SourceError(
+                f"{self.describe()}: not a git URL, owner/name[@ref] or an existing local repository"
+            )
+        host = m["host"] or "github.com"
+        return f"https://{host}/{m['owner']}/{m['name']}.git", ref, False
+
+    def materialize(self, dest: Path, base: Path) -> None:
+        from ..sandboxes._fill import copy_tree
+        from ..sandboxes._git import checkout
+
+        url, ref, local = self.location(base)
+        tree = checkout(url, ref, local=local, what=self.describe())
+        copy_tree(tree, dest, self.describe())
+
+    def describe(self) -> str:
+        return f"repo({self.spec!r}{f', ref={self.ref!r}' if self.ref else ''})"
+
+    def __repr__(self) -> str:
+        return self.describe()
+
+
+def repo(spec: str, ref: str | None = None) -> Repo:
+    """A source checked out from a git repository (cloned once per commit, copied per trial)."""
+    return Repo(spec, ref)

@@ -82,7 +82,7 @@ class TrialState:
 class LiveTurn:
     """A turn that may still be running: observe it, cancel it, then take its ``result()``."""
 
-    def __init__(self, session: "Session", request: TurnRequest, index: int):
+    def __init__(self, session: "Session", request: TurnRequest, index: int, *, background: bool = True):
         self.session = session
         self.session_id = session.session_id
         self.index = index
@@ -90,7 +90,26 @@ class LiveTurn:
         self.events: list[Event] = []
         self._changed = asyncio.Event()
         self._turn: Turn | None = None
-        self._task: asyncio.Task[Turn] = asyncio.ensure_future(self._run())
+        self._task: asyncio.Future[Turn]
+        if background:
+            self._task = asyncio.ensure_future(self._run())
+        else:
+            # send(): the caller awaits run_inline() itself; a plain future is cheaper than a task.
+            self._task = asyncio.get_running_loop().create_future()
+
+    async def run_inline(self) -> Turn:
+        try:
+            turn = await self._run()
+        except BaseException as exc:
+            if not self._task.done():
+                if isinstance(exc, asyncio.CancelledError):
+                    self._task.cancel()
+                else:
+                    self._task.set_exception(exc)
+                    self._task.exception()  # retrieved: the caller gets the exception directly
+            raise
+        self._task.set_result(turn)
+        return turn
 
     @property
     def done(self) -> bool:
@@ -221,16 +240,23 @@ class Session(ScopedAssertions):
         if self._active is not None and self._active.index == turn.index:
             self._active = None
 
-    async def _begin(self, request: TurnRequest) -> LiveTurn:
+    def _new_turn(self, request: TurnRequest, *, background: bool) -> LiveTurn:
         if self._active is not None and not self._active.done:
             raise DriveError(
                 "a turn is still running in this session: await its result() (or cancel it) before sending"
             )
-        live = LiveTurn(self, request, len(self.turns) + 1)
+        live = LiveTurn(self, request, len(self.turns) + 1, background=background)
         self._active = live
+        return live
+
+    async def _begin(self, request: TurnRequest) -> LiveTurn:
+        live = self._new_turn(request, background=True)
         # Give the turn a chance to start before control returns to the test body.
         await asyncio.sleep(0)
         return live
+
+    async def _run_turn(self, request: TurnRequest) -> Turn:
+        return await self._new_turn(request, background=False).run_inline()
 
     async def _close(self) -> None:
         if self._active is not None and not self._active.done:
@@ -249,17 +275,19 @@ class Session(ScopedAssertions):
 
     # -- the drive API ----------------------------------------------------------------------
 
-    async def start(self, input: Any) -> LiveTurn:
-        """Start a turn and return as soon as it is running."""
+    def _message_request(self, input: Any) -> TurnRequest:
         if input is None:
             raise DriveError("send()/start() needs a message")
         self._messages.append({"role": "user", "content": _display_text(input)})
-        return await self._begin(TurnRequest(input=input, messages=tuple(self._messages)))
+        return TurnRequest(input=input, messages=tuple(self._messages))
+
+    async def start(self, input: Any) -> LiveTurn:
+        """Start a turn and return as soon as it is running."""
+        return await self._begin(self._message_request(input))
 
     async def send(self, input: Any) -> Turn:
         """Send a message and wait for the turn to settle."""
-        live = await self.start(input)
-        turn = await live.result()
+        turn = await self._run_turn(self._message_request(input))
         if turn.message is not None:
             self._messages.append({"role": "assistant", "content": turn.message})
         return turn
@@ -325,8 +353,7 @@ class Session(ScopedAssertions):
                 f"respond(): no pending input request {', '.join(unknown)}; pending: "
                 f"{', '.join(self._pending) or 'none'}"
             )
-        live = await self._begin(TurnRequest(responses=normalized, messages=tuple(self._messages)))
-        turn = await live.result()
+        turn = await self._run_turn(TurnRequest(responses=normalized, messages=tuple(self._messages)))
         if turn.message is not None:
             self._messages.append({"role": "assistant", "content": turn.message})
         return turn

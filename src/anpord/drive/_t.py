@@ -6,7 +6,7 @@ import asyncio
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..assertions import AssertionHandle, GateFailed, Recorder, ScopedAssertions, check_value
+from ..assertions import AssertionHandle, Recorder, ScopedAssertions, check_value
 from ..events import Event
 from ._session import LiveTurn, Session, TrialState
 from ._turn import InputRequest, Turn
@@ -106,11 +106,7 @@ class T(ScopedAssertions):
 
     async def require(self, value: Any, matcher: Any) -> AssertionHandle:
         """A gate that stops the test when it fails."""
-        handle = self.check(value, matcher)
-        handle.gate()
-        if handle.record.status != "passed":
-            raise GateFailed(handle.record)
-        return handle
+        return self._state.recorder.require(value, matcher, scope="run")
 
     # -- ScopedAssertions -------------------------------------------------------------------
 

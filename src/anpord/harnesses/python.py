@@ -228,17 +228,24 @@ class PythonSession:
 
     async def _settle(self) -> TurnOutcome:
         assert self._task is not None
-        loop = asyncio.get_running_loop()
-        self._parked = loop.create_future()
-        try:
-            await asyncio.wait({self._task, self._parked}, return_when=asyncio.FIRST_COMPLETED)
-            if not self._task.done():
-                # Let sibling requests (asyncio.gather of several approvals) register before settling.
-                for _ in range(3):
-                    await asyncio.sleep(0)
-        except asyncio.CancelledError:
-            await self._abort()
-            raise
+        task = self._task
+        if not task.done():
+            # One future resolved by whichever comes first: the agent finishing or parking.
+            loop = asyncio.get_running_loop()
+            self._parked = settled = loop.create_future()
+            on_done = lambda _t: settled.done() or settled.set_result(None)  # noqa: E731
+            task.add_done_callback(on_done)
+            try:
+                await settled
+                if not task.done():
+                    # Let sibling requests (asyncio.gather of several approvals) register first.
+                    for _ in range(3):
+                        await asyncio.sleep(0)
+            except asyncio.CancelledError:
+                await self._abort()
+                raise
+            finally:
+                task.remove_done_callback(on_done)
         if not self._task.done():
             return TurnOutcome("waiting")
         status, value, error = self._task.result()

@@ -32,7 +32,7 @@ def read_text(path: str, not_text: Callable[[str, str], ImportRefusal]) -> str:
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as error:
-        raise not_text(path, f"not UTF-8 text (byte {error.start})") from None
+        raise not_text(path, f"not UTF-8 text (invalid byte at offset {error.start})") from None
 
 
 def write_atomic(path: str, text: str, *, force: bool) -> None:

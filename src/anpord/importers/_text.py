@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-import textwrap
 from typing import Any, Iterable
 
 __all__ = [
@@ -51,17 +50,29 @@ def comment_lines(text: str, indent: str = "", *, wrap: bool = False) -> list[st
     superset of the tokenizer's), with anything unprintable escaped, so a comment can never end
     early and let the rest of the text run as code. ``wrap`` folds long lines at spaces (for the
     importer's own sentences; an author's words are kept line for line)."""
+    if text.isprintable() and (not wrap or len(text) <= 98 - len(indent)):
+        # Printable text holds no line break of any kind: it is one line already.
+        return [f"{indent}# {text}".rstrip()]
     lines = [escape_unprintable(line) for line in text.splitlines() or [""]]
     if wrap:
         width = max(40, 98 - len(indent))
-        lines = [
-            part
-            for line in lines
-            for part in textwrap.wrap(
-                line, width, break_long_words=False, break_on_hyphens=False
-            ) or [""]
-        ]
+        lines = [part for line in lines for part in _fold(line, width)]
     return [f"{indent}# {line}".rstrip() for line in lines]
+
+
+def _fold(line: str, width: int) -> list[str]:
+    if len(line) <= width:
+        return [line]
+    parts: list[str] = []
+    current = ""
+    for word in line.split(" "):
+        if current and len(current) + 1 + len(word) > width:
+            parts.append(current)
+            current = word
+        else:
+            current = f"{current} {word}" if current else word
+    parts.append(current)
+    return parts
 
 
 def one_line(text: str) -> str:

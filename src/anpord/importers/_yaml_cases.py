@@ -61,7 +61,7 @@ class _Seen:
         self.unjudged: list[str] = []
 
 
-def _case(path: str, data: Any, seen: _Seen) -> ImportedCase:
+def _case(path: str, data: Any, seen: _Seen, shown: str) -> ImportedCase:
     if not isinstance(data, dict):
         raise CaseFileNotYamlCase(
             path, f"Expected a mapping with name and task, actual {describe_actual(data)}"
@@ -95,9 +95,9 @@ def _case(path: str, data: Any, seen: _Seen) -> ImportedCase:
 
     for key in data:
         if key not in _KNOWN:
-            seen.unknown.setdefault(str(key), []).append(path)
+            seen.unknown.setdefault(str(key), []).append(shown)
     if not lines:
-        seen.unjudged.append(path)
+        seen.unjudged.append(shown)
     if steps is None:
         budget = (
             f"The file names no max_steps, so it allowed the default of {DEFAULT_MAX_STEPS} "
@@ -161,7 +161,12 @@ def read_yaml_cases(path: str) -> CaseFile:
         mode = os.stat(path).st_mode
     except OSError as error:
         raise CaseFileUnreadable(path, error.strerror or type(error).__name__) from None
-    paths = _case_files(path) if stat.S_ISDIR(mode) else [path]
+    directory = stat.S_ISDIR(mode)
+    paths = _case_files(path) if directory else [path]
     seen = _Seen()
-    cases = tuple(_case(one, _parse(one), seen) for one in paths)
+    # Notes name a directory's files by their own names: the directory is in the command line.
+    cases = tuple(
+        _case(one, _parse(one), seen, os.path.basename(one) if directory else one)
+        for one in paths
+    )
     return CaseFile(format="yaml", path=path, cases=cases, notes=tuple(_notes(seen)))

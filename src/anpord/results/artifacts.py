@@ -28,6 +28,13 @@ _KEY_SHAPES = re.compile(
 )
 
 
+
+def _has_key_prefix(text: str) -> bool:
+    return (
+        "sk-" in text or "gh" in text or "AKIA" in text or "xox" in text or "AIza" in text
+    )
+
+
 def new_run_id() -> str:
     return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(3)
 
@@ -38,13 +45,14 @@ def safe_segment(text: str) -> str:
     return s[:120]
 
 
-def write_json_atomic(path: Path, value: Any) -> None:
+def write_json_atomic(path: Path, value: Any, *, indent: int | None = 2) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
+        # dumps, not dump: json.dump always takes the slow pure-Python encoder.
+        text = json.dumps(value, ensure_ascii=False, indent=indent, default=_json_default)
         with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(value, f, ensure_ascii=False, indent=2, default=_json_default)
-            f.write("\n")
+            f.write(text + "\n")
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -62,7 +70,8 @@ class Redactor:
     def __call__(self, text: str) -> str:
         if self._secrets is not None:
             text = self._secrets.sub("[REDACTED]", text)
-        if "sk-" in text or "_" in text or "AKIA" in text or "xox" in text or "AIza" in text:
+        # Literal prefix checks are far cheaper than running the pattern over every artifact.
+        if _has_key_prefix(text):
             text = _KEY_SHAPES.sub("[REDACTED]", text)
         return text
 
@@ -76,38 +85,46 @@ class RunWriter:
         self.redact = redactor or Redactor()
         run_dir.mkdir(parents=True, exist_ok=True)
         self._results = open(run_dir / "results.jsonl", "a", encoding="utf-8")
-        self._made: set[Path] = set()
+        self._root = str(run_dir)
+        self._folders: dict[tuple[str, str], str] = {}
 
     def write_run(self, info: dict[str, Any]) -> None:
         text = self.redact(json.dumps(info, ensure_ascii=False, default=_json_default))
-        write_json_atomic(self.run_dir / "run.json", json.loads(text))
+        # Pretty for people; compact when a huge grid would make indenting the slow part.
+        indent = 2 if len(info.get("cells", ())) <= 500 else None
+        write_json_atomic(self.run_dir / "run.json", json.loads(text), indent=indent)
 
-    def trial_base(self, result: TrialResult) -> Path:
-        folder = self.trials_dir.joinpath(
-            *(safe_segment(p) for p in result.case_id.split("/")), safe_segment(result.variant)
-        )
-        if folder not in self._made:
-            folder.mkdir(parents=True, exist_ok=True)
-            self._made.add(folder)
-        return folder / str(result.trial)
+    def trial_base(self, result: TrialResult) -> str:
+        """``trials/<case-id>/<variant>/<n>`` relative to the run folder (no extension)."""
+        key = (result.case_id, result.variant)
+        rel = self._folders.get(key)
+        if rel is None:
+            parts = [safe_segment(p) for p in result.case_id.split("/")] + [safe_segment(result.variant)]
+            rel = "trials/" + "/".join(parts)
+            os.makedirs(os.path.join(self._root, rel), exist_ok=True)
+            self._folders[key] = rel
+        return f"{rel}/{result.trial}"
 
     def write_trial(self, result: TrialResult, events: Sequence[Event], extra: dict[str, Any] | None = None) -> None:
-        base = self.trial_base(result)
-        result.artifact = str(base.relative_to(self.run_dir)) + ".json"
-        record = result.to_line()
+        rel = self.trial_base(result)
+        result.artifact = f"{rel}.json"
+        line = result.to_line()
+        record = dict(line)
         record["traceback"] = result.traceback
         record["logs"] = result.logs
         record["started_at"] = result.started_at
-        record["events"] = str(base.relative_to(self.run_dir)) + ".events.ndjson"
+        record["events"] = f"{rel}.events.ndjson"
         if extra:
             record.update(extra)
         dumps = json.dumps
+        base = os.path.join(self._root, rel)
+        # Compact JSON: the C encoder is several times faster than an indented dump.
         with open(f"{base}.events.ndjson", "w", encoding="utf-8") as f:
             f.write(self.redact("".join(dumps(e.to_dict(), ensure_ascii=False, default=_json_default) + "\n"
                                         for e in events)))
         with open(f"{base}.json", "w", encoding="utf-8") as f:
-            f.write(self.redact(dumps(record, ensure_ascii=False, indent=2, default=_json_default)))
-        self._results.write(self.redact(dumps(result.to_line(), ensure_ascii=False, default=_json_default)) + "\n")
+            f.write(self.redact(dumps(record, ensure_ascii=False, default=_json_default)) + "\n")
+        self._results.write(self.redact(dumps(line, ensure_ascii=False, default=_json_default)) + "\n")
         self._results.flush()
 
     def close(self) -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
 from ._model import RunSummary, TrialResult
-from .console import failure_lines, trial_label
+from ._text import failure_lines, trial_label
 
 if TYPE_CHECKING:
     from xml.etree.ElementTree import Element

@@ -1,0 +1,264 @@
+"""Runner overhead: how fast trivial trials go through the runner, and what parked sessions cost.
+
+    python bench/runner_overhead.py [--cases 10000] [--parked 1000] [--cpu N] [--no-cli]
+
+Figures (printed, not asserted):
+
+1. **Trials per second**: N trivial in-process cases — an echo agent, one ``includes`` check,
+   artifacts on (run.json, results.jsonl, one JSON + one NDJSON per trial), no reporter — run by the
+   runner API (``execute(plan, opts, reporters=[])``) on one core. The N cases are one eval file
+   fanned out with ``each=`` (one module to import, N rows), so the figure is the per-trial cost
+   (scheduling, sessions, events, assertions, verdict, artifacts), not the cost of importing N
+   files. Target: ≥ 5,000 trials/s. Also printed: the same run through the CLI
+   (``anpord eval``, stdout to /dev/null), wall time including start-up and discovery.
+2. **Parked sessions**: 1,000 cases run at once (``max_concurrency=1000``), each sends a message to
+   an agent that waits in ``turn.request_input``, asserts ``parked()``, and holds until all 1,000
+   are parked; RSS is read at that moment, then every case answers and finishes. Target: peak RSS
+   ≤ 150 MB for the whole process.
+
+Each scenario runs in a fresh child process pinned to one core (``os.sched_setaffinity``), so one
+scenario's memory never shows in another's peak RSS.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+TARGET_TRIALS_PER_S = 5000.0
+TARGET_PARKED_MB = 150.0
+
+AGENT = '''
+async def agent(turn):
+    return turn.input
+
+
+async def parking_agent(turn):
+    answer = await turn.request_input("May I?", options=["approve", "deny"], tool_name="act")
+    return f"{answer}d"
+'''
+
+CONFIG = '''
+from anpord import define_eval_config
+
+config = define_eval_config(harness="python:bench_agents.agent:{attr}", max_concurrency={conc}, timeout=300)
+'''
+
+TRIVIAL_EVAL = '''
+from anpord import define_eval
+from anpord.expect import includes
+
+
+@define_eval(each=range({n}))
+async def test(t, row):
+    await t.send(f"ping {{row}}")
+    t.check(t.reply, includes("ping"))
+'''
+
+PARKED_EVAL = '''
+import asyncio
+import json
+import os
+import resource
+
+from anpord import define_eval
+
+N = {n}
+STATS = {stats!r}
+_parked = 0
+_all_parked = asyncio.Event()
+
+
+def _vm_rss_kb():
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return -1
+
+
+@define_eval(each=range(N))
+async def test(t, row):
+    global _parked
+    await t.send(f"task {{row}}")
+    t.parked()
+    _parked += 1
+    if _parked == N:
+        with open(STATS, "w") as fh:
+            json.dump({{"parked": _parked, "vm_rss_kb": _vm_rss_kb(),
+                       "ru_maxrss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}}, fh)
+        _all_parked.set()
+    await _all_parked.wait()
+    await t.respond_all("approve")
+    t.message_includes("approved")
+'''
+
+
+def _pin(cpu: int | None) -> int | None:
+    if not hasattr(os, "sched_setaffinity"):
+        return None
+    cpus = sorted(os.sched_getaffinity(0))
+    chosen = cpu if cpu is not None else cpus[-1]
+    os.sched_setaffinity(0, {chosen})
+    return chosen
+
+
+def _make_project(kind: str, n: int, conc: int) -> Path:
+    folder = Path(tempfile.mkdtemp(prefix=f"anpord-bench-{kind}-"))
+    (folder / "evals").mkdir()
+    (folder / "bench_agents").mkdir()
+    (folder / "bench_agents" / "__init__.py").write_text("")
+    (folder / "bench_agents" / "agent.py").write_text(AGENT)
+    attr = "agent" if kind == "trials" else "parking_agent"
+    (folder / "evals" / "evals.config.py").write_text(CONFIG.format(attr=attr, conc=conc))
+    if kind == "trials":
+        (folder / "evals" / "trivial.eval.py").write_text(TRIVIAL_EVAL.format(n=n))
+    else:
+        stats = str(folder / "parked_stats.json")
+        (folder / "evals" / "parked.eval.py").write_text(PARKED_EVAL.format(n=n, stats=stats))
+    return folder
+
+
+def _rss_now_kb() -> int:
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return -1
+
+
+def _scenario(kind: str, n: int, cpu: int | None) -> dict[str, object]:
+    """Runs inside the child process; returns the figures as a dict."""
+    pinned = _pin(cpu)
+    conc = 8 if kind == "trials" else n
+    folder = _make_project(kind, n, conc)
+    os.chdir(folder)
+    try:
+        from anpord.runner import RunOptions, build_plan, execute, find_project, load_cases, select_files
+
+        rss_before_kb = _rss_now_kb()
+        t0 = time.perf_counter()
+        project = find_project([])
+        cases = load_cases(select_files(project, []))
+        opts = RunOptions()
+        plan = build_plan(project, cases, opts)
+        t1 = time.perf_counter()
+        summary = execute(plan, opts, reporters=[])
+        t2 = time.perf_counter()
+        out: dict[str, object] = {
+            "kind": kind,
+            "n": n,
+            "cpu": pinned,
+            "max_concurrency": plan.max_concurrency,
+            "plan_s": t1 - t0,
+            "execute_s": t2 - t1,
+            "totals": summary.totals,
+            "exit_code": summary.exit_code,
+            "rss_before_kb": rss_before_kb,
+            "peak_rss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+            "artifact_files": sum(len(f) for _, _, f in os.walk(summary.run_dir)),
+        }
+        stats = folder / "parked_stats.json"
+        if stats.exists():
+            out["at_parked"] = json.loads(stats.read_text())
+        return out
+    finally:
+        os.chdir("/")
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _child(kind: str, n: int, cpu: int | None) -> dict[str, object]:
+    cmd = [sys.executable, __file__, "--child", kind, "--n", str(n)]
+    if cpu is not None:
+        cmd += ["--cpu", str(cpu)]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"{kind} scenario failed (exit {proc.returncode}):\n{proc.stderr[-4000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def _cli_run(n: int, cpu: int | None) -> dict[str, object]:
+    """The same trivial run through the real CLI, console output to /dev/null."""
+    folder = _make_project("trials", n, 8)
+    anpord = shutil.which("anpord")
+    cmd = [anpord] if anpord else [sys.executable, "-m", "anpord"]
+    chosen = cpu if cpu is not None else sorted(os.sched_getaffinity(0))[-1]
+    try:
+        t0 = time.perf_counter()
+        proc = subprocess.run(
+            [*cmd, "eval"], cwd=folder, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+            preexec_fn=lambda: os.sched_setaffinity(0, {chosen}),
+        )
+        wall = time.perf_counter() - t0
+        usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return {"exit_code": proc.returncode, "wall_s": wall, "children_max_rss_kb": usage.ru_maxrss,
+                "stderr": proc.stderr[-2000:]}
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _mb(kb: object) -> float:
+    return float(kb) / 1024  # type: ignore[arg-type]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--cases", type=int, default=10_000, help="trivial cases for the trials/s figure")
+    ap.add_argument("--parked", type=int, default=1_000, help="sessions parked at once")
+    ap.add_argument("--cpu", type=int, default=None, help="core to pin to (default: the last allowed)")
+    ap.add_argument("--no-cli", action="store_true", help="skip the CLI run")
+    ap.add_argument("--child", choices=["trials", "parked"], help=argparse.SUPPRESS)
+    ap.add_argument("--n", type=int, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+
+    if args.child:
+        print(json.dumps(_scenario(args.child, args.n, args.cpu)))
+        return 0
+
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpus, pinned to one core per scenario")
+    trials = _child("trials", args.cases, args.cpu)
+    rate = args.cases / float(trials["execute_s"])  # type: ignore[arg-type]
+    print()
+    print(f"1. trivial trials, runner API, artifacts on, no reporter (one each= file of {args.cases:,} rows)")
+    print(f"   totals: {trials['totals']}  exit {trials['exit_code']}  artifact files: {trials['artifact_files']:,}")
+    print(f"   discovery + plan: {trials['plan_s']:.3f} s   execute: {trials['execute_s']:.3f} s")
+    print(f"   trials/s: {rate:,.0f}   target ≥ {TARGET_TRIALS_PER_S:,.0f}   ratio {rate / TARGET_TRIALS_PER_S:.2f}×"
+          f"   {'MET' if rate >= TARGET_TRIALS_PER_S else 'MISSED'}")
+    print(f"   per trial: {1e6 / rate:,.0f} µs   peak RSS: {_mb(trials['peak_rss_kb']):.1f} MB"
+          f" (before the run: {_mb(trials['rss_before_kb']):.1f} MB)")
+
+    if not args.no_cli:
+        cli = _cli_run(args.cases, args.cpu)
+        cli_rate = args.cases / float(cli["wall_s"])  # type: ignore[arg-type]
+        print(f"   same run via `anpord eval` > /dev/null: {cli['wall_s']:.3f} s wall incl. start-up"
+              f" ({cli_rate:,.0f} trials/s), exit {cli['exit_code']},"
+              f" peak RSS {_mb(cli['children_max_rss_kb']):.1f} MB")
+
+    parked = _child("parked", args.parked, args.cpu)
+    at = parked.get("at_parked") or {}
+    peak_mb = _mb(parked["peak_rss_kb"])
+    print()
+    print(f"2. {args.parked:,} sessions parked at once in request_input (max_concurrency {parked['max_concurrency']})")
+    print(f"   totals: {parked['totals']}  exit {parked['exit_code']}  execute: {parked['execute_s']:.3f} s")
+    if at:
+        delta = (float(at['vm_rss_kb']) - float(parked['rss_before_kb'])) / args.parked  # type: ignore[arg-type]
+        print(f"   RSS with all {at['parked']:,} parked: {_mb(at['vm_rss_kb']):.1f} MB"
+              f" (before the run {_mb(parked['rss_before_kb']):.1f} MB; ≈{delta:.1f} KB per parked session)")
+    else:
+        print("   the cases never all parked: no RSS reading at the parked moment")
+    print(f"   peak RSS: {peak_mb:.1f} MB   target ≤ {TARGET_PARKED_MB:.0f} MB   ratio {peak_mb / TARGET_PARKED_MB:.2f}×"
+          f"   {'MET' if peak_mb <= TARGET_PARKED_MB else 'MISSED'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

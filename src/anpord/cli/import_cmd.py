@@ -1,0 +1,103 @@
+"""``anpord eval import --format evals-json|yaml PATH [--out FILE] [--force]``.
+
+Reads a case file a team already wrote and writes a ``*.eval.py`` suite from it: to stdout, or
+atomically to ``--out``. Notes and the one-line summary go to stderr. A refusal is exit 2 with
+one line, ``<RefusalName>: <message>``, and nothing written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+__all__ = ["main", "build_parser"]
+
+_EPILOG = """\
+formats:
+  evals-json  one JSON file holding every case ({"skill_name", "evals": [...]})
+  yaml        one YAML file per case (name, task, judge_context, max_steps), or a directory
+              of them, read in sorted order
+
+Structured assertions (content_contains_any/all/none) convert exactly. Prose assertions and
+judge context become placeholders that always fail, so the suite stays red until you write
+the checks they describe.
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="anpord eval import",
+        description="Turn a case file a team already wrote into a runnable suite.",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--format",
+        required=True,
+        choices=("evals-json", "yaml"),
+        help="the shape of the case file",
+    )
+    parser.add_argument("path", metavar="PATH", help="the case file (or, for yaml, a directory)")
+    parser.add_argument(
+        "--out",
+        metavar="FILE",
+        help="where to write the suite (name it *.eval.py); it goes to stdout when omitted",
+    )
+    parser.add_argument(
+        "--force", action="store_true", help="overwrite --out if it already exists"
+    )
+    return parser
+
+
+def _say(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def _write_stdout(text: str) -> None:
+    # Bytes, so a terminal or pipe with a narrow encoding cannot garble or refuse the suite.
+    data = text.encode("utf-8")
+    buffer = getattr(sys.stdout, "buffer", None)
+    if buffer is None:
+        sys.stdout.write(text)
+    else:
+        buffer.write(data)
+    sys.stdout.flush()
+
+
+def main(argv: list[str]) -> int:
+    """Run the command on the arguments that follow ``anpord eval import``; return the exit
+    code: 0 imported, 2 refused or misused."""
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as stop:  # argparse has printed usage or help
+        return stop.code if isinstance(stop.code, int) else 2
+
+    from anpord.importers import ImportRefusal, import_cases, summary_of, write_suite
+    from anpord.importers._text import one_line
+
+    try:
+        suite = import_cases(args.format, args.path)
+        if args.out is not None:
+            write_suite(args.out, suite, force=args.force)
+    except ImportRefusal as refusal:
+        _say(refusal.line())
+        return 2
+
+    if args.out is None:
+        try:
+            _write_stdout(suite.source)
+        except BrokenPipeError:  # e.g. piped into `head`: the reader has what it wanted
+            sys.stderr.close()
+            return 0
+    for note in suite.notes:
+        _say(one_line(note))
+    if args.out is not None:
+        _say(one_line(f"Wrote {args.out}"))
+        if not args.out.endswith(".eval.py"):
+            _say(one_line(f"{args.out} does not end in .eval.py, so `anpord eval` will not find it."))
+    _say(summary_of(suite.tally))
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,165 @@
+"""Text shared by the console and JUnit reports: marks, trial names, failure details."""
+
+from __future__ import annotations
+
+import os
+import re
+import unicodedata
+from collections.abc import Iterable
+from typing import Any
+
+from ._model import CellSummary, TrialResult
+
+Segment = tuple[str, str]  # (text, SGR colour code, "" for none)
+
+MARKS = {"passed": "✓", "failed": "✗", "timed_out": "✗", "void": "○", "skipped": "–", "scored": "~"}
+ASCII_MARKS = {
+    "passed": "+",
+    "failed": "x",
+    "timed_out": "x",
+    "void": "o",
+    "skipped": "-",
+    "scored": "~",
+}
+SGR = {
+    "passed": "32",
+    "failed": "31",
+    "timed_out": "31",
+    "void": "35",
+    "skipped": "2",
+    "scored": "33",
+}
+DIM, BOLD = "2", "1"
+VALUE_WIDTH = 300  # expected/actual values longer than this are cut; the artifact has them whole
+
+_CONTROL = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f]")
+
+
+def trial_label(trial: int) -> str:
+    """How a trial is named to people: ``#0`` for the first, as in ``results.jsonl`` and its
+    artifact ``trials/<case-id>/<variant>/0.json``, so the number read is the file to open."""
+    return f"#{trial}"
+
+
+def escape_controls(text: str) -> str:
+    """Control characters shown escaped (``\\x1b``): trial text must not drive the terminal."""
+    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
+
+
+def columns(ch: str) -> int:
+    """Terminal columns one character takes."""
+    if ch.isascii():
+        return 1
+    if unicodedata.combining(ch):
+        return 0
+    return 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
+
+
+def fit(text: str, room: int) -> tuple[str, int]:
+    """``text`` cut to ``room`` columns (ending in "…" when cut), and the columns it takes."""
+    if room <= 0:
+        return "", 0
+    if text.isascii() and len(text) <= room:
+        return text, len(text)
+    used = 0
+    for i, ch in enumerate(text):
+        w = columns(ch)
+        if used + w > room:
+            while i > 0 and used + 1 > room:  # back off until the ellipsis fits too
+                i -= 1
+                used -= columns(text[i])
+            return text[:i] + "…", used + 1
+        used += w
+    return text, used
+
+
+def display_path(path: str) -> str:
+    """A path relative to the current folder when it lies inside it (shorter to read and click)."""
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:  # another drive on Windows
+        return path
+    return path if rel.startswith("..") else rel
+
+
+def pct(rate: float | None) -> str:
+    return "–" if rate is None else f"{rate:.0%}"
+
+
+def measured(c: CellSummary) -> int:
+    return c.trials - c.void - c.skipped
+
+
+def cell_state(c: CellSummary) -> str:
+    """The verdict a whole cell is shown as."""
+    if measured(c) == 0:
+        return "skipped" if c.skipped == c.trials else "void"
+    if c.passed == measured(c):
+        return "passed"
+    return "failed" if c.failed or c.timed_out else "scored"
+
+
+def missed_soft(result: TrialResult) -> list[Any]:
+    return [
+        a
+        for a in result.assertions
+        if a.kind == "soft" and a.threshold is not None and a.score < a.threshold
+    ]
+
+
+def score_text(result: TrialResult) -> str:
+    """``score 0.62 < 0.80`` for a scored trial."""
+    missed = missed_soft(result)
+    if len(missed) == 1:
+        return f"score {missed[0].score:.2f} < {missed[0].threshold:.2f}"
+    score = result.score if result.score is not None else (missed[0].score if missed else None)
+    text = "scored" if score is None else f"score {score:.2f}"
+    return text + (f" ({len(missed)} soft checks below threshold)" if missed else "")
+
+
+def _show(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= VALUE_WIDTH else text[: VALUE_WIDTH - 1] + "…"
+
+
+def failure_lines(result: TrialResult, run_dir: str | None = None) -> list[str]:
+    """Lines explaining why a trial did not pass: the checks that failed and what they saw.
+
+    Empty for passed and skipped trials. An execution error gets its one line and the path of the
+    artifact that holds the full traceback.
+    """
+    lines: list[str] = []
+    v = result.verdict
+    if v in ("passed", "skipped"):
+        return lines
+    if v == "scored":
+        for a in missed_soft(result):
+            lines.append(f"{a.display_name}: score {a.score:.2f} < {a.threshold:.2f}")
+            lines.extend("  " + m for m in (a.message or "").splitlines())
+        return lines
+    wanted = ("void", "error") if v == "void" else ("failed", "error")
+    for a in result.assertions:
+        # A soft check below its threshold does not fail a trial: not a reason to show here.
+        if a.status not in wanted or (v != "void" and a.kind == "soft" and a.status == "failed"):
+            continue
+        lines.append(f"{a.display_name}  [{a.kind}, {a.status}]")
+        if a.expected is not None or a.actual is not None:
+            lines.append(f"  expected: {_show(a.expected)}")
+            lines.append(f"  actual:   {_show(a.actual)}")
+        lines.extend("  " + m for m in (a.message or "").splitlines())
+    if result.error:
+        lines.append(f"error: {result.error}")
+    if result.artifact and (result.error or result.traceback):
+        path = os.path.join(run_dir, result.artifact) if run_dir else result.artifact
+        lines.append(f"traceback: {display_path(path)}")
+    return lines
+
+
+def group_reasons(results: Iterable[TrialResult]) -> list[tuple[str, str]]:
+    """``[(reason, "#0, #2"), ...]``: trials grouped by their one-line reason, first seen first."""
+    groups: dict[str, list[int]] = {}
+    for r in results:
+        groups.setdefault(r.reason or r.error or "no reason given", []).append(r.trial)
+    return [
+        (reason, ", ".join(trial_label(t) for t in sorted(ts))) for reason, ts in groups.items()
+    ]

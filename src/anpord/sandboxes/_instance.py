@@ -1,0 +1,203 @@
+"""What the ``local`` and ``bwrap`` instances share: a temp root, spawning, exec, cleanup.
+
+Layout of one instance's root (a fresh ``anpord-*`` temp folder, removed on close)::
+
+    workspace/   the agent's working folder (filled from the case's source)
+    home/        a private, empty HOME
+    tmp/         TMPDIR (local; bwrap gets a private tmpfs /tmp instead)
+    state/       harness files kept outside the workspace (prompt, history, answers)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Mapping, Sequence
+
+from ._fill import remove_tree
+from ._proc import MARKER_ENV, CappedBuffer, ProcessTracker, drain, enable_subreaper
+from ._protocol import ExecResult, SandboxError, SandboxSpec
+
+__all__ = ["BaseInstance", "ENV_ALLOWLIST", "OUTPUT_CAP", "base_environment", "make_root"]
+
+# Variables a program commonly needs to run at all; everything else is dropped unless the
+# variant declares it (env=) or names it as a secret (secrets=). Proxies are not passed: their
+# URLs may carry credentials (declare them with env= or secrets= when an agent needs them).
+ENV_ALLOWLIST = (
+    "PATH", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "LC_MESSAGES", "LC_NUMERIC", "LC_TIME",
+    "LC_COLLATE", "TZ", "TERM", "SHELL", "USER", "LOGNAME",
+)
+# stdout and stderr of an exec keep at most this much each (head and tail; the middle is counted).
+OUTPUT_CAP = 1 << 20
+# After a command's main process exits, how long its output may still take to arrive.
+DRAIN_GRACE = 2.0
+
+
+def base_environment(spec: SandboxSpec, home: Path, tmp: str) -> dict[str, str]:
+    env = {k: os.environ[k] for k in ENV_ALLOWLIST if k in os.environ}
+    env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
+    env.update(HOME=str(home), TMPDIR=tmp, PYTHONDONTWRITEBYTECODE="1")
+    for d, sub in (("XDG_CONFIG_HOME", ".config"), ("XDG_CACHE_HOME", ".cache"), ("XDG_DATA_HOME", ".local/share")):
+        env[d] = str(home / sub)
+    for name in spec.variant.secrets:
+        if name not in os.environ:
+            raise SandboxError(f"secret {name} is declared by the variant but not set in the environment")
+        env[name] = os.environ[name]
+    env.update({str(k): str(v) for k, v in spec.variant.env.items()})
+    return env
+
+
+def make_root(tmp_root: Path | None) -> Path:
+    return Path(tempfile.mkdtemp(prefix="anpord-", dir=tmp_root))
+
+
+class BaseInstance:
+    """One trial's sandbox. Subclasses say how a command is wrapped (``_wrap``) and which
+    TMPDIR the program sees (``_tmpdir``)."""
+
+    def __init__(self, root: Path, spec: SandboxSpec):
+        self.root = root
+        self.spec = spec
+        self.workspace = root / "workspace"
+        self.home = root / "home"
+        self.state_dir = root / "state"
+        self.tmp = root / "tmp"
+        for d in (self.workspace, self.home, self.state_dir, self.tmp):
+            d.mkdir()
+        self.id = root.name
+        self._tracker = ProcessTracker(self.id)
+        self._procs: list[asyncio.subprocess.Process] = []
+        self._closed = False
+        self._base_env = base_environment(spec, self.home, self._tmpdir())
+        self._base_env[MARKER_ENV] = self.id
+
+    # -- what subclasses adapt --------------------------------------------------------------
+
+    def _tmpdir(self) -> str:
+        return str(self.tmp)
+
+    def _wrap(self, argv: Sequence[str], cwd: Path) -> list[str]:
+        return list(argv)
+
+    # -- the SandboxInstance protocol -------------------------------------------------------
+
+    def environment(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+        env = dict(self._base_env)
+        if extra:
+            env.update(extra)
+        return env
+
+    async def spawn(
+        self, argv: Sequence[str], *, env: Mapping[str, str], cwd: Path | None = None
+    ) -> asyncio.subprocess.Process:
+        if self._closed:
+            raise SandboxError("sandbox is closed")
+        enable_subreaper()
+        full_env = dict(env)
+        full_env[MARKER_ENV] = self.id  # how escaped descendants are still found
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *self._wrap(argv, cwd or self.workspace),
+                cwd=str(cwd or self.workspace),
+                env=full_env,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                start_new_session=True,  # own session and group: nothing reaches our terminal
+            )
+        except OSError as exc:
+            raise SandboxError(f"cannot start {argv[0]}: {exc.strerror or exc}") from exc
+        self._tracker.track(proc.pid)
+        self._procs.append(proc)
+        return proc
+
+    async def exec(
+        self, cmd: str, *, timeout: float = 60.0, env: Mapping[str, str] | None = None
+    ) -> ExecResult:
+        started = time.monotonic()
+        proc = await self.spawn(["bash", "-o", "pipefail", "-c", cmd], env=self.environment(env))
+        out, err = CappedBuffer(OUTPUT_CAP), CappedBuffer(OUTPUT_CAP)
+        readers = asyncio.gather(drain(proc.stdout, out), drain(proc.stderr, err))
+        timed_out = False
+        try:
+            try:
+                await asyncio.wait_for(proc.wait(), timeout)
+            except asyncio.TimeoutError:
+                timed_out = True
+            # A background process it left would hold the pipes open: end the whole tree.
+            await self.kill_tree(proc)
+            await asyncio.wait_for(asyncio.shield(readers), DRAIN_GRACE)
+        except asyncio.TimeoutError:
+            readers.cancel()
+        except asyncio.CancelledError:
+            self.kill_tree_now(proc)
+            readers.cancel()
+            raise
+        code = proc.returncode if proc.returncode is not None else -9
+        return ExecResult(-9 if timed_out else code, out.text(), err.text(), timed_out, time.monotonic() - started)
+
+    async def kill_tree(self, proc: asyncio.subprocess.Process) -> None:
+        """Kill ``proc`` and everything it started (including setsid'd and double-forked ones)."""
+        await self._tracker.kill({proc.pid})
+        await self._forget(proc)
+
+    def kill_tree_now(self, proc: asyncio.subprocess.Process) -> None:
+        """The synchronous part of ``kill_tree``, for cancellation handlers."""
+        self._tracker.kill_now({proc.pid})
+
+    async def kill_all(self) -> None:
+        await self._tracker.kill()
+        for proc in list(self._procs):
+            await self._forget(proc)
+
+    async def _forget(self, proc: asyncio.subprocess.Process) -> None:
+        if proc.returncode is None:
+            try:
+                await asyncio.wait_for(proc.wait(), 5)
+            except asyncio.TimeoutError:
+                return
+        self._tracker.untrack(proc.pid)
+        if proc in self._procs:
+            self._procs.remove(proc)
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            await self.kill_all()
+        finally:
+            await asyncio.to_thread(remove_tree, self.root)
+
+
+async def open_instance(
+    instance_type: type[BaseInstance], spec: SandboxSpec, tmp_root: Path | None, **kwargs: object
+) -> BaseInstance:
+    """Create an instance and fill its workspace; on any failure nothing is left behind."""
+    root = make_root(tmp_root)
+    inst: BaseInstance | None = None
+    try:
+        inst = instance_type(root, spec, **kwargs)  # type: ignore[call-arg]
+        if spec.source is not None:
+            # In a thread: a clone or a large copy must not stall the other trials.
+            fill = asyncio.ensure_future(
+                asyncio.to_thread(spec.source.materialize, inst.workspace, spec.source_base)
+            )
+            try:
+                await asyncio.shield(fill)
+            except asyncio.CancelledError:
+                await asyncio.wait({fill})  # let the copy stop writing before removing the folder
+                raise
+    except BaseException as exc:
+        remove_tree(root)
+        if isinstance(exc, (SandboxError, asyncio.CancelledError)) or not isinstance(exc, Exception):
+            raise
+        from ..authoring._sources import SourceError
+
+        if isinstance(exc, SourceError):
+            raise SandboxError(str(exc)) from exc
+        raise SandboxError(f"could not prepare the workspace: {exc}") from exc
+    return inst

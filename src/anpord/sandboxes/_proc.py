@@ -1,0 +1,207 @@
+"""Process-tree bookkeeping for sandboxes: find and kill everything a trial started.
+
+A process group is not enough: a program can ``setsid`` or double-fork out of it. So each sandboxed
+process carries a marker variable (``ANPORD_SANDBOX_ID``) and is attributed to its instance by any
+of: being a descendant of a process the instance spawned, sharing its process group or session,
+or carrying the marker in its environment. The runner process is made a child subreaper
+(``PR_SET_CHILD_SUBREAPER``) so orphans are re-parented to it rather than to init: they stay
+findable among its children, and it reaps the ones it kills.
+
+Linux only (it reads ``/proc``); bwrap trials are additionally held by their PID namespace.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+from dataclasses import dataclass
+
+__all__ = ["MARKER_ENV", "ProcessTracker", "enable_subreaper", "CappedBuffer"]
+
+MARKER_ENV = "ANPORD_SANDBOX_ID"
+PR_SET_CHILD_SUBREAPER = 36
+
+_subreaper: bool | None = None
+# Pids spawned (and not yet reaped) by any tracker: never attributed to another instance by
+# group/session/marker, and never reaped by us (asyncio's child watcher owns them).
+_SPAWNED: set[int] = set()
+
+
+def enable_subreaper() -> bool:
+    """Make this process the reaper of its orphaned descendants (once). Returns whether it is."""
+    global _subreaper
+    if _subreaper is None:
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            _subreaper = libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+        except (OSError, AttributeError):
+            _subreaper = False
+    return _subreaper
+
+
+@dataclass(frozen=True, slots=True)
+class _Proc:
+    pid: int
+    ppid: int
+    pgrp: int
+    session: int
+    zombie: bool
+
+
+def _scan() -> dict[int, _Proc]:
+    procs: dict[int, _Proc] = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                raw = f.read()
+        except OSError:
+            continue  # gone meanwhile
+        # The command name may hold spaces and parentheses: fields start after the last ')'.
+        fields = raw[raw.rfind(b")") + 2 :].split()
+        if len(fields) < 4:
+            continue
+        procs[int(name)] = _Proc(int(name), int(fields[1]), int(fields[2]), int(fields[3]), fields[0] == b"Z")
+    return procs
+
+
+def _has_marker(pid: int, needle: bytes) -> bool:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            return needle in f.read().split(b"\0")
+    except OSError:
+        return False
+
+
+class ProcessTracker:
+    """The processes one sandbox instance started, and the means to kill all of them."""
+
+    def __init__(self, marker: str):
+        self.marker = marker
+        self._needle = f"{MARKER_ENV}={marker}".encode()
+        self.roots: set[int] = set()
+        self._unreaped: set[int] = set()
+        self.ever_spawned = False
+
+    def track(self, pid: int) -> None:
+        self.roots.add(pid)
+        _SPAWNED.add(pid)
+        self.ever_spawned = True
+
+    def untrack(self, pid: int) -> None:
+        self.roots.discard(pid)
+        _SPAWNED.discard(pid)
+
+    def find(self, roots: set[int] | None = None) -> list[_Proc]:
+        """Every live or zombie process attributed to ``roots`` (default: all this tracker's)."""
+        roots = self.roots if roots is None else roots
+        if not self.ever_spawned:
+            return []
+        procs = _scan()
+        me = os.getpid()
+        children: dict[int, list[int]] = {}
+        for p in procs.values():
+            children.setdefault(p.ppid, []).append(p.pid)
+        found: set[int] = set()
+
+        def take(pid: int) -> None:
+            stack = [pid]
+            while stack:
+                cur = stack.pop()
+                if cur in found or cur == me:
+                    continue
+                found.add(cur)
+                stack.extend(children.get(cur, ()))
+
+        for pid in roots:
+            if pid in procs:
+                take(pid)
+        foreign = _SPAWNED - roots
+        orphan_parents = {me} if _subreaper else {me, 1}
+        for p in procs.values():
+            if p.pid in found or p.pid in foreign or p.pid == me:
+                continue
+            if p.pgrp in roots or p.session in roots:
+                take(p.pid)
+            elif p.ppid in orphan_parents and not p.zombie and _has_marker(p.pid, self._needle):
+                take(p.pid)
+        return [procs[pid] for pid in found if pid in procs]
+
+    def kill_now(self, roots: set[int] | None = None) -> None:
+        """SIGKILL the tree synchronously (safe inside a cancellation handler)."""
+        if not self.ever_spawned:
+            return
+        me = os.getpid()
+        for _ in range(20):  # repeat: a process may fork while we kill its parent
+            found = self.find(roots)
+            # Adopted orphans (their parent died, we are the subreaper) are ours to reap.
+            self._unreaped.update(p.pid for p in found if p.ppid == me and p.pid not in _SPAWNED)
+            victims = [p for p in found if not p.zombie]
+            if not victims:
+                break
+            for p in victims:
+                try:
+                    os.kill(p.pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+        self._reap_nowait()
+
+    async def kill(self, roots: set[int] | None = None) -> None:
+        """Kill the tree and wait (briefly) until the orphans we adopted are reaped."""
+        self.kill_now(roots)
+        for _ in range(200):
+            if not self._unreaped:
+                return
+            await asyncio.sleep(0.005)
+            self._reap_nowait()
+
+    def _reap_nowait(self) -> None:
+        for pid in list(self._unreaped):
+            try:
+                done, _ = os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                done = pid
+            if done:
+                self._unreaped.discard(pid)
+
+
+class CappedBuffer:
+    """Keeps the head and the tail of a stream up to ``cap`` bytes; counts what it dropped.
+    A test runner's summary is at the end, a crash's cause often at the start."""
+
+    def __init__(self, cap: int = 1 << 20, head: int = 128 << 10):
+        self.cap, self.head_cap = cap, head
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.dropped = 0
+
+    def add(self, chunk: bytes) -> None:
+        room = self.head_cap - len(self.head)
+        if room > 0:
+            self.head += chunk[:room]
+            chunk = chunk[room:]
+        if not chunk:
+            return
+        self.tail += chunk
+        excess = len(self.tail) - (self.cap - self.head_cap)
+        if excess > 0:
+            del self.tail[:excess]
+            self.dropped += excess
+
+    def text(self) -> str:
+        head = self.head.decode("utf-8", "replace")
+        tail = self.tail.decode("utf-8", "replace")
+        if self.dropped:
+            return f"{head}\n[… {self.dropped} bytes dropped …]\n{tail}"
+        return head + tail
+
+
+async def drain(stream: asyncio.StreamReader | None, buffer: CappedBuffer) -> None:
+    if stream is None:
+        return
+    while chunk := await stream.read(1 << 16):
+        buffer.add(chunk)

@@ -1,0 +1,202 @@
+"""Example agents for the core tests, written on the public Python agent API.
+
+``agent`` is an async agent driven by the first word of its input::
+
+    weather CITY        calls the get_weather tool, answers "It is Sunny in CITY."
+    plan CITY           calls lookup, then get_weather, then answers
+    combo CITY [broken] lookup, get_weather, a custom "note" event, usage (and a failing tool when
+                        "broken"); answers with a structured forecast
+    edit                reads seed.txt from the workspace with a tool, writes result.txt (upper case)
+    env NAME            prints and answers with the environment variable NAME
+    broken              calls a tool that raises, recovers, answers "the tool failed"
+    approve PATH        asks for approval (delete_file) and answers with the choice
+    two                 asks two questions at once (send_email, book_flight)
+    history             answers with the session's messages as JSON
+    json                answers with a structured value
+    slow SECONDS        emits progress step 1, sleeps, emits step 2, answers
+    write_after PATH S  sleeps S seconds, then writes PATH (proves cancellation when absent)
+    raise               raises RuntimeError
+    exit                raises SystemExit
+    print               prints to stdout and stderr
+    secret              prints and answers with key-shaped strings
+    usage               reports token usage
+    workspace NAME      reports whether NAME existed in the workspace, then writes it
+    flip COUNTER        passes ("pass") on even calls, "fail" on odd ones, counting in COUNTER
+    model               answers with the model id
+    anything else       "echo: <input>"
+
+A structured input (``t.send_file``) is answered with the attached file's name, media type and text.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from anpord.agent import TurnContext
+
+
+def get_weather(inp: dict[str, Any]) -> dict[str, Any]:
+    return {"city": inp["city"], "forecast": "Sunny", "high": 21}
+
+
+async def lookup(inp: dict[str, Any]) -> str:
+    await asyncio.sleep(0)
+    return f"{inp['city']}, NY"
+
+
+def broken_tool(inp: Any) -> Any:
+    raise ValueError("tool exploded")
+
+
+def _attached(message: dict[str, Any]) -> str:
+    parts = message["content"]
+    file = next(p for p in parts if p.get("type") == "file")
+    header, _, b64 = file["data_url"].partition(",")
+    text = next(p["text"] for p in parts if p.get("type") == "text")
+    return f"{text} | {file['name']} | {header} | {base64.b64decode(b64).decode()}"
+
+
+async def agent(turn: TurnContext) -> Any:
+    if not isinstance(turn.input, str):
+        return _attached(turn.input)
+    cmd, _, arg = turn.input.partition(" ")
+    if cmd == "weather":
+        w = await turn.call_tool("get_weather", {"city": arg or "Brooklyn"}, get_weather)
+        return f"It is {w['forecast']} in {w['city']}."
+    if cmd == "plan":
+        where = await turn.call_tool("lookup", {"city": arg}, lookup)
+        w = await turn.call_tool("get_weather", {"city": arg}, get_weather)
+        return f"{where}: {w['forecast']}"
+    if cmd == "combo":
+        city, _, extra = arg.partition(" ")
+        await turn.call_tool("lookup", {"city": city}, lookup)
+        w = await turn.call_tool("get_weather", {"city": city}, get_weather)
+        turn.emit("note", level="info", text="looked it up")
+        turn.usage(input_tokens=12, output_tokens=3, cost=0.002)
+        if extra == "broken":
+            try:
+                await turn.call_tool("broken_tool", {"x": 1}, broken_tool)
+            except ValueError:
+                pass
+        return w
+    if cmd == "edit":
+        assert turn.workspace is not None, "no workspace"
+        ws = turn.workspace
+        text = await turn.call_tool("read_file", {"path": "seed.txt"}, lambda i: (ws / i["path"]).read_text())
+        (ws / "result.txt").write_text(text.upper())
+        return "done: result.txt"
+    if cmd == "env":
+        value = os.environ.get(arg, "")
+        print(f"the value is {value}")
+        return f"value={value}"
+    if cmd == "broken":
+        try:
+            await turn.call_tool("broken_tool", {"x": 1}, broken_tool)
+        except ValueError:
+            return "the tool failed"
+    if cmd == "approve":
+        choice = await turn.request_input(
+            "Delete the file?",
+            options=[{"id": "approve", "label": "Yes"}, {"id": "deny", "label": "No"}],
+            tool_name="delete_file",
+            input={"path": arg},
+        )
+        return f"you chose {choice}"
+    if cmd == "two":
+        a, b = await asyncio.gather(
+            turn.request_input("Send the email?", tool_name="send_email", input={"to": "ana@example.com"}),
+            turn.request_input("Book the flight?", tool_name="book_flight", input={"to": "LIS"}),
+        )
+        return f"email={a} flight={b}"
+    if cmd == "history":
+        return json.dumps(turn.messages)
+    if cmd == "json":
+        return {"city": "Brooklyn", "temp": 21, "tags": ["sunny", "warm"]}
+    if cmd == "slow":
+        turn.emit("progress", step=1)
+        await asyncio.sleep(float(arg or 5))
+        turn.emit("progress", step=2)
+        return "finished slowly"
+    if cmd == "write_after":
+        path, _, seconds = arg.partition(" ")
+        await asyncio.sleep(float(seconds))
+        Path(path).write_text("the agent was not cancelled")
+        return "wrote it"
+    if cmd == "raise":
+        raise RuntimeError("agent exploded")
+    if cmd == "exit":
+        raise SystemExit(3)
+    if cmd == "print":
+        print("AGENT-STDOUT-LINE")
+        print("AGENT-STDERR-LINE", file=sys.stderr)
+        return "printed"
+    if cmd == "secret":
+        print("my key is sk-abcdefghijklmnopqrstuvwxyz123456")
+        return "use sk-proj-ABCDEFGHIJKLMNOPQRSTUV1234"
+    if cmd == "usage":
+        turn.usage(input_tokens=10, output_tokens=5, cost=0.01)
+        return "used"
+    if cmd == "workspace":
+        assert turn.workspace is not None, "no workspace"
+        target = turn.workspace / arg
+        existed = target.exists()
+        target.write_text("written by a trial")
+        return f"{'existed' if existed else 'fresh'} {turn.workspace}"
+    if cmd == "flip":
+        counter = Path(arg)
+        n = int(counter.read_text()) if counter.exists() else 0
+        counter.write_text(str(n + 1))
+        return "pass" if n % 2 == 0 else "fail"
+    if cmd == "model":
+        return str(turn.model)
+    return f"echo: {turn.input}"
+
+
+def sync_agent(turn: Any) -> str:
+    """A blocking agent: ``sleep S`` blocks the thread; ``tool`` and ``approve`` use the sync API."""
+    cmd, _, arg = str(turn.input).partition(" ")
+    if cmd == "sleep":
+        time.sleep(float(arg))
+        return f"slept {arg}"
+    if cmd == "tool":
+        w = turn.call_tool("get_weather", {"city": "Paris"}, get_weather)
+        return f"sync {w['forecast']}"
+    if cmd == "approve":
+        return f"sync chose {turn.request_input('Proceed?')}"
+    if cmd == "sleep_then_write":
+        path, _, seconds = arg.partition(" ")
+        time.sleep(float(seconds))
+        turn.emit("woke")  # raises once the turn was cancelled
+        Path(path).write_text("the sync agent was not cancelled")
+        return "wrote"
+    return f"sync echo: {turn.input} ({len(turn.messages)} messages)"
+
+
+class CallableAgent:
+    """A callable object as an agent (its state lives on the instance)."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    async def __call__(self, turn: TurnContext) -> str:
+        self.calls += 1
+        return f"object says {turn.input}"
+
+
+callable_agent = CallableAgent()
+
+
+class SyncCallableAgent:
+    def __call__(self, turn: Any) -> str:
+        return f"sync object says {turn.input}"
+
+
+sync_callable_agent = SyncCallableAgent()
+not_callable = 42
