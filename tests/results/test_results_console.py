@@ -362,3 +362,15 @@ def test_control_characters_from_trials_are_shown_escaped() -> None:
     assert "\x1b" not in text and "\r" not in text
     assert "c | \\x1b[2Jclear" in text
     assert "failed: red \\x1b[31mtext\\x1b[0m\\rover" in text
+
+
+def test_grid_details_trials_that_failed_alike_once() -> None:
+    failure = gate_failure("includes", "Rain", "Sunny", "no rain")
+    results = [
+        trial("a", "failed", "small", n, reason="no rain", assertions=[failure]) for n in range(3)
+    ]
+    out = io.StringIO()
+    feed(ConsoleReporter(out), results)
+    lines = out.getvalue().splitlines()
+    assert "    ✗ #0, #1, #2  failed: no rain" in lines
+    assert sum(1 for line in lines if "expected: 'Rain'" in line) == 1

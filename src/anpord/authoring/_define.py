@@ -80,6 +80,10 @@ def _check(ev: Eval) -> Eval:
         raise DefinitionError(f"timeout must be a positive number of seconds, got {ev.timeout!r}")
     if ev.each is not None and isinstance(ev.each, (str, bytes, Mapping)):
         raise DefinitionError("each= must be a sequence of rows (a list), not a string or mapping")
+    if ev.judges or ev.user is not None or ev.max_turns is not None or ev.judge is not None:
+        # Accepted names (DESIGN §3) whose behaviour is not built yet: refusing beats ignoring,
+        # since an ignored judge would let a case pass without the check its author wrote.
+        raise DefinitionError("judge=, judges=, user= and max_turns= are not supported by this version of anpord")
     if ev.source is not None and not hasattr(ev.source, "materialize"):
         raise DefinitionError(
             f"source must be files(...), directory(...) or repo(...), got {type(ev.source).__name__}"

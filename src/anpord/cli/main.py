@@ -47,7 +47,13 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def entry() -> None:
-    raise SystemExit(main())
+    try:
+        code = main()
+    except KeyboardInterrupt:
+        # Interrupted before a run started (a run handles Ctrl-C itself and exits 130).
+        print("anpord: interrupted", file=sys.stderr)
+        code = 130
+    raise SystemExit(code)
 
 
 if __name__ == "__main__":

@@ -43,7 +43,7 @@ from ._text import (
 __all__ = ["ConsoleReporter"]
 
 ASCII_FALLBACK = str.maketrans({"…": "...", "·": ".", "–": "-"})
-MAX_DETAIL_TRIALS = 3  # failing trials detailed per cell in the grid; the rest are in the artifacts
+MAX_DETAIL_TRIALS = 3  # distinct failures detailed per cell in the grid; the rest: artifacts
 MAX_LISTED = 20  # lines in the end-of-run lists of failures and void trials
 MAX_LIVE_ROWS = 12  # cases in flight drawn in the live grid
 
@@ -242,18 +242,22 @@ class ConsoleReporter:
                     [("    ", ""), self._mark("void"), (f" {trials} void: {reason}", SGR["void"])]
                 )
             )
-        failing = sorted(
-            (r for r in cell.results if r.verdict in ("failed", "timed_out", "scored")),
-            key=lambda r: r.trial,
-        )
-        for r in failing[:MAX_DETAIL_TRIALS]:
-            label = (f" {trial_label(r.trial)}", "")
+        # Trials that failed the same way are detailed once: "#0, #1, #2" then the details.
+        same: dict[tuple[str, ...], list[TrialResult]] = {}
+        for r in sorted(cell.results, key=lambda r: r.trial):
+            if r.verdict in ("failed", "timed_out", "scored"):
+                tail = "".join(t for t, _ in self._verdict_tail(r))
+                key = (r.verdict, tail, *failure_lines(r, self._run_dir))
+                same.setdefault(key, []).append(r)
+        groups = list(same.values())
+        for rs in groups[:MAX_DETAIL_TRIALS]:
+            r = rs[0]
+            label = (" " + ", ".join(trial_label(x.trial) for x in rs), "")
             lines.append(
                 self._render([("    ", ""), self._mark(r.verdict), label, *self._verdict_tail(r)])
             )
             lines += self._details(r, "        ")
-        if len(failing) > MAX_DETAIL_TRIALS:
-            more = len(failing) - MAX_DETAIL_TRIALS
+        if more := sum(len(rs) for rs in groups[MAX_DETAIL_TRIALS:]):
             lines.append(
                 self._render([(f"    … {more} more not passed (see the trial artifacts)", DIM)])
             )

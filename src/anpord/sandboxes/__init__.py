@@ -1,15 +1,55 @@
-"""Sandboxes: where a trial's agent commands and checks run."""
+"""Sandboxes: where a trial's agent commands and checks run.
+
+``get_sandbox(name)`` returns the sandbox a variant names (``local``, ``bwrap``, or one added with
+``register_sandbox``), so a new kind (``docker``) plugs in without touching the runner.
+"""
 
 from __future__ import annotations
 
+import importlib
+from typing import Callable
+
 from ._protocol import ExecResult, Sandbox, SandboxError, SandboxInstance, SandboxSpec
 
-__all__ = ["ExecResult", "Sandbox", "SandboxError", "SandboxInstance", "SandboxSpec", "get_sandbox"]
+__all__ = [
+    "ExecResult",
+    "Sandbox",
+    "SandboxError",
+    "SandboxInstance",
+    "SandboxSpec",
+    "get_sandbox",
+    "register_sandbox",
+    "sandbox_names",
+]
+
+SandboxFactory = Callable[[], Sandbox]
+
+# Built-ins by "module:attr", imported on first use so ``import anpord.sandboxes`` stays cheap.
+_FACTORIES: dict[str, SandboxFactory | str] = {
+    "local": "anpord.sandboxes.local:LocalSandbox",
+    "bwrap": "anpord.sandboxes.bwrap:BwrapSandbox",
+}
+
+
+def register_sandbox(name: str, factory: SandboxFactory, *, replace: bool = False) -> None:
+    """Make ``Variant(sandbox=name)`` use ``factory()`` (a class or a function returning a Sandbox)."""
+    if not name or not isinstance(name, str):
+        raise ValueError(f"a sandbox name must be a non-empty string, got {name!r}")
+    if name in _FACTORIES and not replace:
+        raise ValueError(f"sandbox {name!r} is already registered (pass replace=True to override it)")
+    _FACTORIES[name] = factory
+
+
+def sandbox_names() -> list[str]:
+    return sorted(_FACTORIES)
 
 
 def get_sandbox(name: str) -> Sandbox:
-    if name == "local":
-        from .local import LocalSandbox
-
-        return LocalSandbox()
-    raise ValueError(f"unknown sandbox {name!r}: known sandboxes are local")
+    """A new sandbox of the named kind. Unknown name: ValueError listing the known ones."""
+    factory = _FACTORIES.get(name)
+    if factory is None:
+        raise ValueError(f"unknown sandbox {name!r}: known sandboxes are {', '.join(sandbox_names())}")
+    if isinstance(factory, str):
+        module, _, attr = factory.partition(":")
+        factory = getattr(importlib.import_module(module), attr)
+    return factory()

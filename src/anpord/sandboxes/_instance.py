@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from ._fill import remove_tree
-from ._proc import MARKER_ENV, CappedBuffer, ProcessTracker, drain, enable_subreaper
+from ._proc import MARKER_ENV, CappedBuffer, ProcessTracker, drain, enable_subreaper, exit_code, wait_exit
 from ._protocol import ExecResult, SandboxError, SandboxSpec
 
 __all__ = ["BaseInstance", "ENV_ALLOWLIST", "OUTPUT_CAP", "base_environment", "make_root"]
@@ -124,19 +124,20 @@ class BaseInstance:
         timed_out = False
         try:
             try:
-                await asyncio.wait_for(proc.wait(), timeout)
+                await asyncio.wait_for(wait_exit(proc), timeout)
             except asyncio.TimeoutError:
                 timed_out = True
             # A background process it left would hold the pipes open: end the whole tree.
             await self.kill_tree(proc)
-            await asyncio.wait_for(asyncio.shield(readers), DRAIN_GRACE)
-        except asyncio.TimeoutError:
-            readers.cancel()
+            try:
+                await asyncio.wait_for(asyncio.shield(readers), DRAIN_GRACE)
+            except asyncio.TimeoutError:
+                readers.cancel()
+            code = await exit_code(proc)
         except asyncio.CancelledError:
             self.kill_tree_now(proc)
             readers.cancel()
             raise
-        code = proc.returncode if proc.returncode is not None else -9
         return ExecResult(-9 if timed_out else code, out.text(), err.text(), timed_out, time.monotonic() - started)
 
     async def kill_tree(self, proc: asyncio.subprocess.Process) -> None:
@@ -156,7 +157,7 @@ class BaseInstance:
     async def _forget(self, proc: asyncio.subprocess.Process) -> None:
         if proc.returncode is None:
             try:
-                await asyncio.wait_for(proc.wait(), 5)
+                await asyncio.wait_for(wait_exit(proc), 5)
             except asyncio.TimeoutError:
                 return
         self._tracker.untrack(proc.pid)

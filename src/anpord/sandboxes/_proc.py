@@ -17,7 +17,7 @@ import os
 import signal
 from dataclasses import dataclass
 
-__all__ = ["MARKER_ENV", "ProcessTracker", "enable_subreaper", "CappedBuffer"]
+__all__ = ["MARKER_ENV", "ProcessTracker", "enable_subreaper", "CappedBuffer", "drain", "exit_code", "wait_exit"]
 
 MARKER_ENV = "ANPORD_SANDBOX_ID"
 PR_SET_CHILD_SUBREAPER = 36
@@ -205,3 +205,37 @@ async def drain(stream: asyncio.StreamReader | None, buffer: CappedBuffer) -> No
         return
     while chunk := await stream.read(1 << 16):
         buffer.add(chunk)
+
+
+async def wait_exit(proc: asyncio.subprocess.Process) -> None:
+    """Wait until the process itself has exited.
+
+    Not ``proc.wait()``: before Python 3.12 that also waits for its pipes to close, which a
+    left-behind background process can hold open forever. A pidfd says exactly when it exits.
+    """
+    if proc.returncode is not None:
+        return
+    try:
+        fd = os.pidfd_open(proc.pid)
+    except ProcessLookupError:
+        return  # already exited and reaped
+    except (OSError, AttributeError):
+        while proc.returncode is None:
+            await asyncio.sleep(0.02)
+        return
+    loop = asyncio.get_running_loop()
+    exited = loop.create_future()
+    loop.add_reader(fd, lambda: exited.done() or exited.set_result(None))
+    try:
+        await exited
+    finally:
+        loop.remove_reader(fd)
+        os.close(fd)
+
+
+async def exit_code(proc: asyncio.subprocess.Process, grace: float = 5.0) -> int:
+    """The exit code once the child watcher has reaped it (-9 if that does not happen in time)."""
+    try:
+        return await asyncio.wait_for(proc.wait(), grace)
+    except asyncio.TimeoutError:
+        return proc.returncode if proc.returncode is not None else -9
