@@ -30,14 +30,14 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import textwrap
 import time
 from pathlib import Path
+from typing import Any
 
 TARGET_TRIALS_PER_S = 5000.0
 TARGET_PARKED_MB = 150.0
 
-AGENT = '''
+AGENT = """
 async def agent(turn):
     return turn.input
 
@@ -45,15 +45,15 @@ async def agent(turn):
 async def parking_agent(turn):
     answer = await turn.request_input("May I?", options=["approve", "deny"], tool_name="act")
     return f"{answer}d"
-'''
+"""
 
-CONFIG = '''
+CONFIG = """
 from anpord import define_eval_config
 
 config = define_eval_config(harness="python:bench_agents.agent:{attr}", max_concurrency={conc}, timeout=300)
-'''
+"""
 
-TRIVIAL_EVAL = '''
+TRIVIAL_EVAL = """
 from anpord import define_eval
 from anpord.expect import includes
 
@@ -62,9 +62,9 @@ from anpord.expect import includes
 async def test(t, row):
     await t.send(f"ping {{row}}")
     t.check(t.reply, includes("ping"))
-'''
+"""
 
-PARKED_EVAL = '''
+PARKED_EVAL = """
 import asyncio
 import json
 import os
@@ -100,7 +100,7 @@ async def test(t, row):
     await _all_parked.wait()
     await t.respond_all("approve")
     t.message_includes("approved")
-'''
+"""
 
 
 def _pin(cpu: int | None) -> int | None:
@@ -136,36 +136,52 @@ def _rss_now_kb() -> int:
     return -1
 
 
-def _scenario(kind: str, n: int, cpu: int | None) -> dict[str, object]:
-    """Runs inside the child process; returns the figures as a dict."""
+def _scenario(kind: str, n: int, cpu: int | None) -> dict[str, Any]:
+    """Runs inside the child process; returns the figures as a dict. ``trials-noart`` is the
+    trivial run with artifacts off: a diagnostic that separates runner cost from file-system cost."""
     pinned = _pin(cpu)
+    artifacts = kind != "trials-noart"
+    kind = "trials" if kind == "trials-noart" else kind
     conc = 8 if kind == "trials" else n
     folder = _make_project(kind, n, conc)
     os.chdir(folder)
     try:
-        from anpord.runner import RunOptions, build_plan, execute, find_project, load_cases, select_files
+        from anpord.runner import (
+            RunOptions,
+            build_plan,
+            execute,
+            find_project,
+            load_cases,
+            select_files,
+        )
 
         rss_before_kb = _rss_now_kb()
         t0 = time.perf_counter()
         project = find_project([])
         cases = load_cases(select_files(project, []))
-        opts = RunOptions()
+        opts = RunOptions(artifacts=artifacts)
         plan = build_plan(project, cases, opts)
         t1 = time.perf_counter()
+        before = resource.getrusage(resource.RUSAGE_SELF)
         summary = execute(plan, opts, reporters=[])
+        after = resource.getrusage(resource.RUSAGE_SELF)
         t2 = time.perf_counter()
-        out: dict[str, object] = {
+        out: dict[str, Any] = {
             "kind": kind,
             "n": n,
             "cpu": pinned,
             "max_concurrency": plan.max_concurrency,
             "plan_s": t1 - t0,
             "execute_s": t2 - t1,
+            "user_s": after.ru_utime - before.ru_utime,
+            "sys_s": after.ru_stime - before.ru_stime,
             "totals": summary.totals,
             "exit_code": summary.exit_code,
             "rss_before_kb": rss_before_kb,
             "peak_rss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
-            "artifact_files": sum(len(f) for _, _, f in os.walk(summary.run_dir)),
+            "artifact_files": sum(len(f) for _, _, f in os.walk(summary.run_dir))
+            if artifacts
+            else 0,
         }
         stats = folder / "parked_stats.json"
         if stats.exists():
@@ -176,47 +192,61 @@ def _scenario(kind: str, n: int, cpu: int | None) -> dict[str, object]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def _child(kind: str, n: int, cpu: int | None) -> dict[str, object]:
+def _child(kind: str, n: int, cpu: int | None) -> dict[str, Any]:
     cmd = [sys.executable, __file__, "--child", kind, "--n", str(n)]
     if cpu is not None:
         cmd += ["--cpu", str(cpu)]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         raise SystemExit(f"{kind} scenario failed (exit {proc.returncode}):\n{proc.stderr[-4000:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    figures: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return figures
 
 
-def _cli_run(n: int, cpu: int | None) -> dict[str, object]:
+def _cli_run(n: int, cpu: int | None) -> dict[str, Any]:
     """The same trivial run through the real CLI, console output to /dev/null."""
     folder = _make_project("trials", n, 8)
     anpord = shutil.which("anpord")
     cmd = [anpord] if anpord else [sys.executable, "-m", "anpord"]
-    chosen = cpu if cpu is not None else sorted(os.sched_getaffinity(0))[-1]
+    chosen = cpu if cpu is not None else max(os.sched_getaffinity(0))
     try:
         t0 = time.perf_counter()
         proc = subprocess.run(
-            [*cmd, "eval"], cwd=folder, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+            [*cmd, "eval"],
+            cwd=folder,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
             preexec_fn=lambda: os.sched_setaffinity(0, {chosen}),
+            check=False,
         )
         wall = time.perf_counter() - t0
         usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-        return {"exit_code": proc.returncode, "wall_s": wall, "children_max_rss_kb": usage.ru_maxrss,
-                "stderr": proc.stderr[-2000:]}
+        return {
+            "exit_code": proc.returncode,
+            "wall_s": wall,
+            "children_max_rss_kb": usage.ru_maxrss,
+            "stderr": proc.stderr[-2000:],
+        }
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def _mb(kb: object) -> float:
-    return float(kb) / 1024  # type: ignore[arg-type]
+def _mb(kb: Any) -> float:
+    return float(kb) / 1024
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--cases", type=int, default=10_000, help="trivial cases for the trials/s figure")
+    ap.add_argument(
+        "--cases", type=int, default=10_000, help="trivial cases for the trials/s figure"
+    )
     ap.add_argument("--parked", type=int, default=1_000, help="sessions parked at once")
-    ap.add_argument("--cpu", type=int, default=None, help="core to pin to (default: the last allowed)")
+    ap.add_argument(
+        "--cpu", type=int, default=None, help="core to pin to (default: the last allowed)"
+    )
     ap.add_argument("--no-cli", action="store_true", help="skip the CLI run")
-    ap.add_argument("--child", choices=["trials", "parked"], help=argparse.SUPPRESS)
+    ap.add_argument("--child", choices=["trials", "trials-noart", "parked"], help=argparse.SUPPRESS)
     ap.add_argument("--n", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
 
@@ -224,39 +254,69 @@ def main() -> int:
         print(json.dumps(_scenario(args.child, args.n, args.cpu)))
         return 0
 
-    print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpus, pinned to one core per scenario")
+    print(
+        f"python {sys.version.split()[0]}, {os.cpu_count()} cpus, pinned to one core per scenario"
+    )
     trials = _child("trials", args.cases, args.cpu)
-    rate = args.cases / float(trials["execute_s"])  # type: ignore[arg-type]
+    rate = args.cases / float(trials["execute_s"])
     print()
-    print(f"1. trivial trials, runner API, artifacts on, no reporter (one each= file of {args.cases:,} rows)")
-    print(f"   totals: {trials['totals']}  exit {trials['exit_code']}  artifact files: {trials['artifact_files']:,}")
-    print(f"   discovery + plan: {trials['plan_s']:.3f} s   execute: {trials['execute_s']:.3f} s")
-    print(f"   trials/s: {rate:,.0f}   target ≥ {TARGET_TRIALS_PER_S:,.0f}   ratio {rate / TARGET_TRIALS_PER_S:.2f}×"
-          f"   {'MET' if rate >= TARGET_TRIALS_PER_S else 'MISSED'}")
-    print(f"   per trial: {1e6 / rate:,.0f} µs   peak RSS: {_mb(trials['peak_rss_kb']):.1f} MB"
-          f" (before the run: {_mb(trials['rss_before_kb']):.1f} MB)")
+    print(
+        f"1. trivial trials, runner API, artifacts on, no reporter (one each= file of {args.cases:,} rows)"
+    )
+    print(
+        f"   totals: {trials['totals']}  exit {trials['exit_code']}  artifact files: {trials['artifact_files']:,}"
+    )
+    print(
+        f"   discovery + plan: {trials['plan_s']:.3f} s   execute: {trials['execute_s']:.3f} s"
+        f" (CPU: user {trials['user_s']:.3f} s, kernel {trials['sys_s']:.3f} s)"
+    )
+    print(
+        f"   trials/s: {rate:,.0f}   target ≥ {TARGET_TRIALS_PER_S:,.0f}   ratio {rate / TARGET_TRIALS_PER_S:.2f}×"
+        f"   {'MET' if rate >= TARGET_TRIALS_PER_S else 'MISSED'}"
+    )
+    print(
+        f"   per trial: {1e6 / rate:,.0f} µs   peak RSS: {_mb(trials['peak_rss_kb']):.1f} MB"
+        f" (before the run: {_mb(trials['rss_before_kb']):.1f} MB)"
+    )
+
+    bare = _child("trials-noart", args.cases, args.cpu)
+    bare_rate = args.cases / float(bare["execute_s"])
+    print(
+        f"   diagnostic, artifacts off: {bare_rate:,.0f} trials/s ({1e6 / bare_rate:,.0f} µs per trial;"
+        f" kernel CPU {bare['sys_s']:.3f} s) — artifacts cost {1e6 / rate - 1e6 / bare_rate:,.0f} µs per trial"
+    )
 
     if not args.no_cli:
         cli = _cli_run(args.cases, args.cpu)
-        cli_rate = args.cases / float(cli["wall_s"])  # type: ignore[arg-type]
-        print(f"   same run via `anpord eval` > /dev/null: {cli['wall_s']:.3f} s wall incl. start-up"
-              f" ({cli_rate:,.0f} trials/s), exit {cli['exit_code']},"
-              f" peak RSS {_mb(cli['children_max_rss_kb']):.1f} MB")
+        cli_rate = args.cases / float(cli["wall_s"])
+        print(
+            f"   same run via `anpord eval` > /dev/null: {cli['wall_s']:.3f} s wall incl. start-up"
+            f" ({cli_rate:,.0f} trials/s), exit {cli['exit_code']},"
+            f" peak RSS {_mb(cli['children_max_rss_kb']):.1f} MB"
+        )
 
     parked = _child("parked", args.parked, args.cpu)
     at = parked.get("at_parked") or {}
     peak_mb = _mb(parked["peak_rss_kb"])
     print()
-    print(f"2. {args.parked:,} sessions parked at once in request_input (max_concurrency {parked['max_concurrency']})")
-    print(f"   totals: {parked['totals']}  exit {parked['exit_code']}  execute: {parked['execute_s']:.3f} s")
+    print(
+        f"2. {args.parked:,} sessions parked at once in request_input (max_concurrency {parked['max_concurrency']})"
+    )
+    print(
+        f"   totals: {parked['totals']}  exit {parked['exit_code']}  execute: {parked['execute_s']:.3f} s"
+    )
     if at:
-        delta = (float(at['vm_rss_kb']) - float(parked['rss_before_kb'])) / args.parked  # type: ignore[arg-type]
-        print(f"   RSS with all {at['parked']:,} parked: {_mb(at['vm_rss_kb']):.1f} MB"
-              f" (before the run {_mb(parked['rss_before_kb']):.1f} MB; ≈{delta:.1f} KB per parked session)")
+        delta = (float(at["vm_rss_kb"]) - float(parked["rss_before_kb"])) / args.parked
+        print(
+            f"   RSS with all {at['parked']:,} parked: {_mb(at['vm_rss_kb']):.1f} MB"
+            f" (before the run {_mb(parked['rss_before_kb']):.1f} MB; ≈{delta:.1f} KB per parked session)"
+        )
     else:
         print("   the cases never all parked: no RSS reading at the parked moment")
-    print(f"   peak RSS: {peak_mb:.1f} MB   target ≤ {TARGET_PARKED_MB:.0f} MB   ratio {peak_mb / TARGET_PARKED_MB:.2f}×"
-          f"   {'MET' if peak_mb <= TARGET_PARKED_MB else 'MISSED'}")
+    print(
+        f"   peak RSS: {peak_mb:.1f} MB   target ≤ {TARGET_PARKED_MB:.0f} MB   ratio {peak_mb / TARGET_PARKED_MB:.2f}×"
+        f"   {'MET' if peak_mb <= TARGET_PARKED_MB else 'MISSED'}"
+    )
     return 0
 
 

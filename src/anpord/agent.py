@@ -13,10 +13,11 @@ A sync agent gets a ``SyncTurnContext`` with the same methods, blocking instead 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import itertools
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Mapping, Sequence
+from typing import Any, Awaitable, Callable, ContextManager, Mapping, Sequence
 
 from .events import TOOL_CALLED, TOOL_RESULT, USAGE, Event
 
@@ -111,9 +112,15 @@ class TurnContext:
 class SyncTurnContext:
     """The same API for a sync agent running in its own thread: calls block."""
 
-    def __init__(self, inner: TurnContext, loop: asyncio.AbstractEventLoop):
+    def __init__(
+        self,
+        inner: TurnContext,
+        loop: asyncio.AbstractEventLoop,
+        parked: Callable[[], ContextManager[None]] | None = None,
+    ):
         self._inner = inner
         self._loop = loop
+        self._parked = parked or contextlib.nullcontext  # lends the thread's slot while waiting
         self.cancelled = False
         self.input = inner.input
         self.messages = inner.messages
@@ -167,7 +174,8 @@ class SyncTurnContext:
             self._inner.request_input(prompt, options, tool_name, input), self._loop
         )
         try:
-            return future.result()
+            with self._parked():
+                return future.result()
         except BaseException:
             self.cancelled = True
             raise TurnCancelled("the turn was cancelled while waiting for input") from None

@@ -94,7 +94,7 @@ class Event:
         return self.data.get("session_id")
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"type": self.type, "ts": round(self.ts, 6)}
+        out: dict[str, Any] = {"type": self.type, "ts": self.ts}
         out.update(self.data)
         return out
 

@@ -26,7 +26,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-__all__ = ["load_json", "load_yaml", "project_folder", "LoaderError"]
+__all__ = ["LoaderError", "load_json", "load_yaml", "project_folder"]
 
 CONFIG_NAME = "evals.config.py"
 

@@ -22,7 +22,7 @@ from typing import Any, Mapping
 AGENTS_DIR = Path(__file__).parent / "agents"
 DEFAULT_CONFIG = """\
 from anpord import define_eval_config
-config = define_eval_config(harness="python:agents.kit:agent")
+config = define_eval_config(harness="python:agents.kit:agent", timeout=10)
 """
 
 

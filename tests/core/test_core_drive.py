@@ -109,6 +109,19 @@ CASES = {
             assert after.message == "echo: echo still here"
             {END}
     """,
+    "cancel_tool": f"""
+        @define_eval(timeout=10)
+        async def test(t):
+            live = await t.start("slow_tool 5")
+            await live.wait_for_event("tool.called", data={{"name": "wait"}})
+            assert await live.cancel()
+            turn = await live.result()
+            assert turn.status == "cancelled"
+            turn.called_tool("wait", status="failed").label("the tool saw the cancel")
+            turn.event("tool.result", data={{"name": "wait", "error": "cancelled"}}).label("cancelled result")
+            turn.not_event("message.completed", data={{"role": "assistant"}}).label("no answer")
+            {END}
+    """,
     "send_file": f"""
         @define_eval
         async def test(t):
@@ -214,7 +227,7 @@ def run(make_module_project: Any) -> Run:
     return result
 
 
-@pytest.mark.parametrize("case", ["send", "history", "live", "cancel", "send_file", "hitl", "sessions"])
+@pytest.mark.parametrize("case", ["send", "history", "live", "cancel", "cancel_tool", "send_file", "hitl", "sessions"])
 def test_drive_verbs_work(run: Run, case: str) -> None:
     assert_passed(run, f"drive/{case}")
 

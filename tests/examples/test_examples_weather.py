@@ -36,8 +36,13 @@ DEMO_FAILURE = "demo/failing_on_purpose"
 def anpord(*args: str, cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "NO_COLOR": "1"}
     return subprocess.run(
-        [sys.executable, "-m", "anpord", *args], cwd=cwd, env=env, capture_output=True, text=True,
+        [sys.executable, "-m", "anpord", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
         timeout=timeout,
+        check=False,
     )
 
 
@@ -73,7 +78,7 @@ def test_default_run_passes_every_case(default_run: subprocess.CompletedProcess[
     closing = default_run.stdout.strip().splitlines()[-1]
     assert closing == f"{len(GOOD_CASES)} passed, 0 failed"
     for case_id in GOOD_CASES:
-        assert re.search(rf"^✓ {re.escape(case_id)}\b", default_run.stdout, re.M), case_id
+        assert re.search(rf"^✓ {re.escape(case_id)}\b", default_run.stdout, re.MULTILINE), case_id
     assert DEMO_FAILURE not in default_run.stdout
 
 
@@ -90,11 +95,19 @@ def test_default_run_writes_artifacts_inside_the_copy(
 ) -> None:
     runs = sorted((project / ".anpord" / "runs").iterdir())
     assert runs, "no run folder"
-    lines = [json.loads(line) for run in runs for line in (run / "results.jsonl").read_text().splitlines()]
+    lines = [
+        json.loads(line)
+        for run in runs
+        for line in (run / "results.jsonl").read_text().splitlines()
+    ]
     assert {line["case_id"] for line in lines} >= GOOD_CASES
     # The cancel case's own artifact shows the cancelled turn.
-    cancel = next(run for run in runs if (run / "trials" / "weather" / "cancel_long_operation").is_dir())
-    ndjson = next((cancel / "trials" / "weather" / "cancel_long_operation").rglob("*.events.ndjson"))
+    cancel = next(
+        run for run in runs if (run / "trials" / "weather" / "cancel_long_operation").is_dir()
+    )
+    ndjson = next(
+        (cancel / "trials" / "weather" / "cancel_long_operation").rglob("*.events.ndjson")
+    )
     types = [json.loads(line)["type"] for line in ndjson.read_text().splitlines()]
     assert "turn.cancelled" in types
     assert types.index("tool.called") < types.index("turn.cancelled")
@@ -118,4 +131,3 @@ def test_running_one_case_by_id(project: Path) -> None:
     proc = anpord("eval", "weather/cities/tokyo", cwd=project)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.strip().splitlines()[-1] == "1 passed, 0 failed"
-

@@ -238,13 +238,14 @@ def test_repeated_ids_are_made_unique_without_moving_given_ones(tmp_path: Path) 
         {"id": "1", "prompt": "second", "assertions": ["p"]},
         {"id": "1-2", "prompt": "third", "assertions": ["p"]},
         {"id": "中文", "prompt": "fourth", "assertions": ["p"]},
-        {"id": "日本", "prompt": "fifth", "assertions": ["p"]},
+        {"id": "¿?", "prompt": "fifth", "assertions": ["p"]},
+        {"id": "!", "prompt": "sixth", "assertions": ["p"]},
     ]
     path = tmp_path / "evals.json"
     path.write_text(json.dumps({"evals": evals}))
     imported = import_cases("evals-json", str(path))
     ids = [c.id for c in suite_of(imported.source).cases]
-    assert ids == ["1", "1-3", "1-2", "case", "case-2"]
+    assert ids == ["1", "1-3", "1-2", "中文", "case", "case-2"]
     assert imported.notes == (
         '2 cases have the id "1"; the repeats are imported as 1-3.',
         '2 cases have the id "case"; the repeats are imported as case-2.',
@@ -349,7 +350,7 @@ def test_yaml_repeated_names_and_unknown_fields(tmp_path: Path) -> None:
     imported = import_cases("yaml", str(folder))
     cases = suite_of(imported.source).cases
     base = cases[0].id
-    assert [c.id for c in cases] == [base, f"{base}-2", cases[2].id, "case"]
+    assert [c.id for c in cases] == [base, f"{base}-2", cases[2].id, "中文名字"]
     assert cases[3].name == "中文名字" and cases[3].prompt == "做点什么"
     assert imported.notes[0] == 'Not imported: "expected_substrings" (c.yml) is not a yaml case field.'
 

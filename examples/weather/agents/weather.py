@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,8 @@ FORECASTS: dict[str, dict[str, Any]] = {
     "paris": {"city": "Paris", "conditions": "Windy", "high_f": 61},
     "reykjavik": {"city": "Reykjavik", "conditions": "Snowy", "high_f": 28},
 }
+
+Tool = Callable[[dict[str, Any]], Any]
 
 GREETINGS = ("hello", "hi", "hey", "good morning", "good evening")
 
@@ -62,7 +65,7 @@ async def long_operation(args: dict[str, Any]) -> dict[str, Any]:
     return {"status": "done", "steps": steps}
 
 
-def _workspace_tool(turn: TurnContext):  # type: ignore[no-untyped-def]
+def _workspace_tools(turn: TurnContext) -> tuple[Tool, Tool, Tool]:
     """Tools bound to this turn's workspace (the folder a case's ``source=`` filled)."""
     root = turn.workspace
 
@@ -116,9 +119,10 @@ def _describe(forecast: dict[str, Any]) -> str:
 
 async def _forecast(turn: TurnContext, city: str) -> dict[str, Any] | None:
     try:
-        return await turn.call_tool("get_weather", {"city": city}, get_weather)
+        forecast: dict[str, Any] = await turn.call_tool("get_weather", {"city": city}, get_weather)
     except LookupError:
         return None
+    return forecast
 
 
 # -- the agent ----------------------------------------------------------------------------------
@@ -151,7 +155,9 @@ async def agent(turn: TurnContext) -> str:
     if "report" in lowered and turn.workspace is not None:
         return await _report(turn, text)
 
-    city = _find_city(text) or (_last_city(turn.messages) if "tomorrow" in lowered or "there" in lowered else None)
+    city = _find_city(text) or (
+        _last_city(turn.messages) if "tomorrow" in lowered or "there" in lowered else None
+    )
     if "weather" in lowered or "forecast" in lowered or city:
         if city is None:
             return "Which city would you like the weather for?"
@@ -184,11 +190,14 @@ async def _delete(turn: TurnContext, text: str) -> str:
     names = re.findall(r"[\w./-]+\.\w+", text)
     if not names:
         return "Which file should I delete?"
-    _, _, delete_file = _workspace_tool(turn)
+    _, _, delete_file = _workspace_tools(turn)
 
     async def one(name: str) -> str:
         answer = await turn.request_input(
-            f"Delete {name}?", options=["approve", "deny"], tool_name="delete_file", input={"path": name}
+            f"Delete {name}?",
+            options=["approve", "deny"],
+            tool_name="delete_file",
+            input={"path": name},
         )
         if answer != "approve":
             return f"kept {name}"
@@ -201,14 +210,18 @@ async def _delete(turn: TurnContext, text: str) -> str:
 
 
 async def _report(turn: TurnContext, text: str) -> str:
-    read_file, write_file, _ = _workspace_tool(turn)
+    read_file, write_file, _ = _workspace_tools(turn)
     listing = await turn.call_tool("read_file", {"path": "cities.txt"}, read_file)
     lines = []
     for city in (line.strip() for line in listing.splitlines()):
         if not city:
             continue
         forecast = await _forecast(turn, city)
-        lines.append(f"- {city}: {forecast['conditions']}, {forecast['high_f']}°F" if forecast else f"- {city}: unknown")
+        lines.append(
+            f"- {city}: {forecast['conditions']}, {forecast['high_f']}°F"
+            if forecast
+            else f"- {city}: unknown"
+        )
     report = "# Weather report\n\n" + "\n".join(lines) + "\n"
     await turn.call_tool("write_file", {"path": "report.md", "text": report}, write_file)
     return f"I wrote report.md with {len(lines)} cities."

@@ -7,6 +7,7 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import TextIO
 
 from ._args import Parser, positive_float, positive_int
 
@@ -56,6 +57,18 @@ def main(argv: list[str]) -> int:
         if not parent.is_dir():
             return _fail(f"--junit {args.junit}: folder {parent} does not exist")
 
+    # With --json, stdout carries the document alone: anything else printed to it (an eval file or
+    # an agent module printing as it is imported, a print outside any trial) goes to stderr.
+    out = sys.stdout
+    if args.json:
+        sys.stdout = sys.stderr
+    try:
+        return _run(args, fail_on, out)
+    finally:
+        sys.stdout = out
+
+
+def _run(args: argparse.Namespace, fail_on: str, out: TextIO) -> int:
     from ..runner import RunOptions, UsageError, build_plan, execute, find_project, load_cases, select_files
     from ..runner.discovery import filter_tags
 
@@ -64,7 +77,7 @@ def main(argv: list[str]) -> int:
         files = select_files(project, args.targets)
         cases = filter_tags(load_cases(files), args.tag, args.exclude_tag)
         if args.list:
-            return _list(cases, args.json)
+            return _list(cases, args.json, out)
         opts = RunOptions(
             trials=args.trials, timeout=args.timeout, max_concurrency=args.max_concurrency,
             variants=args.variant, harness=args.harness, model=args.model, sandbox=args.sandbox,
@@ -101,11 +114,11 @@ def main(argv: list[str]) -> int:
     if args.json:
         from ..results.json_report import summary_json
 
-        sys.stdout.write(summary_json(summary, results) + "\n")  # type: ignore[arg-type]
+        out.write(summary_json(summary, results) + "\n")  # type: ignore[arg-type]
     return summary.exit_code
 
 
-def _list(cases: list, as_json: bool) -> int:  # type: ignore[type-arg]
+def _list(cases: list, as_json: bool, out: TextIO) -> int:  # type: ignore[type-arg]
     if as_json:
         rows = [
             {
@@ -118,10 +131,10 @@ def _list(cases: list, as_json: bool) -> int:  # type: ignore[type-arg]
             }
             for c in cases
         ]
-        sys.stdout.write(json.dumps(rows, ensure_ascii=False, indent=2) + "\n")
+        out.write(json.dumps(rows, ensure_ascii=False, indent=2) + "\n")
         return 0
     for c in cases:
         tags = f"  [{', '.join(c.tags)}]" if c.tags else ""
-        sys.stdout.write(f"{c.id}{tags}\n")
-    sys.stdout.write(f"{len(cases)} case{'s' if len(cases) != 1 else ''}\n")
+        out.write(f"{c.id}{tags}\n")
+    out.write(f"{len(cases)} case{'s' if len(cases) != 1 else ''}\n")
     return 0

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ._args import Parser
 
-__all__ = ["main", "build_parser", "FILES"]
+__all__ = ["FILES", "build_parser", "main"]
 
 DESCRIPTION = """Scaffold DIR (default: the current folder) with evals/evals.config.py, an example
 case and a tiny example agent, so that `anpord eval` runs and passes straight away."""
@@ -31,13 +31,17 @@ FILES: tuple[tuple[str, str, bool], ...] = (
 
 def build_parser() -> Parser:
     p = Parser(prog="anpord init", description=DESCRIPTION)
-    p.add_argument("dir", nargs="?", default=".", metavar="DIR", help="where to scaffold (default: .)")
+    p.add_argument(
+        "dir", nargs="?", default=".", metavar="DIR", help="where to scaffold (default: .)"
+    )
     p.add_argument("--force", action="store_true", help="overwrite files that already exist")
     return p
 
 
 def _template(name: str) -> str:
-    return (Path(__file__).resolve().parent.parent / "templates" / "init" / name).read_text(encoding="utf-8")
+    return (Path(__file__).resolve().parent.parent / "templates" / "init" / name).read_text(
+        encoding="utf-8"
+    )
 
 
 def _shown(path: Path) -> str:
@@ -85,7 +89,9 @@ def main(argv: list[str]) -> int:
                 kept.append(dest)
                 continue
             if not args.force:
-                return _fail(f"{_shown(dest)} already exists; not overwriting it (use --force to overwrite)")
+                return _fail(
+                    f"{_shown(dest)} already exists; not overwriting it (use --force to overwrite)"
+                )
         todo.append((dest, template, dest.exists()))
 
     # Check every destination first, then write: a refusal leaves nothing half-scaffolded.

@@ -70,6 +70,7 @@ class TrialState:
         self.sessions: list[Session] = []
         self.turns: list[Turn] = []  # every settled turn, in settling order
         self.execution_errors: list[str] = []
+        self.start_error: str | None = None  # a session's agent could not be started
 
     def record_event(self, event: Event) -> None:
         self.events.append(event)
@@ -133,7 +134,7 @@ class LiveTurn:
             outcome = await hs.run_turn(self.request, self._emit)
         except HarnessStartError as exc:
             self._emit(Event(SESSION_FAILED, {"error": str(exc)}))
-            session.state.harness_error = str(exc)
+            session.state.harness_error = session.state.start_error = str(exc)
             raise
         if outcome.status == "completed":
             self._emit(Event(TURN_COMPLETED, {"turn": self.index}))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import contextvars
 import importlib
 import inspect
@@ -19,7 +20,7 @@ import sys
 import threading
 import traceback
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from ..agent import SyncTurnContext, TurnCancelled, TurnContext
 from ..events import INPUT_REQUESTED, INPUT_RESOLVED, MESSAGE_COMPLETED, Event, to_jsonable
@@ -85,10 +86,27 @@ class _DaemonPool:
         future: concurrent.futures.Future[Any] = concurrent.futures.Future()
         self._queue.put((fn, future))
         with self._lock:
-            if self._idle == 0 and self._threads < self.size:
-                self._threads += 1
-                threading.Thread(target=self._work, daemon=True, name="anpord-sync-agent").start()
+            self._grow()
         return future
+
+    def _grow(self) -> None:
+        """Start a worker if work may be waiting and no thread is free (call with the lock held)."""
+        if self._idle == 0 and self._threads < self.size and not self._queue.empty():
+            self._threads += 1
+            threading.Thread(target=self._work, daemon=True, name="anpord-sync-agent").start()
+
+    @contextlib.contextmanager
+    def parked(self) -> Iterator[None]:
+        """A worker waiting on the eval (an input request) lends its slot meanwhile, so parked
+        sessions never starve the others."""
+        with self._lock:
+            self.size += 1
+            self._grow()
+        try:
+            yield
+        finally:
+            with self._lock:
+                self.size -= 1
 
     def _work(self) -> None:
         while True:
@@ -168,7 +186,7 @@ class PythonSession:
         if self.harness.is_async:
             return await agent(turn)
         loop = asyncio.get_running_loop()
-        sync_turn = SyncTurnContext(turn, loop)
+        sync_turn = SyncTurnContext(turn, loop, parked=self.harness.pool(self.ctx.max_concurrency).parked)
         self._sync_ctx = sync_turn
         context = contextvars.copy_context()
         cfuture = self.harness.pool(self.ctx.max_concurrency).submit(lambda: context.run(agent, sync_turn))
@@ -233,6 +251,9 @@ class PythonSession:
             # One future resolved by whichever comes first: the agent finishing or parking.
             loop = asyncio.get_running_loop()
             self._parked = settled = loop.create_future()
+            if any(not f.done() for f in self._pending.values()):
+                # Only some of several requests were answered: the agent still waits on the rest.
+                settled.set_result(None)
             on_done = lambda _t: settled.done() or settled.set_result(None)  # noqa: E731
             task.add_done_callback(on_done)
             try:

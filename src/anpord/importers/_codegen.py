@@ -116,36 +116,42 @@ suite = define_suite(
 """
 
 
-def _check_lines(check: Converted | Unwritten) -> list[str]:
+def _comment(out: list[str], text: str, indent: str) -> None:
+    if text.isprintable():  # no line break of any kind: one line, the common case
+        out.append(f"{indent}# {text}".rstrip())
+    else:
+        out.extend(comment_lines(text, indent))
+
+
+def _write_check(out: list[str], check: Converted | Unwritten) -> None:
     if isinstance(check, Converted):
-        call = f"{_HELPER[check.rule]}({py_str(check.text)}, {py_str_list(check.needles)})"
-        return [*comment_lines(check.text, _INDENT), f"{_INDENT}{call},"]
-    label = [] if check.label is None else comment_lines(f"({check.label})", _INDENT)
-    return [
-        f"{_INDENT}# Write this check, then delete the line under it:",
-        *label,
-        *comment_lines(check.text, _INDENT),
-        f"{_INDENT}_unwritten({py_str(check.text)}),",
-    ]
+        _comment(out, check.text, _INDENT)
+        needles = py_str_list(check.needles)
+        out.append(f"{_INDENT}{_HELPER[check.rule]}({py_str(check.text)}, {needles}),")
+        return
+    out.append(f"{_INDENT}# Write this check, then delete the line under it:")
+    if check.label is not None:
+        _comment(out, f"({check.label})", _INDENT)
+    _comment(out, check.text, _INDENT)
+    out.append(f"{_INDENT}_unwritten({py_str(check.text)}),")
 
 
-def _case_block(case: ImportedCase, key: str) -> list[str]:
-    lines: list[str] = []
+def _write_case(out: list[str], case: ImportedCase, key: str, source_notes: dict[str, list[str]]) -> None:
     for note in case.notes:
-        lines += comment_lines(note)
-    lines += ["_cases.append(", "    define_eval(", f"        id={py_str(key)},"]
+        _comment(out, note, "")
+    out.append(f"_cases.append(\n    define_eval(\n        id={py_str(key)},")
     if case.name is not None:
-        lines.append(f"        name={py_str(case.name)},")
-    lines += [
-        f"        prompt={py_str(case.prompt)},",
-        *comment_lines(case.source_note, " " * 8, wrap=True),
-        "        source=files({}),",
-        "        validate=_checks(",
-    ]
+        out.append(f"        name={py_str(case.name)},")
+    out.append(f"        prompt={py_str(case.prompt)},")
+    # Most cases share a source note; fold each distinct one once.
+    note = source_notes.get(case.source_note)
+    if note is None:
+        note = source_notes[case.source_note] = comment_lines(case.source_note, " " * 8, wrap=True)
+    out.extend(note)
+    out.append("        source=files({}),\n        validate=_checks(")
     for check in case.checks:
-        lines += _check_lines(check)
-    lines += ["        ),", "    )", ")", ""]
-    return lines
+        _write_check(out, check)
+    out.append("        ),\n    )\n)\n")
 
 
 def render_module(file: CaseFile) -> tuple[str, list[str]]:
@@ -155,7 +161,8 @@ def render_module(file: CaseFile) -> tuple[str, list[str]]:
     for line in (f"Format: {file.format}", f"Source: {file.path}", *file.about):
         lines += comment_lines(line)
     lines += [_HEADER_TAIL, "", _PRELUDE]
+    source_notes: dict[str, list[str]] = {}
     for case, key in zip(file.cases, keys):
-        lines += _case_block(case, key)
+        _write_case(lines, case, key, source_notes)
     lines += ["", _SUITE]
     return "\n".join(lines), notes

@@ -87,11 +87,11 @@ def _own_id(raw: Any) -> str | None:
     return ident if isinstance(ident, str) else None
 
 
-def _optional_str(raw: dict[str, Any], key: str, where: str, found: _Findings) -> str | None:
+def _optional_str(raw: dict[str, Any], key: str, case: str, found: _Findings) -> str | None:
     value = raw.get(key)
     if value is None or isinstance(value, str):
         return value
-    found.expected(f"{where}{key}", "string", value)
+    found.expected(f"case {case}, {key}" if case else key, "string", value)
     return None
 
 
@@ -99,13 +99,15 @@ def _needles(value: Any, where: str, found: _Findings) -> tuple[str, ...]:
     if not isinstance(value, list):
         found.expected(where, "an array of strings", value)
         return ()
+    if value and all(type(needle) is str and needle for needle in value):
+        return tuple(value)
     if not value:
         # A check with no needle holds (or fails) whatever the answer says: it measures nothing.
         found.expected(where, "at least one needle", value)
     for n, needle in enumerate(value):
         if not isinstance(needle, str) or needle == "":
             found.expected(f"{where}.{n}", "a non-empty string", needle)
-    return tuple(needle for needle in value if isinstance(needle, str))
+    return tuple(value)
 
 
 def _structured(raw: dict[str, Any], where: str, found: _Findings) -> Check | None:
@@ -125,24 +127,23 @@ def _structured(raw: dict[str, Any], where: str, found: _Findings) -> Check | No
     return Converted(_RULES[kind], text, needles)
 
 
-def _assertion(raw: Any, case: str, field: str, found: _Findings) -> Check | None:
-    where = f"case {case}, {field}"
+def _assertion(raw: Any, case: str, key: str, n: int, found: _Findings) -> Check | None:
     if isinstance(raw, str):
         return Unwritten(raw)
+    where = f"case {case}, {key}.{n}"
     if not isinstance(raw, dict):
         found.expected(where, "a string, or an object with text", raw)
         return None
-    list_name = field.split(".", 1)[0]
     if "kind" in raw:
-        found.ignored(raw, _KNOWN_STRUCTURED, f"{list_name}[].", case)
+        found.ignored(raw, _KNOWN_STRUCTURED, f"{key}[].", case)
         return _structured(raw, where, found)
     # No kind: a description of intent, which is prose however it is wrapped.
-    found.ignored(raw, _KNOWN_PROSE, f"{list_name}[].", case)
+    found.ignored(raw, _KNOWN_PROSE, f"{key}[].", case)
     label = raw.get("name", raw.get("id"))
     label = str(label) if isinstance(label, (str, int)) and not isinstance(label, bool) else None
-    for key in ("text", "description"):
-        if isinstance(raw.get(key), str):
-            return Unwritten(raw[key], label)
+    for field in ("text", "description"):
+        if isinstance(raw.get(field), str):
+            return Unwritten(raw[field], label)
     found.expected(where, "a string, or an object with text", raw)
     return None
 
@@ -157,65 +158,63 @@ def _source_note(fixtures: list[str]) -> str:
 
 
 def _case(index: int, raw: Any, found: _Findings) -> ImportedCase | None:
-    own_id = _own_id(raw)
-    case = own_id if own_id is not None else f"at index {index}"
-    where = f"case {case}, "
     if not isinstance(raw, dict):
         found.expected(f"case at index {index}", "an object", raw)
         return None
+    own_id = _own_id(raw)
+    case = own_id if own_id is not None else f"at index {index}"
     if "id" not in raw:
-        found.add(f"{where}id", "is missing")
+        found.add(f"case {case}, id", "is missing")
     elif own_id is None:
-        found.expected(f"{where}id", "integer or string", raw["id"])
-    found.ignored(raw, _KNOWN_CASE, "", case)
+        found.expected(f"case {case}, id", "integer or string", raw["id"])
+    for key in raw:
+        if key not in _KNOWN_CASE:
+            found.ignored(raw, _KNOWN_CASE, "", case)
+            break
 
     prompt = raw.get("prompt")
-    if "prompt" not in raw:
-        found.add(f"{where}prompt", "is missing")
-    elif not isinstance(prompt, str):
-        found.expected(f"{where}prompt", "string", prompt)
-    name = _optional_str(raw, "name", where, found)
-    if name is None:
-        name = _optional_str(raw, "eval_name", where, found)
-    expected_output = _optional_str(raw, "expected_output", where, found)
-
-    fixtures: list[str] = []
-    listed = raw.get("files")
-    if listed is not None and not isinstance(listed, list):
-        found.expected(f"{where}files", "an array of strings", listed)
-    for n, entry in enumerate(listed if isinstance(listed, list) else []):
-        if isinstance(entry, str):
-            fixtures.append(entry)
+    if not isinstance(prompt, str):
+        if "prompt" not in raw:
+            found.add(f"case {case}, prompt", "is missing")
         else:
-            found.expected(f"{where}files.{n}", "string", entry)
+            found.expected(f"case {case}, prompt", "string", prompt)
+    name = _optional_str(raw, "name", case, found)
+    if name is None:
+        name = _optional_str(raw, "eval_name", case, found)
+    expected_output = _optional_str(raw, "expected_output", case, found)
+
+    fixtures = raw.get("files") or []
+    if not isinstance(fixtures, list):
+        found.expected(f"case {case}, files", "an array of strings", fixtures)
+        fixtures = []
+    for n, entry in enumerate(fixtures):
+        if not isinstance(entry, str):
+            found.expected(f"case {case}, files.{n}", "string", entry)
 
     checks: list[Check] = []
     for key in _ASSERTION_LISTS:
         items = raw.get(key)
-        if items is not None and not isinstance(items, list):
-            found.expected(f"{where}{key}", "an array", items)
-        for n, item in enumerate(items if isinstance(items, list) else []):
-            check = _assertion(item, case, f"{key}.{n}", found)
+        if items is None:
+            continue
+        if not isinstance(items, list):
+            found.expected(f"case {case}, {key}", "an array", items)
+            continue
+        for n, item in enumerate(items):
+            check = _assertion(item, case, key, n, found)
             if check is not None:
                 checks.append(check)
-    if not any(isinstance(raw.get(key), list) and raw[key] for key in _ASSERTION_LISTS):
+    if not checks and not any(raw.get(key) for key in _ASSERTION_LISTS):
         # Nothing says what a good answer is, so the case owes a check and stays red until then.
         found.bare.append(case)
         checks.append(Unwritten(NO_ASSERTION))
 
-    if own_id is None or not isinstance(prompt, str):
-        return None
-    notes = [f"Case {own_id}" + (f": {name}" if name is not None else "")]
-    if expected_output is not None:
-        notes.append(f"The file's expected output: {expected_output}")
-    return ImportedCase(
-        own_id=own_id,
-        name=name,
-        prompt=prompt,
-        checks=tuple(checks),
-        notes=tuple(notes),
-        source_note=_source_note(fixtures),
+    if own_id is None or not isinstance(prompt, str) or found.issues:
+        return None  # refused below; no need to build it
+    heading = f"Case {own_id}: {name}" if name is not None else f"Case {own_id}"
+    notes = (heading,) if expected_output is None else (
+        heading, f"The file's expected output: {expected_output}"
     )
+    return ImportedCase(own_id, name, prompt, tuple(checks), notes, _source_note(fixtures))
 
 
 def _notes(data: dict[str, Any], found: _Findings) -> list[str]:

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Literal, Union
+from typing import Literal, NamedTuple, Union
 
 from ._text import plural, slug
 
@@ -22,8 +21,10 @@ __all__ = [
 Rule = Literal["any", "all", "none"]
 
 
-@dataclass(frozen=True)
-class Converted:
+# Named tuples rather than dataclasses: immutable, and cheap enough to build 10,000 of quickly.
+
+
+class Converted(NamedTuple):
     """A structured assertion: a needle list and a rule over it, which converts exactly."""
 
     rule: Rule
@@ -31,8 +32,7 @@ class Converted:
     needles: tuple[str, ...]
 
 
-@dataclass(frozen=True)
-class Unwritten:
+class Unwritten(NamedTuple):
     """Prose (or nothing at all): kept verbatim next to a placeholder that always fails."""
 
     text: str
@@ -42,8 +42,7 @@ class Unwritten:
 Check = Union[Converted, Unwritten]
 
 
-@dataclass(frozen=True)
-class ImportedCase:
+class ImportedCase(NamedTuple):
     """One case, ready to render. ``own_id`` is what the file calls it (its id, or its name)."""
 
     own_id: str
@@ -55,8 +54,7 @@ class ImportedCase:
     fallback_key: str = "case"  # used when ``own_id`` slugs to nothing
 
 
-@dataclass(frozen=True)
-class CaseFile:
+class CaseFile(NamedTuple):
     """Everything read from a path, in the file's order."""
 
     format: str
@@ -66,20 +64,18 @@ class CaseFile:
     about: tuple[str, ...] = ()  # extra header lines, e.g. the skill's name
 
 
-@dataclass(frozen=True)
-class Tally:
+class Tally(NamedTuple):
     cases: int
     converted: int
     needs_author: int
 
 
-@dataclass(frozen=True)
-class ImportedSuite:
+class ImportedSuite(NamedTuple):
     """The generated module's text, what it holds, and what the user should be told."""
 
     source: str
     tally: Tally
-    notes: tuple[str, ...] = field(default_factory=tuple)
+    notes: tuple[str, ...] = ()
 
 
 def tally_of(cases: tuple[ImportedCase, ...]) -> Tally:

@@ -26,6 +26,8 @@ def py_str(text: str) -> str:
     control and format characters, lone surrogates), so the literal can never end a line or hide
     code. Double quotes are used when the text holds none, for readability.
     """
+    if '"' not in text and "\\" not in text and text.isprintable():
+        return f'"{text}"'  # nothing in it needs escaping: the common case, made fast
     literal = repr(text)
     # repr picks single quotes unless the text holds ' and no ". With no " in the text there is
     # no ' either, so swapping the outer quotes changes nothing inside.
@@ -91,12 +93,20 @@ def describe_actual(value: Any, limit: int = 80) -> str:
     return shown
 
 
-_NOT_SLUG = re.compile(r"[^a-z0-9]+")
+_NOT_SLUG = re.compile(r"[^\w.]+")
+_HYPHENS = re.compile(r"-{2,}")
 
 
 def slug(value: str) -> str:
-    """Lowercase ASCII letters and digits joined by single hyphens; may be empty."""
-    return _NOT_SLUG.sub("-", value.lower()).strip("-")
+    """A case key: Unicode letters, digits, ``_`` and ``.`` kept, lowercased, runs of anything
+    else one hyphen; may be empty. It is the runner's rule for case ids, applied until nothing
+    changes, so the runner keeps an imported key exactly as written."""
+    current = value
+    while True:
+        following = _HYPHENS.sub("-", _NOT_SLUG.sub("-", current.strip().lower())).strip("-.")
+        if following == current:
+            return current
+        current = following
 
 
 def plural(count: int, one: str) -> str:

@@ -6,6 +6,7 @@ its in-flight trials. Secrets declared by variants and key-shaped strings are re
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -40,9 +41,14 @@ def new_run_id() -> str:
 
 
 def safe_segment(text: str) -> str:
-    """A path segment that cannot escape or collide with dot-entries."""
+    """A path segment that cannot escape or collide with dot-entries. When cleaning changed the
+    text, a short hash of the original keeps distinct ids apart (``東京`` and ``大阪`` both clean
+    to ``_``)."""
     s = _UNSAFE.sub("_", text).strip("._") or "_"
-    return s[:120]
+    if s != text or len(s) > 120:
+        digest = hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+        s = f"{s[:111]}-{digest}"
+    return s
 
 
 def write_json_atomic(path: Path, value: Any, *, indent: int | None = 2) -> None:
@@ -76,6 +82,18 @@ class Redactor:
         return text
 
 
+# One encoder for every artifact: json.dumps with keywords builds a new encoder per call.
+_ENCODE = json.JSONEncoder(ensure_ascii=False, default=_json_default).encode
+
+
+def _write(path: str, text: str) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        os.write(fd, text.encode("utf-8"))
+    finally:
+        os.close(fd)
+
+
 class RunWriter:
     """Writes one run's folder. Per-trial files are written before the results.jsonl line."""
 
@@ -101,30 +119,37 @@ class RunWriter:
         if rel is None:
             parts = [safe_segment(p) for p in result.case_id.split("/")] + [safe_segment(result.variant)]
             rel = "trials/" + "/".join(parts)
-            os.makedirs(os.path.join(self._root, rel), exist_ok=True)
+            full = os.path.join(self._root, rel)
+            try:
+                os.mkdir(full)  # the common case: one new folder under an existing one
+            except FileNotFoundError:
+                os.makedirs(full, exist_ok=True)
+            except FileExistsError:
+                pass
             self._folders[key] = rel
         return f"{rel}/{result.trial}"
 
     def write_trial(self, result: TrialResult, events: Sequence[Event], extra: dict[str, Any] | None = None) -> None:
         rel = self.trial_base(result)
         result.artifact = f"{rel}.json"
-        line = result.to_line()
-        record = dict(line)
-        record["traceback"] = result.traceback
-        record["logs"] = result.logs
-        record["started_at"] = result.started_at
-        record["events"] = f"{rel}.events.ndjson"
+        encode = _ENCODE
+        # The trial record is the results.jsonl line plus more fields: encode the line once and
+        # splice the rest onto it, rather than encoding the shared part twice.
+        line = self.redact(encode(result.to_line()))
+        more: dict[str, Any] = {
+            "traceback": result.traceback,
+            "logs": result.logs,
+            "started_at": result.started_at,
+            "events": f"{rel}.events.ndjson",
+        }
         if extra:
-            record.update(extra)
-        dumps = json.dumps
+            more.update(extra)
+        record = line[:-1] + ", " + self.redact(encode(more))[1:]
         base = os.path.join(self._root, rel)
-        # Compact JSON: the C encoder is several times faster than an indented dump.
-        with open(f"{base}.events.ndjson", "w", encoding="utf-8") as f:
-            f.write(self.redact("".join(dumps(e.to_dict(), ensure_ascii=False, default=_json_default) + "\n"
-                                        for e in events)))
-        with open(f"{base}.json", "w", encoding="utf-8") as f:
-            f.write(self.redact(dumps(record, ensure_ascii=False, default=_json_default)) + "\n")
-        self._results.write(self.redact(dumps(line, ensure_ascii=False, default=_json_default)) + "\n")
+        events_text = "".join([encode(e.to_dict()) + "\n" for e in events])
+        _write(f"{base}.events.ndjson", self.redact(events_text))
+        _write(f"{base}.json", record + "\n")
+        self._results.write(line + "\n")
         self._results.flush()
 
     def close(self) -> None:

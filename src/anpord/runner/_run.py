@@ -342,8 +342,12 @@ def execute(plan: Plan, opts: RunOptions, reporters: Sequence[Any]) -> RunSummar
             fail_on=opts.fail_on, duration=time.time() - started, interrupted=interrupted,
         )
         if writer is not None:
+            # Each planned cell (its timeout, file) gains its distribution; cells never started
+            # (an interrupted run) keep only their plan.
+            dist = {(c.case_id, c.variant): c.to_dict() for c in cells}
+            planned = [{**p, **dist.get((p["case_id"], p["variant"]), {})} for p in snapshot["cells"]]
             snapshot.update(status="interrupted" if interrupted else "finished", finished_at=time.time(),
-                            totals=totals, exit_code=code, cells=[c.to_dict() for c in cells])
+                            totals=totals, exit_code=code, cells=planned)
             writer.write_run(snapshot)
         fan.call("on_run_end", summary, results)
     return summary

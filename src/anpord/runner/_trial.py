@@ -49,6 +49,15 @@ class TrialEnv:
     max_concurrency: int = 8
 
 
+class _Exited(Exception):
+    """SystemExit/KeyboardInterrupt raised by a test, carried out of its task as a plain exception:
+    asyncio would otherwise stop the whole run with it."""
+
+    def __init__(self, original: BaseException):
+        super().__init__(str(original))
+        self.original = original
+
+
 def _one_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     first = text[0] if text else ""
@@ -118,13 +127,16 @@ async def run_trial(job: TrialJob, env: TrialEnv) -> tuple[TrialResult, list[Eve
 
         async def body() -> None:
             ev = case.eval
-            if ev.declarative:
-                await run_declarative(t, case.id, ev.prompt, ev.validate, holder, snapshot)
-                return
-            assert ev.test is not None
-            result = ev.test(t, case.row) if case.has_row else ev.test(t)
-            if inspect.isawaitable(result):
-                await result
+            try:
+                if ev.declarative:
+                    await run_declarative(t, case.id, ev.prompt, ev.validate, holder, snapshot)
+                    return
+                assert ev.test is not None
+                result = ev.test(t, case.row) if case.has_row else ev.test(t)
+                if inspect.isawaitable(result):
+                    await result
+            except (SystemExit, KeyboardInterrupt) as exc:
+                raise _Exited(exc) from None
 
         task = asyncio.ensure_future(body())
         loop = asyncio.get_running_loop()
@@ -166,10 +178,14 @@ async def run_trial(job: TrialJob, env: TrialEnv) -> tuple[TrialResult, list[Eve
             except asyncio.CancelledError:
                 execution_error = "the test was cancelled"
             except BaseException as exc:  # noqa: BLE001 - SystemExit etc. fail this trial, not the run
+                if isinstance(exc, _Exited):
+                    exc = exc.original
                 execution_error = _one_line(exc)
                 tb = "".join(traceback.format_exception(exc))
         if execution_error is None and state.execution_errors:
             execution_error = state.execution_errors[0]
+        if skipped is None and void_reason is None and state.start_error is not None:
+            void_reason = state.start_error  # even when the test caught the error and went on
     except (HarnessStartError, SandboxError) as exc:
         void_reason = str(exc) or type(exc).__name__
     except asyncio.CancelledError:

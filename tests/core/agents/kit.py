@@ -14,6 +14,7 @@
     history             answers with the session's messages as JSON
     json                answers with a structured value
     slow SECONDS        emits progress step 1, sleeps, emits step 2, answers
+    slow_tool SECONDS   calls the "wait" tool, which sleeps
     write_after PATH S  sleeps S seconds, then writes PATH (proves cancellation when absent)
     raise               raises RuntimeError
     exit                raises SystemExit
@@ -124,6 +125,9 @@ async def agent(turn: TurnContext) -> Any:
         await asyncio.sleep(float(arg or 5))
         turn.emit("progress", step=2)
         return "finished slowly"
+    if cmd == "slow_tool":
+        await turn.call_tool("wait", {"seconds": float(arg)}, lambda i: asyncio.sleep(i["seconds"]))
+        return "waited"
     if cmd == "write_after":
         path, _, seconds = arg.partition(" ")
         await asyncio.sleep(float(seconds))

@@ -3,7 +3,9 @@
 from anpord import define_eval, files
 
 
-@define_eval(tags=["hitl"], source=files({"old.log": "stale\n", "notes.txt": "keep me\n", "tmp.txt": "x\n"}))
+@define_eval(
+    tags=["hitl"], source=files({"old.log": "stale\n", "notes.txt": "keep me\n", "tmp.txt": "x\n"})
+)
 async def test(t):
     await t.send("Delete old.log and tmp.txt")
     t.parked()

@@ -1,0 +1,40 @@
+"""The sandbox registry: built-ins by name, a clear error for unknown names, new kinds plug in."""
+
+from __future__ import annotations
+
+import pytest
+
+from anpord.sandboxes import get_sandbox, register_sandbox, sandbox_names
+from anpord.sandboxes import _FACTORIES
+from anpord.sandboxes.bwrap import BwrapSandbox
+from anpord.sandboxes.local import LocalSandbox
+
+
+def test_builtins_resolve_by_name() -> None:
+    assert isinstance(get_sandbox("local"), LocalSandbox)
+    assert isinstance(get_sandbox("bwrap"), BwrapSandbox)
+    assert get_sandbox("local").name == "local" and get_sandbox("bwrap").name == "bwrap"
+
+
+def test_unknown_name_lists_the_known_ones() -> None:
+    with pytest.raises(ValueError, match=r"unknown sandbox 'docker': known sandboxes are bwrap, local"):
+        get_sandbox("docker")
+
+
+def test_a_new_kind_registers_without_touching_the_runner() -> None:
+    class Fake:
+        name = "fake"
+
+        async def open(self, spec):  # noqa: ANN001, ANN201
+            raise NotImplementedError
+
+    register_sandbox("fake", Fake)
+    try:
+        assert "fake" in sandbox_names()
+        assert isinstance(get_sandbox("fake"), Fake)
+        with pytest.raises(ValueError, match="already registered"):
+            register_sandbox("fake", Fake)
+        register_sandbox("fake", lambda: Fake(), replace=True)
+        assert isinstance(get_sandbox("fake"), Fake)
+    finally:
+        _FACTORIES.pop("fake", None)
