@@ -95,7 +95,7 @@ def main() -> int:
         (root / "evals" / "evals.config.py").write_text(CONFIG)
         data = {"skill_name": "release notes", "evals": [case(i) for i in range(args.cases)]}
         (root / "evals.json").write_text(json.dumps(data, indent=2), encoding="utf-8")
-        env = {**os.environ, "NO_COLOR": "1", "PYTHONPYCACHEPREFIX": str(root / ".pycache")}
+        env = {**os.environ, "NO_COLOR": "1"}
         size = (root / "evals.json").stat().st_size
 
         print(f"{args.cases:,} cases, evals.json {size / 1e6:.1f} MB, median of {args.runs} runs")

@@ -17,7 +17,7 @@ import contextlib
 import inspect
 import itertools
 from pathlib import Path
-from typing import Any, Awaitable, Callable, ContextManager, Mapping, Sequence
+from typing import Any, Awaitable, Callable, Mapping, Sequence
 
 from .events import TOOL_CALLED, TOOL_RESULT, USAGE, Event
 
@@ -116,7 +116,7 @@ class SyncTurnContext:
         self,
         inner: TurnContext,
         loop: asyncio.AbstractEventLoop,
-        parked: Callable[[], ContextManager[None]] | None = None,
+        parked: Callable[[], contextlib.AbstractContextManager[None]] | None = None,
     ):
         self._inner = inner
         self._loop = loop

@@ -15,9 +15,10 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 AGENTS_DIR = Path(__file__).parent / "agents"
 DEFAULT_CONFIG = """\
@@ -131,6 +132,7 @@ class Project:
         started = time.monotonic()
         proc = subprocess.run(
             [*anpord_command(), "eval", *args],
+            check=False,
             cwd=cwd or self.folder,
             env=run_env(env),
             capture_output=True,

@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-
 from core_support import END, Run, assert_passed, eval_file
 
 MODELS = """
@@ -142,7 +141,7 @@ async def test(t):
     {END}
 """)
 
-CHECKS = eval_file(f"""
+CHECKS = eval_file("""
 @define_eval
 async def test(t):
     await t.send("weather Brooklyn")
@@ -152,9 +151,9 @@ async def test(t):
     t.check(reply, includes(re.compile(r"in \\w+\\.$"))).label("includes regex pass")
     t.check(reply, includes("Rain")).label("includes fail")
     t.check(reply, equals("It is Sunny in Brooklyn.")).label("equals pass")
-    t.check({{"a": 1, "b": 2}}, equals({{"a": 1}})).label("equals fail")
-    t.check({{"a": 1, "b": {{"c": [1, 2]}}}}, matches({{"b": {{"c": [1, 2]}}}})).label("matches pass")
-    t.check({{"a": 1}}, matches({{"a": 2}})).label("matches fail")
+    t.check({"a": 1, "b": 2}, equals({"a": 1})).label("equals fail")
+    t.check({"a": 1, "b": {"c": [1, 2]}}, matches({"b": {"c": [1, 2]}})).label("matches pass")
+    t.check({"a": 1}, matches({"a": 2})).label("matches fail")
     t.check("order-1234", matches(re.compile(r"order-\\d+"))).label("matches regex pass")
     t.check(5, satisfies(lambda v: v > 3, "more than 3")).label("satisfies pass")
     t.check(2, satisfies(lambda v: v > 3, "more than 3")).label("satisfies fail")

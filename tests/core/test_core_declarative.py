@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-
 from core_support import Project, Run, eval_file
 
 CASES = {
@@ -177,3 +176,6 @@ def test_suite_ids_and_tags(run: Run) -> None:
     assert [r["id"] for r in rows] == ["decl/suite/first-case", "decl/suite/0001"]
     assert rows[0]["tags"] == ["suite", "first"] and rows[1]["tags"] == ["suite"]
     assert all(r["declarative"] for r in rows)
+    # Ids do not move when a filter drops a neighbour.
+    filtered = Project(run.run_dir.parents[2]).run("decl/suite", "--exclude-tag", "first", "--list", "--json")
+    assert [r["id"] for r in filtered.json()] == ["decl/suite/0001"]

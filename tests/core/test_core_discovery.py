@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from core_support import END, Project, Run, assert_passed, eval_file
 
 GOOD = {
@@ -48,6 +47,8 @@ GOOD = {
         async def test(t, row):
             {END}
     """),
+    # A folder of the project named like an eval folder: the argument `data` still means the id.
+    "data/fixture.json": "{}\n",
     "evals/.hidden/skipped.eval.py": "raise SystemExit('hidden folders are not searched')\n",
 }
 
@@ -98,6 +99,7 @@ def test_list_text(good: Project) -> None:
         (["data/rows/0003", "data/rows/0011"], ["data/rows/0003", "data/rows/0011"]),
         (["smoke", "data/named/são-paulo"], ["data/named/são-paulo", "smoke"]),
         (["data/rows"], [f"data/rows/{i:04d}" for i in range(12)]),
+        (["data"], ALL_IDS[:14]),
         (["--tag", "weather"], ["weather/brooklyn", "weather/paris"]),
         (["--tag", "weather", "--exclude-tag", "slow"], ["weather/paris"]),
         (["--tag", "smoke", "--tag", "slow"], ["smoke", "weather/brooklyn"]),

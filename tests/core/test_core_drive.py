@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-
 from core_support import END, Run, assert_passed, eval_file
 
 CASES = {

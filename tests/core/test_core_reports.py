@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from core_support import END, Project, Run, assert_passed, eval_file
 
 SECRET_VALUE = "tok-plain-value-123"

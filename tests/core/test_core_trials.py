@@ -8,8 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from core_support import END, Run, assert_passed, eval_file
+from core_support import END, Run, eval_file
 
 CONFIG = """
 from anpord import Variant, define_eval_config

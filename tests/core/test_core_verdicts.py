@@ -7,7 +7,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-
 from core_support import END, Run, eval_file
 
 # A check that could not measure, the way a judge that cannot answer settles its handle.

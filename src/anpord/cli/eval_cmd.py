@@ -69,8 +69,7 @@ def main(argv: list[str]) -> int:
 
 
 def _run(args: argparse.Namespace, fail_on: str, out: TextIO) -> int:
-    from ..runner import RunOptions, UsageError, build_plan, execute, find_project, load_cases, select_files
-    from ..runner.discovery import filter_tags
+    from ..runner.discovery import UsageError, filter_tags, find_project, load_cases, select_files
 
     try:
         project = find_project(args.targets)
@@ -78,6 +77,8 @@ def _run(args: argparse.Namespace, fail_on: str, out: TextIO) -> int:
         cases = filter_tags(load_cases(files), args.tag, args.exclude_tag)
         if args.list:
             return _list(cases, args.json, out)
+        from ..runner._run import RunOptions, build_plan, execute
+
         opts = RunOptions(
             trials=args.trials, timeout=args.timeout, max_concurrency=args.max_concurrency,
             variants=args.variant, harness=args.harness, model=args.model, sandbox=args.sandbox,

@@ -10,14 +10,14 @@ from __future__ import annotations
 import ast
 import contextvars
 import operator
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
-from ..assertions import GateFailed, Recorder
-from ..results._model import AssertionRecord
+if TYPE_CHECKING:
+    from ..assertions import Recorder
 
 __all__ = ["rewrite_asserts", "CURRENT_RECORDER", "ASSERT_HELPERS"]
 
-CURRENT_RECORDER: contextvars.ContextVar[Recorder | None] = contextvars.ContextVar(
+CURRENT_RECORDER: contextvars.ContextVar["Recorder | None"] = contextvars.ContextVar(
     "anpord_recorder", default=None
 )
 
@@ -42,6 +42,10 @@ def _short(value: Any, limit: int = 300) -> str:
 
 
 def _record(ok: bool, source: str, expected: Any, actual: Any, message: str) -> None:
+    # Imported here: discovery (and so `anpord eval --list`) must not pay for the assertions.
+    from ..assertions import GateFailed
+    from ..results._model import AssertionRecord
+
     recorder = CURRENT_RECORDER.get()
     rec = AssertionRecord(
         name=f"assert {source}",

@@ -296,6 +296,10 @@ def execute(plan: Plan, opts: RunOptions, reporters: Sequence[Any]) -> RunSummar
     writer = RunWriter(run_dir, Redactor(_secret_values(plan))) if opts.artifacts else None
     started = time.time()
     cfg = project.config
+    planned: list[dict[str, Any]] = [
+        {"case_id": c.case.id, "variant": c.variant.label, "trials": c.trials, "timeout": c.timeout,
+         "file": str(c.case.file.path)} for c in plan.cells
+    ]
     snapshot = {
         "run_id": run_id,
         "status": "running",
@@ -312,8 +316,7 @@ def execute(plan: Plan, opts: RunOptions, reporters: Sequence[Any]) -> RunSummar
             "harness": opts.harness, "model": opts.model, "sandbox": opts.sandbox, "fail_on": opts.fail_on,
         },
         "variants": _unique_variants(plan),
-        "cells": [{"case_id": c.case.id, "variant": c.variant.label, "trials": c.trials,
-                   "timeout": c.timeout, "file": str(c.case.file.path)} for c in plan.cells],
+        "cells": planned,
     }
     if writer is not None:
         writer.write_run(snapshot)
@@ -345,9 +348,9 @@ def execute(plan: Plan, opts: RunOptions, reporters: Sequence[Any]) -> RunSummar
             # Each planned cell (its timeout, file) gains its distribution; cells never started
             # (an interrupted run) keep only their plan.
             dist = {(c.case_id, c.variant): c.to_dict() for c in cells}
-            planned = [{**p, **dist.get((p["case_id"], p["variant"]), {})} for p in snapshot["cells"]]
+            finished = [{**p, **dist.get((p["case_id"], p["variant"]), {})} for p in planned]
             snapshot.update(status="interrupted" if interrupted else "finished", finished_at=time.time(),
-                            totals=totals, exit_code=code, cells=planned)
+                            totals=totals, exit_code=code, cells=finished)
             writer.write_run(snapshot)
         fan.call("on_run_end", summary, results)
     return summary

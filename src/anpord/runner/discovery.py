@@ -182,7 +182,8 @@ def select_files(project: Project, args: Sequence[str]) -> list[EvalFile]:
             add(p)
     for arg in args:
         p = Path(arg)
-        if p.exists():
+        # A path outside the root that is also an id (./weather beside evals/weather) is the id.
+        if p.exists() and (p.resolve().is_relative_to(root) or not _names_an_id(root, arg)):
             rp = p.resolve()
             if not rp.is_relative_to(root):
                 raise UsageError(f"{arg}: is outside the evals root {_rel(root)}")
@@ -214,6 +215,18 @@ def select_files(project: Project, args: Sequence[str]) -> list[EvalFile]:
             else:
                 raise UsageError(f"unknown eval id or path: {arg} (see `anpord eval --list`)")
     return sorted(chosen.values(), key=lambda ef: ef.id)
+
+
+def _names_an_id(root: Path, arg: str) -> bool:
+    ident = arg.strip("/")
+    if not ident:
+        return False
+    parent = ident.rpartition("/")[0]
+    return (
+        (root / f"{ident}{EVAL_SUFFIX}").is_file()
+        or (root / ident).is_dir()
+        or bool(parent and (root / f"{parent}{EVAL_SUFFIX}").is_file())
+    )
 
 
 # -- importing one file ----------------------------------------------------------------------
