@@ -37,8 +37,16 @@ CONFIG = "from anpord import define_eval_config\n\nconfig = define_eval_config()
 
 def case(i: int) -> dict[str, object]:
     assertions: list[object] = [
-        {"text": "names the removed flag", "kind": "content_contains_all", "needles": ["--legacy", f"v{i}"]},
-        {"text": "does not invent a version", "kind": "content_contains_none", "needles": ["v99.0.0"]},
+        {
+            "text": "names the removed flag",
+            "kind": "content_contains_all",
+            "needles": ["--legacy", f"v{i}"],
+        },
+        {
+            "text": "does not invent a version",
+            "kind": "content_contains_none",
+            "needles": ["v99.0.0"],
+        },
         "The summary reads as though a maintainer wrote it.",
     ]
     return {
@@ -66,11 +74,11 @@ def timed(
 ) -> tuple[float, float, subprocess.CompletedProcess[str]]:
     """Median wall time and median CPU time (user + system) of the command's runs. On a busy
     machine the CPU time is the steadier figure: it leaves out time spent waiting for a core."""
-    last = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True)  # warm-up
+    last = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, check=False)  # warm-up
     walls, cpus = [], []
     for _ in range(runs):
         cpu, start = _cpu(), time.perf_counter()
-        last = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True)
+        last = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, check=False)
         walls.append(time.perf_counter() - start)
         cpus.append(_cpu() - cpu)
         if last.returncode != 0:
@@ -105,13 +113,27 @@ def main() -> int:
         start = time.perf_counter()
         suite = import_cases("evals-json", str(root / "evals.json"))
         in_process = time.perf_counter() - start
-        print(f"import, in-process:            {in_process:.3f} s "
-              f"({len(suite.source) / 1e6:.1f} MB of suite)")
+        print(
+            f"import, in-process:            {in_process:.3f} s "
+            f"({len(suite.source) / 1e6:.1f} MB of suite)"
+        )
 
         out = "evals/imported.eval.py"
         wall, cpu, done = timed(
-            [anpord(), "eval", "import", "--format", "evals-json", "evals.json", "--out", out, "--force"],
-            root, env, args.runs,
+            [
+                anpord(),
+                "eval",
+                "import",
+                "--format",
+                "evals-json",
+                "evals.json",
+                "--out",
+                out,
+                "--force",
+            ],
+            root,
+            env,
+            args.runs,
         )
         if done.returncode != 0:
             print(f"anpord eval import failed (exit {done.returncode}): {done.stderr.strip()}")
@@ -121,10 +143,14 @@ def main() -> int:
         wall, cpu, done = timed([anpord(), "eval", "--list", out], root, env, args.runs)
         if done.returncode != 0:
             first = (done.stderr.strip() or done.stdout.strip() or "no output").splitlines()[0]
-            print(f"anpord eval --list:            not measured: it exits {done.returncode}: {first}")
+            print(
+                f"anpord eval --list:            not measured: it exits {done.returncode}: {first}"
+            )
             return 0
         listed = sum(1 for line in done.stdout.splitlines() if line.startswith("imported/"))
-        print(f"anpord eval --list:            {verdict(wall, cpu, LIST_TARGET_S)} ({listed:,} cases listed)")
+        print(
+            f"anpord eval --list:            {verdict(wall, cpu, LIST_TARGET_S)} ({listed:,} cases listed)"
+        )
     return 0
 
 

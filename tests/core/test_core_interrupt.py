@@ -69,6 +69,7 @@ def test_a_second_ctrl_c_forces_the_exit(make_project: Any) -> None:
     project = make_project({"evals/stuck.eval.py": eval_file("""
         @define_eval
         async def test(t):
+            Path(__file__).with_name("started").write_text("yes")
             try:
                 await t.send("slow 30")
             finally:
@@ -77,12 +78,10 @@ def test_a_second_ctrl_c_forces_the_exit(make_project: Any) -> None:
     proc = project.popen()
     try:
         deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            run_dir = project.latest_run_dir()
-            if run_dir is not None and (run_dir / "run.json").is_file():
-                break
+        while time.monotonic() < deadline and not project.path("evals/started").exists():
             time.sleep(0.05)
-        time.sleep(0.3)
+        assert project.path("evals/started").exists(), "the trial never started"
+        time.sleep(0.1)
         proc.send_signal(signal.SIGINT)
         time.sleep(0.3)
         assert proc.poll() is None  # still in its grace period

@@ -31,7 +31,7 @@ class FakeContext:
 def load(source: str, name: str = "imported.eval.py") -> dict[str, Any]:
     """Compile and run a generated module, returning its namespace."""
     namespace: dict[str, Any] = {"__name__": "imported_suite"}
-    exec(compile(source, name, "exec"), namespace)
+    exec(compile(source, name, "exec"), namespace)  # noqa: S102 - the module under test
     return namespace
 
 
@@ -52,7 +52,9 @@ def anpord_script() -> str:
     return found
 
 
-def run_anpord(*args: str, cwd: Path | str | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+def run_anpord(
+    *args: str, cwd: Path | str | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "NO_COLOR": "1", "PYTHONIOENCODING": "utf-8"}
     return subprocess.run(
         [anpord_script(), *args],
@@ -62,4 +64,5 @@ def run_anpord(*args: str, cwd: Path | str | None = None, timeout: float = 120) 
         encoding="utf-8",
         env=env,
         timeout=timeout,
+        check=False,
     )

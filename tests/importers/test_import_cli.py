@@ -29,7 +29,9 @@ def project(tmp_path: Path) -> Path:
 
 
 def test_suite_to_stdout_summary_to_stderr(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    done = run_anpord("eval", "import", "--format", "evals-json", "cases/both-dialects.json", cwd=project)
+    done = run_anpord(
+        "eval", "import", "--format", "evals-json", "cases/both-dialects.json", cwd=project
+    )
     assert done.returncode == 0, done.stderr
     monkeypatch.chdir(project)
     assert done.stdout == import_cases("evals-json", "cases/both-dialects.json").source
@@ -38,8 +40,14 @@ def test_suite_to_stdout_summary_to_stderr(project: Path, monkeypatch: pytest.Mo
 
 def test_out_is_written_and_reported(project: Path) -> None:
     done = run_anpord(
-        "eval", "import", "--format", "evals-json", "cases/both-dialects.json",
-        "--out", "evals/release.eval.py", cwd=project,
+        "eval",
+        "import",
+        "--format",
+        "evals-json",
+        "cases/both-dialects.json",
+        "--out",
+        "evals/release.eval.py",
+        cwd=project,
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout == ""
@@ -52,7 +60,15 @@ def test_out_is_written_and_reported(project: Path) -> None:
 def test_existing_out_needs_force(project: Path) -> None:
     target = project / "evals" / "release.eval.py"
     target.write_text("# mine\n")
-    args = ("eval", "import", "--format", "yaml", "cases/yaml-cases", "--out", "evals/release.eval.py")
+    args = (
+        "eval",
+        "import",
+        "--format",
+        "yaml",
+        "cases/yaml-cases",
+        "--out",
+        "evals/release.eval.py",
+    )
     done = run_anpord(*args, cwd=project)
     assert done.returncode == 2
     assert done.stdout == ""
@@ -68,7 +84,13 @@ def test_existing_out_needs_force(project: Path) -> None:
 
 def test_missing_folder_and_directory_targets_are_clear_errors(project: Path) -> None:
     done = run_anpord(
-        "eval", "import", "--format", "yaml", "cases/yaml-unjudged.yaml", "--out", "nowhere/x.eval.py",
+        "eval",
+        "import",
+        "--format",
+        "yaml",
+        "cases/yaml-unjudged.yaml",
+        "--out",
+        "nowhere/x.eval.py",
         cwd=project,
     )
     assert done.returncode == 2
@@ -76,7 +98,14 @@ def test_missing_folder_and_directory_targets_are_clear_errors(project: Path) ->
         "SuiteFolderMissing: Could not write nowhere/x.eval.py: the folder nowhere does not exist\n"
     )
     done = run_anpord(
-        "eval", "import", "--format", "yaml", "cases/yaml-unjudged.yaml", "--out", "evals", "--force",
+        "eval",
+        "import",
+        "--format",
+        "yaml",
+        "cases/yaml-unjudged.yaml",
+        "--out",
+        "evals",
+        "--force",
         cwd=project,
     )
     assert done.returncode == 2
@@ -85,15 +114,26 @@ def test_missing_folder_and_directory_targets_are_clear_errors(project: Path) ->
 
 def test_a_name_the_runner_would_not_find_is_pointed_out(project: Path) -> None:
     done = run_anpord(
-        "eval", "import", "--format", "yaml", "cases/yaml-unjudged.yaml", "--out", "evals/unjudged.py",
+        "eval",
+        "import",
+        "--format",
+        "yaml",
+        "cases/yaml-unjudged.yaml",
+        "--out",
+        "evals/unjudged.py",
         cwd=project,
     )
     assert done.returncode == 0
-    assert "evals/unjudged.py does not end in .eval.py, so `anpord eval` will not find it." in done.stderr
+    assert (
+        "evals/unjudged.py does not end in .eval.py, so `anpord eval` will not find it."
+        in done.stderr
+    )
 
 
 def test_refusal_is_one_line_and_exit_2(project: Path) -> None:
-    done = run_anpord("eval", "import", "--format", "evals-json", "cases/wrong-shape.json", cwd=project)
+    done = run_anpord(
+        "eval", "import", "--format", "evals-json", "cases/wrong-shape.json", cwd=project
+    )
     assert done.returncode == 2
     assert done.stdout == ""
     assert done.stderr == (
@@ -109,10 +149,14 @@ def test_notes_one_line_each_then_the_summary(tmp_path: Path) -> None:
     assert done.stderr.splitlines() == [
         'Not imported: "description" (top level) is not an evals-json field.',
         'Not imported: "scorers" (cases 0, 1, 2, 3) is not an evals-json field.',
-        "Cases 0, 1, 2, 3 have no assertions: each gets one placeholder check, so each fails "
-        "until you write one.",
-        "Read 4 cases, converted 0 assertions. 4 assertions could not be converted and need a "
-        "human: each is written as prose, and the suite fails until you write the check it describes.",
+        (
+            "Cases 0, 1, 2, 3 have no assertions: each gets one placeholder check, so each fails "
+            "until you write one."
+        ),
+        (
+            "Read 4 cases, converted 0 assertions. 4 assertions could not be converted and need a "
+            "human: each is written as prose, and the suite fails until you write the check it describes."
+        ),
     ]
 
 
@@ -127,23 +171,29 @@ def test_usage_errors_and_help(project: Path) -> None:
 
 # -- import, run, red; write the check, run, green ------------------------------------------------
 
-AGENT = '''\
+AGENT = """\
 def agent(turn):
     return "The --legacy flag was removed; see the migration notes for parser.ts."
-'''
+"""
 
-WRONG_AGENT = '''\
+WRONG_AGENT = """\
 def agent(turn):
     return "Version v9.0.0 is out."
-'''
+"""
 
 
 def test_import_run_red_write_the_checks_green(project: Path) -> None:
     (project / "release_agent.py").write_text(AGENT)
     (project / "wrong_agent.py").write_text(WRONG_AGENT)
     done = run_anpord(
-        "eval", "import", "--format", "evals-json", "cases/both-dialects.json",
-        "--out", "evals/release.eval.py", cwd=project,
+        "eval",
+        "import",
+        "--format",
+        "evals-json",
+        "cases/both-dialects.json",
+        "--out",
+        "evals/release.eval.py",
+        cwd=project,
     )
     assert done.returncode == 0, done.stderr
 
@@ -155,20 +205,38 @@ def test_import_run_red_write_the_checks_green(project: Path) -> None:
         "release/3",
     ]
 
-    run = ("eval", "evals/release.eval.py", "--harness", "python:release_agent:agent", "--trials", "1")
+    run = (
+        "eval",
+        "evals/release.eval.py",
+        "--harness",
+        "python:release_agent:agent",
+        "--trials",
+        "1",
+    )
     red = run_anpord(*run, cwd=project)
     assert red.returncode == 1, red.stdout + red.stderr
     assert "1 passed, 2 failed" in red.stdout
-    assert 'unwritten check: "The summary reads as though a maintainer wrote it, not a machine."' in red.stdout
+    assert (
+        'unwritten check: "The summary reads as though a maintainer wrote it, not a machine."'
+        in red.stdout
+    )
     assert 'unwritten check: "It avoids jargon a first-week reader would not know."' in red.stdout
 
     wrong = run_anpord(
-        "eval", "evals/release.eval.py", "--harness", "python:wrong_agent:agent", "--trials", "1",
+        "eval",
+        "evals/release.eval.py",
+        "--harness",
+        "python:wrong_agent:agent",
+        "--trials",
+        "1",
         cwd=project,
     )
     assert wrong.returncode == 1
     assert "0 passed, 3 failed" in wrong.stdout
-    assert '"names the removed flag": the answer must include all of "--legacy", "removed"' in wrong.stdout
+    assert (
+        '"names the removed flag": the answer must include all of "--legacy", "removed"'
+        in wrong.stdout
+    )
     assert '"does not invent a version": the answer must include none of "v9.0.0"' in wrong.stdout
 
     suite = project / "evals" / "release.eval.py"
@@ -199,12 +267,23 @@ def test_import_run_red_write_the_checks_green(project: Path) -> None:
 def test_yaml_directory_imports_and_runs_red(project: Path) -> None:
     (project / "release_agent.py").write_text(AGENT)
     done = run_anpord(
-        "eval", "import", "--format", "yaml", "cases/yaml-cases", "--out", "evals/browsing.eval.py",
+        "eval",
+        "import",
+        "--format",
+        "yaml",
+        "cases/yaml-cases",
+        "--out",
+        "evals/browsing.eval.py",
         cwd=project,
     )
     assert done.returncode == 0, done.stderr
     red = run_anpord(
-        "eval", "evals/browsing.eval.py", "--harness", "python:release_agent:agent", "--trials", "1",
+        "eval",
+        "evals/browsing.eval.py",
+        "--harness",
+        "python:release_agent:agent",
+        "--trials",
+        "1",
         cwd=project,
     )
     assert red.returncode == 1
@@ -215,8 +294,14 @@ def test_yaml_directory_imports_and_runs_red(project: Path) -> None:
 def test_the_default_harness_is_never_a_pass(project: Path) -> None:
     # The shipped harness names a CLI the machine may not have: then the trials are void.
     done = run_anpord(
-        "eval", "import", "--format", "evals-json", "cases/both-dialects.json",
-        "--out", "evals/release.eval.py", cwd=project,
+        "eval",
+        "import",
+        "--format",
+        "evals-json",
+        "cases/both-dialects.json",
+        "--out",
+        "evals/release.eval.py",
+        cwd=project,
     )
     assert done.returncode == 0
     env_path = os.environ.get("PATH", "")

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from importers_support import OWN, WILD, load, verdict
+from importers_support import WILD, load, verdict
 
 from anpord.authoring import Eval, Suite
 from anpord.importers import DEFAULT_HARNESS, Tally, import_cases, summary_of
@@ -83,7 +83,9 @@ def test_both_dialects_module_holds_the_file_exactly(dialects: Any) -> None:
         ["names the removed flag", ["--legacy", "removed"]],
         ["names the file", ["parser.ts"]],
     ]
-    assert calls(dialects.source, "_contains_any") == [["mentions a migration", ["migrate", "migration"]]]
+    assert calls(dialects.source, "_contains_any") == [
+        ["mentions a migration", ["migrate", "migration"]]
+    ]
     assert calls(dialects.source, "_contains_none") == [["does not invent a version", ["v9.0.0"]]]
     assert calls(dialects.source, "_unwritten")[-3:] == [
         ["The summary reads as though a maintainer wrote it, not a machine."],
@@ -114,7 +116,7 @@ def test_both_dialects_comments_keep_the_authors_words(dialects: Any) -> None:
     ) in " ".join(text.splitlines())
     # Each text stays right above its call.
     lines = source.splitlines()
-    at = lines.index('            # names the removed flag')
+    at = lines.index("            # names the removed flag")
     assert lines[at + 1].strip().startswith('_contains_all("names the removed flag"')
     at = lines.index("            # It avoids jargon a first-week reader would not know.")
     assert lines[at - 1].strip() == "# Write this check, then delete the line under it:"
@@ -148,12 +150,16 @@ def test_converted_checks_pass_a_right_answer_case_insensitively(dialects: Any) 
         ),
         (
             "",
-            '"names the removed flag": the answer must include all of "--legacy", "removed"; '
-            '"mentions a migration": the answer must include at least one of "migrate", "migration"',
+            (
+                '"names the removed flag": the answer must include all of "--legacy", "removed"; '
+                '"mentions a migration": the answer must include at least one of "migrate", "migration"'
+            ),
         ),
     ],
 )
-def test_converted_checks_fail_a_wrong_answer_saying_which(dialects: Any, answer: str, message: str) -> None:
+def test_converted_checks_fail_a_wrong_answer_saying_which(
+    dialects: Any, answer: str, message: str
+) -> None:
     first = suite_of(dialects.source).cases[0]
     assert verdict(first, answer) == (False, message)
 
@@ -167,13 +173,17 @@ def test_prose_fails_whatever_the_answer_quoting_the_unwritten_check(dialects: A
     )
     assert verdict(cases[1], "nothing useful") == (
         False,
-        'unwritten check: "The summary reads as though a maintainer wrote it, not a machine."; '
-        '"names the file": the answer must include all of "parser.ts"',
+        (
+            'unwritten check: "The summary reads as though a maintainer wrote it, not a machine."; '
+            '"names the file": the answer must include all of "parser.ts"'
+        ),
     )
     assert verdict(cases[2], perfect) == (
         False,
-        'unwritten check: "It avoids jargon a first-week reader would not know."; '
-        'unwritten check: "It says why the change was made, not only what changed."',
+        (
+            'unwritten check: "It avoids jargon a first-week reader would not know."; '
+            'unwritten check: "It says why the change was made, not only what changed."'
+        ),
     )
 
 
@@ -183,7 +193,10 @@ def test_replacing_a_placeholder_with_a_real_check_turns_the_case_green(dialects
         '_check("sounds like a maintainer", lambda answer: "maintainer" in answer),',
     )
     second = suite_of(source).cases[1]
-    assert verdict(second, "A maintainer's note: parser.ts changed.") == (True, "2 of 2 checks held")
+    assert verdict(second, "A maintainer's note: parser.ts changed.") == (
+        True,
+        "2 of 2 checks held",
+    )
     assert verdict(second, "parser.ts changed.") == (False, "sounds like a maintainer")
 
 
@@ -207,8 +220,10 @@ def test_a_case_with_no_assertions_gets_one_placeholder(tmp_path: Path) -> None:
     imported = import_cases("evals-json", str(path))
     assert imported.tally == Tally(cases=3, converted=0, needs_author=3)
     assert imported.notes == (
-        "Cases 1, 2 have no assertions: each gets one placeholder check, so each fails until "
-        "you write one.",
+        (
+            "Cases 1, 2 have no assertions: each gets one placeholder check, so each fails until "
+            "you write one."
+        ),
     )
     cases = suite_of(imported.source).cases
     for case in cases[:2]:
@@ -261,7 +276,19 @@ def test_unknown_fields_are_reported_not_fatal(tmp_path: Path) -> None:
                 "version": 2,
                 "evals": [
                     {"id": 1, "prompt": "a", "assertions": ["p"], "tags": ["x"]},
-                    {"id": 2, "prompt": "b", "assertions": [{"text": "t", "kind": "content_contains_any", "needles": ["n"], "weight": 2}], "tags": []},
+                    {
+                        "id": 2,
+                        "prompt": "b",
+                        "assertions": [
+                            {
+                                "text": "t",
+                                "kind": "content_contains_any",
+                                "needles": ["n"],
+                                "weight": 2,
+                            }
+                        ],
+                        "tags": [],
+                    },
                 ],
             }
         )
@@ -298,17 +325,23 @@ def test_yaml_directory_in_sorted_order(own: Path) -> None:
     )
     assert verdict(suite.cases[2], "Paid with the test card; total $12.") == (
         False,
-        'unwritten check: "The agent must reach the basket page before paying"; '
-        'unwritten check: "The agent must use the test card, never a real one"; '
-        'unwritten check: "The receipt it reports must quote the order total"',
+        (
+            'unwritten check: "The agent must reach the basket page before paying"; '
+            'unwritten check: "The agent must use the test card, never a real one"; '
+            'unwritten check: "The receipt it reports must quote the order total"'
+        ),
     )
     text = comments(imported.source).splitlines()
-    assert "The file allowed 8 steps. Anpord does not cap steps, so this is a note, not a limit." in text
-    assert "The file allowed 12 steps. Anpord does not cap steps, so this is a note, not a limit." in text
     assert (
-        "The file names no max_steps, so it allowed the default of 15 steps. Anpord does not cap "
-        "steps, so this is a note, not a limit."
-    ) in text
+        "The file allowed 8 steps. Anpord does not cap steps, so this is a note, not a limit."
+        in text
+    )
+    assert (
+        "The file allowed 12 steps. Anpord does not cap steps, so this is a note, not a limit."
+        in text
+    )
+    assert "The file names no max_steps, so it allowed the default of 15 steps." in text
+    assert "Anpord does not cap steps, so this is a note, not a limit." in text
     assert "Imported from yaml-cases/checkout-flow.yaml." in text
     assert "The YAML names no starting files, so add the ones this case works on." in text
     assert "Format: yaml" in text and "Source: yaml-cases" in text
@@ -323,8 +356,10 @@ def test_yaml_single_file_without_judge_context(own: Path) -> None:
         "describes."
     )
     assert imported.notes == (
-        "yaml-unjudged.yaml names no judge_context: it gets one placeholder check, so it fails "
-        "until you write one.",
+        (
+            "yaml-unjudged.yaml names no judge_context: it gets one placeholder check, so it fails "
+            "until you write one."
+        ),
     )
     (case,) = suite_of(imported.source).cases
     assert case.id == "unjudged-case"
@@ -352,7 +387,9 @@ def test_yaml_repeated_names_and_unknown_fields(tmp_path: Path) -> None:
     base = cases[0].id
     assert [c.id for c in cases] == [base, f"{base}-2", cases[2].id, "中文名字"]
     assert cases[3].name == "中文名字" and cases[3].prompt == "做点什么"
-    assert imported.notes[0] == 'Not imported: "expected_substrings" (c.yml) is not a yaml case field.'
+    assert (
+        imported.notes[0] == 'Not imported: "expected_substrings" (c.yml) is not a yaml case field.'
+    )
 
 
 def test_yaml_judge_lines_are_kept_as_the_yaml_reads_them() -> None:

@@ -25,19 +25,60 @@ from anpord.runner.discovery import slug as runner_slug
 # Python or str.splitlines knows, NUL and control characters, comment and string openers, bidi
 # overrides, a byte-order mark, lone surrogates and an encoding declaration.
 NASTY = [
-    '"', "'", '"""', "'''", "\\", "\\n", "\n", "\r", "\r\n", "\x0b", "\x0c", "\x1c", "\x1d",
-    "\x1e", "\x85", "\u2028", "\u2029", "\x00", "\x07", "\x1b[31m", "\t", "#", "/*", "*/", "`",
-    "${x}", "{", "}", "$", "\u202e", "\ufeff", "\ud800", "\udfff", "\U0001f600", "é", "中文",
-    "# -*- coding: latin-1 -*-", "coding=utf-16", ")", "])", "),\n", '\n_cases.append(', "\\\n",
-    "import os; os.system('x')", " ", "  ",
+    '"',
+    "'",
+    '"""',
+    "'''",
+    "\\",
+    "\\n",
+    "\n",
+    "\r",
+    "\r\n",
+    "\x0b",
+    "\x0c",
+    "\x1c",
+    "\x1d",
+    "\x1e",
+    "\x85",
+    "\u2028",
+    "\u2029",
+    "\x00",
+    "\x07",
+    "\x1b[31m",
+    "\t",
+    "#",
+    "/*",
+    "*/",
+    "`",
+    "${x}",
+    "{",
+    "}",
+    "$",
+    "\u202e",
+    "\ufeff",
+    "\ud800",
+    "\udfff",
+    "\U0001f600",
+    "é",
+    "中文",
+    "# -*- coding: latin-1 -*-",
+    "coding=utf-16",
+    ")",
+    "])",
+    "),\n",
+    "\n_cases.append(",
+    "\\\n",
+    "import os; os.system('x')",
+    " ",
+    "  ",
 ]
 ANY_CHAR = st.characters(exclude_categories=())  # surrogates included
-text = st.lists(st.one_of(st.sampled_from(NASTY), st.text(ANY_CHAR, max_size=8)), max_size=6).map("".join)
+text = st.lists(st.one_of(st.sampled_from(NASTY), st.text(ANY_CHAR, max_size=8)), max_size=6).map(
+    "".join
+)
 nonempty = text.filter(bool)
 
-SETTINGS = settings(
-    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow]
-)
+SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
 
@@ -72,8 +113,7 @@ def test_comment_lines_are_inert(value: str, indent: str) -> None:
     tree = ast.parse(source)
     assert [type(node).__name__ for node in tree.body] == ["Assign", "Assign"]
     kinds = {
-        tok.type
-        for tok in tokenize.generate_tokens(io.StringIO("\n".join(lines) + "\n").readline)
+        tok.type for tok in tokenize.generate_tokens(io.StringIO("\n".join(lines) + "\n").readline)
     }
     assert kinds <= {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.ENDMARKER}
 
@@ -108,7 +148,11 @@ evals_file = st.fixed_dictionaries(
     {"evals": st.lists(case, min_size=1, max_size=5)}, optional={"skill_name": text}
 )
 
-_RULES = {"content_contains_any": "any", "content_contains_all": "all", "content_contains_none": "none"}
+_RULES = {
+    "content_contains_any": "any",
+    "content_contains_all": "all",
+    "content_contains_none": "none",
+}
 _WORDS = {"any": "at least one of", "all": "all of", "none": "none of"}
 _HELPERS = {"_contains_any", "_contains_all", "_contains_none"}
 
@@ -155,7 +199,9 @@ def _import_json(data: dict[str, Any]) -> Any:
 
 @SETTINGS
 @given(evals_file, text)
-def test_any_evals_json_file_becomes_a_module_holding_it_exactly(data: dict[str, Any], answer: str) -> None:
+def test_any_evals_json_file_becomes_a_module_holding_it_exactly(
+    data: dict[str, Any], answer: str
+) -> None:
     data = json.loads(json.dumps(data))  # what the file holds: JSON pairs up escaped surrogates
     imported = _import_json(data)
     source = imported.source
@@ -237,9 +283,14 @@ def test_comment_only_text_cannot_change_the_code(data: dict[str, Any]) -> None:
 def test_the_code_has_the_same_shape_whatever_the_text(data: dict[str, Any]) -> None:
     # Swap every text for "x" (ids kept so keys match): only constants may differ.
     def blank(raw: dict[str, Any]) -> dict[str, Any]:
-        out = {key: ("x" if isinstance(value, str) and key != "id" else value) for key, value in raw.items()}
+        out = {
+            key: ("x" if isinstance(value, str) and key != "id" else value)
+            for key, value in raw.items()
+        }
         out["assertions"] = [
-            "x" if isinstance(item, str) else {**item, "text": "x", "needles": ["x"] * len(item["needles"])}
+            "x"
+            if isinstance(item, str)
+            else {**item, "text": "x", "needles": ["x"] * len(item["needles"])}
             for item in raw["assertions"]
         ]
         if "expectations" in raw:
@@ -264,7 +315,9 @@ yaml_case = st.fixed_dictionaries(
 
 @SETTINGS
 @given(yaml_case, text)
-def test_any_yaml_case_becomes_a_module_holding_it_exactly(data: dict[str, Any], answer: str) -> None:
+def test_any_yaml_case_becomes_a_module_holding_it_exactly(
+    data: dict[str, Any], answer: str
+) -> None:
     dumped = yaml.safe_dump(data, allow_unicode=False)
     try:
         assume(yaml.safe_load(dumped) == data)
@@ -279,5 +332,10 @@ def test_any_yaml_case_becomes_a_module_holding_it_exactly(data: dict[str, Any],
     assert built.prompt == data["task"]
     assert built.name == data["name"]
     assert built.id == (slug(data["name"]) or "case")
-    lines = data.get("judge_context") or ["This case named no judge context. Write what a good answer is."]
-    assert verdict(built, answer) == (False, "; ".join(f'unwritten check: "{line}"' for line in lines))
+    lines = data.get("judge_context") or [
+        "This case named no judge context. Write what a good answer is."
+    ]
+    assert verdict(built, answer) == (
+        False,
+        "; ".join(f'unwritten check: "{line}"' for line in lines),
+    )

@@ -58,7 +58,9 @@ def test_seed_example_names_case_47_by_its_id(tmp_path: Path, monkeypatch, capsy
     )
 
 
-def test_seed_example_stops_a_directory_at_the_bad_file(tmp_path: Path, monkeypatch, capsys) -> None:
+def test_seed_example_stops_a_directory_at_the_bad_file(
+    tmp_path: Path, monkeypatch, capsys
+) -> None:
     cases = tmp_path / "cases"
     cases.mkdir()
     shutil.copy(OWN / "yaml-cases" / "archive-search.yaml", cases / "archive-search.yaml")
@@ -112,8 +114,10 @@ FIXTURE_REFUSALS = [
         "yaml",
         "yaml-malformed.yaml",
         CaseFileNotYaml,
-        "yaml-malformed.yaml is not YAML: while scanning a quoted scalar, "
-        "found unexpected end of stream (line 6, column 1)",
+        (
+            "yaml-malformed.yaml is not YAML: while scanning a quoted scalar, "
+            "found unexpected end of stream (line 6, column 1)"
+        ),
     ),
     (
         "yaml",
@@ -203,9 +207,15 @@ SHAPE_REFUSALS = [
     ([_case()], f"the top level is an array; {_SHAPE}"),
     ("just text", f'the top level is "just text"; {_SHAPE}'),
     ({"skill": "x", "cases": [_case()]}, f'evals: is missing (found "cases" instead); {_SHAPE}'),
-    ({"skill_name": "x", "test_cases": []}, f'evals: is missing (found "test_cases" instead); {_SHAPE}'),
+    (
+        {"skill_name": "x", "test_cases": []},
+        f'evals: is missing (found "test_cases" instead); {_SHAPE}',
+    ),
     ({"skill_name": "x"}, f"evals: is missing; {_SHAPE}"),
-    ({"evals": {"1": _case()}}, 'evals: Expected an array of cases, actual {"1": {"id": 1, "prompt": "Say hi.", "assertions": ["It says hi."]}}'),
+    (
+        {"evals": {"1": _case()}},
+        'evals: Expected an array of cases, actual {"1": {"id": 1, "prompt": "Say hi.", "assertions": ["It says hi."]}}',
+    ),
     ({"skill_name": 3, "evals": [_case()]}, "skill_name: Expected string, actual 3"),
     ({"evals": ["a case"]}, 'case at index 0: Expected an object, actual "a case"'),
     ({"evals": [{"prompt": "p", "assertions": []}]}, "case at index 0, id: is missing"),
@@ -214,14 +224,25 @@ SHAPE_REFUSALS = [
     ({"evals": [_case(), {"id": "late", "assertions": []}]}, "case late, prompt: is missing"),
     ({"evals": [_case(name=["a"])]}, 'case 1, name: Expected string, actual ["a"]'),
     ({"evals": [_case(expected_output=7)]}, "case 1, expected_output: Expected string, actual 7"),
-    ({"evals": [_case(files="fixtures/x")]}, 'case 1, files: Expected an array of strings, actual "fixtures/x"'),
+    (
+        {"evals": [_case(files="fixtures/x")]},
+        'case 1, files: Expected an array of strings, actual "fixtures/x"',
+    ),
     ({"evals": [_case(files=["ok", 2])]}, "case 1, files.1: Expected string, actual 2"),
-    ({"evals": [_case(assertions="It says hi.")]}, 'case 1, assertions: Expected an array, actual "It says hi."'),
-    ({"evals": [_case(expectations=[3])]}, "case 1, expectations.0: Expected a string, or an object with text, actual 3"),
+    (
+        {"evals": [_case(assertions="It says hi.")]},
+        'case 1, assertions: Expected an array, actual "It says hi."',
+    ),
+    (
+        {"evals": [_case(expectations=[3])]},
+        "case 1, expectations.0: Expected a string, or an object with text, actual 3",
+    ),
     (
         {"evals": [_case(assertions=[{"kind": "content_matches", "text": "t", "needles": ["a"]}])]},
-        'case 1, assertions.0.kind: Expected "content_contains_any" | "content_contains_all" | '
-        '"content_contains_none", actual "content_matches"',
+        (
+            'case 1, assertions.0.kind: Expected "content_contains_any" | "content_contains_all" | '
+            '"content_contains_none", actual "content_matches"'
+        ),
     ),
     (
         {"evals": [_case(assertions=[{"kind": "content_contains_all", "needles": ["a"]}])]},
@@ -232,11 +253,23 @@ SHAPE_REFUSALS = [
         "case 1, assertions.0.needles: is missing",
     ),
     (
-        {"evals": [_case(assertions=[{"kind": "content_contains_all", "text": "t", "needles": []}])]},
+        {
+            "evals": [
+                _case(assertions=[{"kind": "content_contains_all", "text": "t", "needles": []}])
+            ]
+        },
         "case 1, assertions.0.needles: Expected at least one needle, actual []",
     ),
     (
-        {"evals": [_case(assertions=[{"kind": "content_contains_none", "text": "t", "needles": ["a", ""]}])]},
+        {
+            "evals": [
+                _case(
+                    assertions=[
+                        {"kind": "content_contains_none", "text": "t", "needles": ["a", ""]}
+                    ]
+                )
+            ]
+        },
         'case 1, assertions.0.needles.1: Expected a non-empty string, actual ""',
     ),
     (
@@ -244,9 +277,18 @@ SHAPE_REFUSALS = [
         'case 1, assertions.0: Expected a string, or an object with text, actual {"weight": 2}',
     ),
     (
-        {"evals": [_case(id=1, prompt=1), _case(id=2, prompt=2), _case(id=3, prompt=3), _case(id=4, prompt=4)]},
-        "case 1, prompt: Expected string, actual 1; case 2, prompt: Expected string, actual 2; "
-        "case 3, prompt: Expected string, actual 3; and 1 more",
+        {
+            "evals": [
+                _case(id=1, prompt=1),
+                _case(id=2, prompt=2),
+                _case(id=3, prompt=3),
+                _case(id=4, prompt=4),
+            ]
+        },
+        (
+            "case 1, prompt: Expected string, actual 1; case 2, prompt: Expected string, actual 2; "
+            "case 3, prompt: Expected string, actual 3; and 1 more"
+        ),
     ),
     (
         {"evals": [_case(id="two\nlines", prompt=None)]},
@@ -280,11 +322,17 @@ def test_deep_nesting_is_refused_not_crashed(tmp_path: Path) -> None:
 
 YAML_REFUSALS = [
     ("", "Expected a mapping with name and task, actual null"),
-    ("- name: A\n  task: B\n", 'Expected a mapping with name and task, actual [{"name": "A", "task": "B"}]'),
+    (
+        "- name: A\n  task: B\n",
+        'Expected a mapping with name and task, actual [{"name": "A", "task": "B"}]',
+    ),
     ("task: Do it\n", "name: is missing"),
     ("name: A\n", "task: is missing"),
     ("name: 2024-01-02\ntask: t\n", "name: Expected string, actual 2024-01-02 (a date)"),
-    ("name: A\ntask: t\njudge_context: be good\n", 'judge_context: Expected an array of strings, actual "be good"'),
+    (
+        "name: A\ntask: t\njudge_context: be good\n",
+        'judge_context: Expected an array of strings, actual "be good"',
+    ),
     ("name: A\ntask: t\njudge_context: [ok, 5]\n", "judge_context.1: Expected string, actual 5"),
     ("name: A\ntask: t\nmax_steps: twelve\n", 'max_steps: Expected integer, actual "twelve"'),
     ("name: A\ntask: t\nmax_steps: true\n", "max_steps: Expected integer, actual true"),
@@ -320,6 +368,6 @@ def test_only_yaml_suffixes_count_in_a_directory(tmp_path: Path) -> None:
 
 
 def test_refusal_names_the_format_choices(capsys) -> None:
-    code, out, err = cli(capsys, "--format", "csv", "cases.csv")
+    code, _, err = cli(capsys, "--format", "csv", "cases.csv")
     assert code == 2
     assert "invalid choice: 'csv'" in err

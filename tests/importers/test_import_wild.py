@@ -10,7 +10,13 @@ import pytest
 import yaml
 from importers_support import WILD, load, verdict
 
-from anpord.importers import CaseDirectoryEmpty, CaseFileNotEvalsJson, ImportRefusal, Tally, import_cases
+from anpord.importers import (
+    CaseDirectoryEmpty,
+    CaseFileNotEvalsJson,
+    ImportRefusal,
+    Tally,
+    import_cases,
+)
 
 EJ = "evals-json"
 
@@ -18,17 +24,42 @@ EJ = "evals-json"
 IMPORTS = [
     (EJ, "0065paula__skill-inspector__evals.json", (3, 0, 9), "`expectations` read as prose"),
     (EJ, "0x2kNJ__cpo__evals.json", (3, 0, 27), "{id, text} assertions carry only prose"),
-    (EJ, "0xdeafcafe__tslsp-cli__evals.json", (4, 0, 4), "eval_name; `scorers` reported, one placeholder each"),
-    (EJ, "127-c__vhdl-to-sv-skill__evals.json", (11, 0, 11), "must_have/must_not_have reported, not guessed"),
+    (
+        EJ,
+        "0xdeafcafe__tslsp-cli__evals.json",
+        (4, 0, 4),
+        "eval_name; `scorers` reported, one placeholder each",
+    ),
+    (
+        EJ,
+        "127-c__vhdl-to-sv-skill__evals.json",
+        (11, 0, 11),
+        "must_have/must_not_have reported, not guessed",
+    ),
     (EJ, "1273984347__mem-wrap-up__evals.json", (4, 0, 16), "Chinese `expectations`"),
     (EJ, "16Miku__Mapping-Skill__evals.json", (3, 0, 9), "Chinese `expectations`"),
     (EJ, "1xmint__orchestrate__evals.json", (27, 0, 27), "expected_output only"),
     (EJ, "240xu__verdict-engine__evals.json", (10, 0, 10), "expected_output only"),
-    (EJ, "777aca__qa-engineer__evals.json", (6, 0, 17), "Chinese prose assertions, some files missing"),
+    (
+        EJ,
+        "777aca__qa-engineer__evals.json",
+        (6, 0, 17),
+        "Chinese prose assertions, some files missing",
+    ),
     (EJ, "88lin__diataxis-docs-skill__evals.json", (31, 0, 31), "`category` reported"),
     (EJ, "AaronLPS__loop-builder__evals.json", (5, 0, 5), "expected_output only"),
-    (EJ, "Adityaraj0421__naksha-studio__evals.json", (169, 0, 820), "{name, description} assertions are prose"),
-    (EJ, "Adverbial-cobweb86__harness-audit__evals.json", (3, 0, 3), "compact layout, no assertions"),
+    (
+        EJ,
+        "Adityaraj0421__naksha-studio__evals.json",
+        (169, 0, 820),
+        "{name, description} assertions are prose",
+    ),
+    (
+        EJ,
+        "Adverbial-cobweb86__harness-audit__evals.json",
+        (3, 0, 3),
+        "compact layout, no assertions",
+    ),
     (EJ, "darkrishabh__agent-skills-eval__evals.json", (4, 0, 4), "string ids, empty assertions"),
     ("yaml", "browser-use__browser-use", (8, 0, 20), "extra `expected_substrings` reported"),
     ("yaml", "newunivers-company__nu-browser-use", (17, 0, 35), "`source_id`, `keyless` reported"),
@@ -93,9 +124,7 @@ def test_wild_file_is_refused_with_a_reason(fmt: str, name: str, kind: type, rea
     assert "\n" not in caught.value.line()
 
 
-@pytest.mark.parametrize(
-    "path", sorted((WILD / "evals-json").glob("*.json")), ids=lambda p: p.name
-)
+@pytest.mark.parametrize("path", sorted((WILD / "evals-json").glob("*.json")), ids=lambda p: p.name)
 def test_prompts_survive_exactly(path: Path) -> None:
     data = json.loads(path.read_text(encoding="utf-8"))
     if not isinstance(data, dict) or "evals" not in data:

@@ -77,7 +77,10 @@ def test_a_failed_write_leaves_the_old_file_and_no_temp(tmp_path: Path, monkeypa
     monkeypatch.setattr(os, "replace", broken_replace)
     with pytest.raises(SuiteFileUnwritable) as caught:
         write_suite(str(target), SUITE, force=True)
-    assert caught.value.line() == f"SuiteFileUnwritable: Could not write {target}: No space left on device"
+    assert (
+        caught.value.line()
+        == f"SuiteFileUnwritable: Could not write {target}: No space left on device"
+    )
     assert target.read_text() == "old"
     assert leftovers(tmp_path) == []
 

@@ -81,14 +81,7 @@ def test_cancelling_an_exec_kills_its_tree(kind: str, tmp_root: Path) -> None:
             with pytest.raises(asyncio.CancelledError):
                 await task
             await asyncio.sleep(0.1)
-            from anpord.sandboxes import _proc
-            info = []
-            for p in live_with(t):
-                st = open(f"/proc/{p}/stat").read()
-                env = open(f"/proc/{p}/environ","rb").read()
-                info.append((p, st.split(")")[1][:30], open(f"/proc/{p}/cmdline").read()[:60], inst._tracker._needle in env.split(b"\0"), inst._tracker.roots, _proc._SPAWNED, os.getpid()))
-                os.kill(p, 9)
-            assert info == []
+            assert live_with(t) == []
         finally:
             await inst.close()
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-__all__ = ["main", "build_parser"]
+__all__ = ["build_parser", "main"]
 
 _EPILOG = """\
 formats:
@@ -43,9 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="where to write the suite (name it *.eval.py); it goes to stdout when omitted",
     )
-    parser.add_argument(
-        "--force", action="store_true", help="overwrite --out if it already exists"
-    )
+    parser.add_argument("--force", action="store_true", help="overwrite --out if it already exists")
     return parser
 
 
@@ -94,7 +92,9 @@ def main(argv: list[str]) -> int:
     if args.out is not None:
         _say(one_line(f"Wrote {args.out}"))
         if not args.out.endswith(".eval.py"):
-            _say(one_line(f"{args.out} does not end in .eval.py, so `anpord eval` will not find it."))
+            _say(
+                one_line(f"{args.out} does not end in .eval.py, so `anpord eval` will not find it.")
+            )
     _say(summary_of(suite.tally))
     return 0
 

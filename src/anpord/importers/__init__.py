@@ -8,7 +8,7 @@ placeholder that always fails, so an imported suite is red until a person writes
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from ._codegen import DEFAULT_HARNESS, render_module
 from ._errors import (
@@ -31,35 +31,33 @@ from ._model import CaseFile, ImportedSuite, Tally, summary_of, tally_of
 from ._yaml_cases import read_yaml_cases
 
 __all__ = [
-    "FORMATS",
     "DEFAULT_HARNESS",
+    "FORMATS",
+    "CaseDirectoryEmpty",
+    "CaseDirectoryUnreadable",
+    "CaseFileEmpty",
+    "CaseFileNotEvalsJson",
+    "CaseFileNotJson",
+    "CaseFileNotYaml",
+    "CaseFileNotYamlCase",
+    "CaseFileUnreadable",
+    "ImportRefusal",
     "ImportedSuite",
+    "SuiteFileExists",
+    "SuiteFileUnwritable",
+    "SuiteFolderMissing",
     "Tally",
     "import_cases",
     "import_evals_json",
     "import_yaml_cases",
     "summary_of",
     "write_suite",
-    "ImportRefusal",
-    "CaseFileUnreadable",
-    "CaseFileNotJson",
-    "CaseFileNotEvalsJson",
-    "CaseFileEmpty",
-    "CaseDirectoryUnreadable",
-    "CaseFileNotYaml",
-    "CaseFileNotYamlCase",
-    "CaseDirectoryEmpty",
-    "SuiteFileExists",
-    "SuiteFolderMissing",
-    "SuiteFileUnwritable",
 ]
 
 
 def _suite_of(file: CaseFile) -> ImportedSuite:
     source, id_notes = render_module(file)
-    return ImportedSuite(
-        source=source, tally=tally_of(file.cases), notes=(*file.notes, *id_notes)
-    )
+    return ImportedSuite(source=source, tally=tally_of(file.cases), notes=(*file.notes, *id_notes))
 
 
 def import_evals_json(path: str) -> ImportedSuite:
@@ -83,7 +81,9 @@ def import_cases(format: str, path: str) -> ImportedSuite:
     try:
         reader = FORMATS[format]
     except KeyError:
-        raise ValueError(f"unknown format {format!r}; expected one of {', '.join(FORMATS)}") from None
+        raise ValueError(
+            f"unknown format {format!r}; expected one of {', '.join(FORMATS)}"
+        ) from None
     return reader(path)
 
 

@@ -33,7 +33,7 @@ _HEADER_TAIL = """\
 # Each case fails, quoting the check it still owes, until every placeholder in it is replaced by
 # a real check. Each `files({})` source is empty: add the files the case starts from."""
 
-_PRELUDE = f'''\
+_PRELUDE = f"""\
 from __future__ import annotations
 
 from typing import Any, Awaitable, Callable
@@ -104,7 +104,7 @@ def _checks(*checks: _Check) -> Callable[[Any], Awaitable[tuple[bool, str]]]:
 
 
 _cases: list[Any] = []
-'''
+"""
 
 _SUITE = """\
 suite = define_suite(
@@ -136,7 +136,9 @@ def _write_check(out: list[str], check: Converted | Unwritten) -> None:
     out.append(f"{_INDENT}_unwritten({py_str(check.text)}),")
 
 
-def _write_case(out: list[str], case: ImportedCase, key: str, source_notes: dict[str, list[str]]) -> None:
+def _write_case(
+    out: list[str], case: ImportedCase, key: str, source_notes: dict[str, list[str]]
+) -> None:
     for note in case.notes:
         _comment(out, note, "")
     out.append(f"_cases.append(\n    define_eval(\n        id={py_str(key)},")
@@ -144,10 +146,12 @@ def _write_case(out: list[str], case: ImportedCase, key: str, source_notes: dict
         out.append(f"        name={py_str(case.name)},")
     out.append(f"        prompt={py_str(case.prompt)},")
     # Most cases share a source note; fold each distinct one once.
-    note = source_notes.get(case.source_note)
-    if note is None:
-        note = source_notes[case.source_note] = comment_lines(case.source_note, " " * 8, wrap=True)
-    out.extend(note)
+    folded = source_notes.get(case.source_note)
+    if folded is None:
+        folded = source_notes[case.source_note] = comment_lines(
+            case.source_note, " " * 8, wrap=True
+        )
+    out.extend(folded)
     out.append("        source=files({}),\n        validate=_checks(")
     for check in case.checks:
         _write_check(out, check)

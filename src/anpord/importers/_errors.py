@@ -8,18 +8,18 @@ from __future__ import annotations
 from ._text import one_line
 
 __all__ = [
-    "ImportRefusal",
-    "CaseFileUnreadable",
-    "CaseFileNotJson",
-    "CaseFileNotEvalsJson",
-    "CaseFileEmpty",
+    "CaseDirectoryEmpty",
     "CaseDirectoryUnreadable",
+    "CaseFileEmpty",
+    "CaseFileNotEvalsJson",
+    "CaseFileNotJson",
     "CaseFileNotYaml",
     "CaseFileNotYamlCase",
-    "CaseDirectoryEmpty",
+    "CaseFileUnreadable",
+    "ImportRefusal",
     "SuiteFileExists",
-    "SuiteFolderMissing",
     "SuiteFileUnwritable",
+    "SuiteFolderMissing",
 ]
 
 

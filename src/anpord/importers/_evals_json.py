@@ -15,7 +15,7 @@ from ._files import read_text
 from ._model import CaseFile, Check, Converted, ImportedCase, Rule, Unwritten
 from ._text import describe_actual, listing
 
-__all__ = ["read_evals_json", "NO_ASSERTION"]
+__all__ = ["NO_ASSERTION", "read_evals_json"]
 
 _RULES: dict[str, Rule] = {
     "content_contains_any": "any",
@@ -24,7 +24,14 @@ _RULES: dict[str, Rule] = {
 }
 _KNOWN_TOP = {"skill_name", "evals"}
 _KNOWN_CASE = {
-    "id", "name", "eval_name", "prompt", "expected_output", "files", "assertions", "expectations",
+    "id",
+    "name",
+    "eval_name",
+    "prompt",
+    "expected_output",
+    "files",
+    "assertions",
+    "expectations",
 }
 _ASSERTION_LISTS = ("assertions", "expectations")
 _KNOWN_STRUCTURED = {"kind", "needles", "text", "id", "name"}
@@ -73,7 +80,7 @@ def _shape_problem(data: Any) -> str | None:
         return f"the top level is {describe_actual(data)}; {_SHAPE}"
     if "evals" not in data:
         lists = [key for key, value in data.items() if isinstance(value, list)]
-        found = f' (found {", ".join(json.dumps(key) for key in lists)} instead)' if lists else ""
+        found = f" (found {', '.join(json.dumps(key) for key in lists)} instead)" if lists else ""
         return f"evals: is missing{found}; {_SHAPE}"
     if not isinstance(data["evals"], list):
         return f"evals: Expected an array of cases, actual {describe_actual(data['evals'])}"
@@ -211,8 +218,10 @@ def _case(index: int, raw: Any, found: _Findings) -> ImportedCase | None:
     if own_id is None or not isinstance(prompt, str) or found.issues:
         return None  # refused below; no need to build it
     heading = f"Case {own_id}: {name}" if name is not None else f"Case {own_id}"
-    notes = (heading,) if expected_output is None else (
-        heading, f"The file's expected output: {expected_output}"
+    notes = (
+        (heading,)
+        if expected_output is None
+        else (heading, f"The file's expected output: {expected_output}")
     )
     return ImportedCase(own_id, name, prompt, tuple(checks), notes, _source_note(fixtures))
 

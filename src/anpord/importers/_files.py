@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import tempfile
-from typing import Callable
+from collections.abc import Callable
 
 from ._errors import (
     CaseFileUnreadable,

@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Literal, NamedTuple, Union
+from typing import Literal, NamedTuple
 
 from ._text import plural, slug
 
 __all__ = [
-    "Converted",
-    "Unwritten",
-    "Check",
-    "ImportedCase",
     "CaseFile",
-    "Tally",
+    "Check",
+    "Converted",
+    "ImportedCase",
     "ImportedSuite",
+    "Tally",
+    "Unwritten",
     "assign_keys",
     "summary_of",
 ]
@@ -39,7 +39,7 @@ class Unwritten(NamedTuple):
     label: str | None = None  # the assertion's own id or name, when the file gives one
 
 
-Check = Union[Converted, Unwritten]
+Check = Converted | Unwritten
 
 
 class ImportedCase(NamedTuple):
@@ -118,10 +118,7 @@ def assign_keys(cases: tuple[ImportedCase, ...]) -> tuple[list[str], list[str]]:
 def summary_of(tally: Tally) -> str:
     """The closing line. The count of unwritten checks leads its second sentence, because a
     suite that passes on a check nobody wrote is the failure an import must never produce."""
-    read = (
-        f"Read {plural(tally.cases, 'case')}, "
-        f"converted {plural(tally.converted, 'assertion')}."
-    )
+    read = f"Read {plural(tally.cases, 'case')}, converted {plural(tally.converted, 'assertion')}."
     if tally.needs_author == 0:
         return read
     one = tally.needs_author == 1

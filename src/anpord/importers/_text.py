@@ -4,18 +4,19 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 __all__ = [
+    "comment_lines",
+    "describe_actual",
+    "escape_unprintable",
+    "listing",
+    "one_line",
+    "plural",
     "py_str",
     "py_str_list",
-    "comment_lines",
-    "escape_unprintable",
-    "one_line",
-    "describe_actual",
     "slug",
-    "plural",
-    "listing",
 ]
 
 

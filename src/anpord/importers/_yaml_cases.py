@@ -20,7 +20,7 @@ from ._files import read_text
 from ._model import CaseFile, ImportedCase, Unwritten
 from ._text import describe_actual, listing, one_line
 
-__all__ = ["read_yaml_cases", "UNJUDGED", "DEFAULT_MAX_STEPS"]
+__all__ = ["DEFAULT_MAX_STEPS", "UNJUDGED", "read_yaml_cases"]
 
 _SUFFIXES = (".yaml", ".yml")
 _KNOWN = ("name", "task", "judge_context", "max_steps")
@@ -44,7 +44,7 @@ def _yaml_reason(error: Exception) -> str:
 
 
 def _parse(path: str) -> Any:
-    import yaml  # only the yaml path pays for it
+    import yaml  # type: ignore[import-untyped]  # only the yaml path pays for it
 
     text = read_text(path, CaseFileNotYaml)
     try:
@@ -100,18 +100,18 @@ def _case(path: str, data: Any, seen: _Seen, shown: str) -> ImportedCase:
         seen.unjudged.append(shown)
     if steps is None:
         budget = (
-            f"The file names no max_steps, so it allowed the default of {DEFAULT_MAX_STEPS} "
-            f"steps. {_NOT_A_LIMIT}"
+            f"The file names no max_steps, so it allowed the default of {DEFAULT_MAX_STEPS} steps.",
+            _NOT_A_LIMIT,
         )
     else:
-        budget = f"The file allowed {steps} steps. {_NOT_A_LIMIT}"
+        budget = (f"The file allowed {steps} steps. {_NOT_A_LIMIT}",)
     name = data["name"]
     return ImportedCase(
         own_id=name,
         name=name,
         prompt=data["task"],
         checks=tuple(Unwritten(line) for line in lines) or (Unwritten(UNJUDGED),),
-        notes=(f"Case: {name}", f"Imported from {path}.", budget),
+        notes=(f"Case: {name}", f"Imported from {path}.", *budget),
         source_note="The YAML names no starting files, so add the ones this case works on.",
         fallback_key=os.path.splitext(os.path.basename(path))[0],
     )
@@ -166,7 +166,6 @@ def read_yaml_cases(path: str) -> CaseFile:
     seen = _Seen()
     # Notes name a directory's files by their own names: the directory is in the command line.
     cases = tuple(
-        _case(one, _parse(one), seen, os.path.basename(one) if directory else one)
-        for one in paths
+        _case(one, _parse(one), seen, os.path.basename(one) if directory else one) for one in paths
     )
     return CaseFile(format="yaml", path=path, cases=cases, notes=tuple(_notes(seen)))
