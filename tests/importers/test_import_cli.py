@@ -310,3 +310,32 @@ def test_the_default_harness_is_never_a_pass(project: Path) -> None:
     run = run_anpord("eval", "evals/release.eval.py", "--trials", "1", cwd=project)
     assert run.returncode == 1
     assert "0 passed" in run.stdout and "3 void" in run.stdout
+
+
+def test_every_wild_import_loads_in_the_runner(tmp_path: Path) -> None:
+    (tmp_path / "evals").mkdir()
+    (tmp_path / "evals" / "evals.config.py").write_text(
+        "from anpord import define_eval_config\n\nconfig = define_eval_config()\n"
+    )
+    expected = 0
+    sources = [("evals-json", p) for p in sorted((WILD / "evals-json").glob("*.json"))]
+    sources += [("yaml", p) for p in sorted((WILD / "yaml").iterdir())]
+    for n, (fmt, path) in enumerate(sources):
+        done = run_anpord(
+            "eval",
+            "import",
+            "--format",
+            fmt,
+            str(path),
+            "--out",
+            f"evals/wild_{n}.eval.py",
+            cwd=tmp_path,
+        )
+        if done.returncode == 2:  # the refusals listed in test_import_wild.py
+            assert done.stderr.startswith("CaseFileNotEvalsJson: "), done.stderr
+            continue
+        assert done.returncode == 0, done.stderr
+        expected += int(done.stderr.splitlines()[-1].split()[1])  # "Read N cases, ..."
+    listed = run_anpord("eval", "--list", cwd=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    assert sum(line.startswith("wild_") for line in listed.stdout.splitlines()) == expected == 311

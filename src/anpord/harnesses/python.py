@@ -254,7 +254,11 @@ class PythonSession:
             if any(not f.done() for f in self._pending.values()):
                 # Only some of several requests were answered: the agent still waits on the rest.
                 settled.set_result(None)
-            on_done = lambda _t: settled.done() or settled.set_result(None)  # noqa: E731
+
+            def on_done(_: object) -> None:
+                if not settled.done():
+                    settled.set_result(None)
+
             task.add_done_callback(on_done)
             try:
                 await settled

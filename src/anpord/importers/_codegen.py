@@ -31,14 +31,15 @@ _HEADER = """\
 _HEADER_TAIL = """\
 #
 # Each case fails, quoting the check it still owes, until every placeholder in it is replaced by
-# a real check. Each `files({})` source is empty: add the files the case starts from."""
+# a real check. Each `files({})` source is empty: fill it with the files the case starts from,
+# or use directory("fixtures/...") or repo("owner/name@ref") instead."""
 
 _PRELUDE = f"""\
 from __future__ import annotations
 
 from typing import Any, Awaitable, Callable
 
-from anpord import Variant, define_eval, define_suite, files
+from anpord import Variant, define_eval, define_suite, directory, files, repo
 
 # The agent under test. Point it at yours: "python:package.module:attr" for a Python agent, or
 # "command:<shell command>" for any program (the prompt is in $ANPORD_PROMPT). Or leave it and

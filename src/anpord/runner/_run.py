@@ -244,9 +244,9 @@ async def _execute(plan: Plan, opts: RunOptions, reporters: _Reporters, writer: 
         pass
     workers = [asyncio.ensure_future(worker()) for _ in range(plan.max_concurrency)]
     try:
-        all_done = asyncio.gather(*workers)
-        stopper = asyncio.ensure_future(stop.wait())
-        await asyncio.wait({all_done, stopper}, return_when=asyncio.FIRST_COMPLETED)
+        all_done: asyncio.Future[Any] = asyncio.gather(*workers)
+        stopper: asyncio.Future[Any] = asyncio.ensure_future(stop.wait())
+        await asyncio.wait([all_done, stopper], return_when=asyncio.FIRST_COMPLETED)
         if stop.is_set() and not all_done.done():
             # Stop scheduling (workers check `stop`), give running trials a grace period, then cancel.
             await asyncio.wait({all_done}, timeout=INTERRUPT_GRACE)
@@ -330,7 +330,7 @@ def execute(plan: Plan, opts: RunOptions, reporters: Sequence[Any]) -> RunSummar
         finally:
             if writer is not None:
                 writer.close()
-        totals = {v: 0 for v in VERDICTS}
+        totals: dict[str, int] = {v: 0 for v in VERDICTS}
         for r in results:
             totals[r.verdict] += 1
         totals["trials"] = len(results)

@@ -299,12 +299,13 @@ def _keys(items: Sequence[Any], explicit: list[str | None]) -> list[str]:
 def cases_of(ef: EvalFile, value: Eval | Suite) -> list[Case]:
     out: list[Case] = []
     if isinstance(value, Suite):
-        for c in value.cases:
-            if c.each is not None:
+        for member in value.cases:
+            if member.each is not None:
                 raise UsageError(f"{_rel(ef.path)}: each= is not supported inside define_suite; use one define_eval(each=...) per file")
         explicit = [slug(c.id) if c.id is not None else None for c in value.cases]
-        for c, key in zip(value.cases, _keys(value.cases, explicit)):
-            out.append(Case(id=f"{ef.id}/{key}", file=ef, eval=c, suite=value, tags=tuple(value.tags) + c.tags))
+        for member, key in zip(value.cases, _keys(value.cases, explicit)):
+            out.append(Case(id=f"{ef.id}/{key}", file=ef, eval=member, suite=value,
+                            tags=tuple(value.tags) + member.tags))
     elif value.each is not None:
         rows = list(value.each)
         if callable(value.id):
