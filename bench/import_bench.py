@@ -74,7 +74,8 @@ def timed(
 ) -> tuple[float, float, subprocess.CompletedProcess[str]]:
     """Median wall time and median CPU time (user + system) of the command's runs. On a busy
     machine the CPU time is the steadier figure: it leaves out time spent waiting for a core."""
-    last = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, check=False)  # warm-up
+    # One warm-up run first, so every timed run finds its bytecode cached.
+    last = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, check=False)
     walls, cpus = [], []
     for _ in range(runs):
         cpu, start = _cpu(), time.perf_counter()

@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +32,10 @@ class FakeContext:
 def load(source: str, name: str = "imported.eval.py") -> dict[str, Any]:
     """Compile and run a generated module, returning its namespace."""
     namespace: dict[str, Any] = {"__name__": "imported_suite"}
-    exec(compile(source, name, "exec"), namespace)  # noqa: S102 - the module under test
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # e.g. an invalid escape would be a SyntaxWarning
+        code = compile(source, name, "exec")
+    exec(code, namespace)  # noqa: S102 - the module under test
     return namespace
 
 

@@ -339,3 +339,12 @@ def test_every_wild_import_loads_in_the_runner(tmp_path: Path) -> None:
     listed = run_anpord("eval", "--list", cwd=tmp_path)
     assert listed.returncode == 0, listed.stderr
     assert sum(line.startswith("wild_") for line in listed.stdout.splitlines()) == expected == 311
+
+
+def test_importing_the_package_stays_light() -> None:
+    import subprocess
+    import sys
+
+    probe = "import sys, anpord.importers; print(sorted(m for m in ('yaml', 'anpord.runner') if m in sys.modules))"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"

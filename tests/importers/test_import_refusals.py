@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import shutil
 from pathlib import Path
 
@@ -174,20 +176,38 @@ def test_a_directory_that_cannot_be_listed(tmp_path: Path, monkeypatch, capsys) 
     assert refusal.line() == "CaseDirectoryUnreadable: Could not list cases: Permission denied"
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root reads and lists every file")
 def test_permissions_refuse_for_real(tmp_path: Path, monkeypatch) -> None:
+    """Real permission bits, in a child that drops root (root reads every file)."""
     monkeypatch.chdir(tmp_path)
     Path("cases").mkdir()
     Path("cases/a.yaml").write_text("name: A\ntask: B\n")
     Path("evals.json").write_text('{"evals": []}')
     os.chmod("evals.json", 0)
     os.chmod("cases", 0)
+    os.chmod(tmp_path, 0o755)
+    code = (
+        "import os, sys, json, yaml, yaml.constructor\n"
+        "from anpord.importers import import_cases, ImportRefusal\n"
+        "import anpord.importers._evals_json, anpord.importers._yaml_cases\n"
+        "# Everything imported first: the interpreter's own files may sit where nobody can read.\n"
+        "if os.geteuid() == 0:\n"
+        "    os.setgid(65534); os.setuid(65534)\n"
+        "for fmt, path in (('evals-json', 'evals.json'), ('yaml', 'cases')):\n"
+        "    try:\n"
+        "        import_cases(fmt, path)\n"
+        "    except ImportRefusal as exc:\n"
+        "        print(type(exc).__name__)\n"
+    )
+    src = str(Path(__file__).resolve().parents[2] / "src")
     try:
-        assert type(refusal_of("evals-json", "evals.json")) is CaseFileUnreadable
-        assert type(refusal_of("yaml", "cases")) is CaseDirectoryUnreadable
+        done = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+            env={**os.environ, "PYTHONPATH": src},
+        )
     finally:
         os.chmod("cases", 0o755)
         os.chmod("evals.json", 0o644)
+    assert done.stdout.split() == ["CaseFileUnreadable", "CaseDirectoryUnreadable"], done.stderr
 
 
 # -- files of other shapes, and cases that do not match -------------------------------------------

@@ -49,16 +49,6 @@ def live_with(token: str) -> list[int]:
             continue
         if token in cmdline and state != b"Z":
             found.append(int(name))
-    if found and os.environ.get("DBG_LEFT"):
-        from anpord.sandboxes import _proc
-        for pid in found:
-            try:
-                st = open(f"/proc/{pid}/stat").read().split(")")[1][:40]
-                env = open(f"/proc/{pid}/environ", "rb").read()
-                cmd = open(f"/proc/{pid}/cmdline", "rb").read()[:80]
-            except OSError as e:
-                st, env, cmd = str(e), b"", b""
-            print("LEFT", pid, st, cmd, [e for e in env.split(b"\0") if b"ANPORD_SANDBOX" in e], sorted(_proc._SPAWNED), os.getpid(), flush=True)
     return found
 
 

@@ -86,3 +86,28 @@ def test_cancelling_an_exec_kills_its_tree(kind: str, tmp_root: Path) -> None:
             await inst.close()
 
     run(go())
+
+
+def test_no_zombie_is_left_with_the_runner(kind: str, tmp_root: Path) -> None:
+    # The runner is the subreaper of what a trial orphans (and of bwrap's namespace init):
+    # it must reap them, or a long run would fill the process table with zombies.
+    async def go() -> None:
+        inst = await make_sandbox(kind, tmp_root).open(spec())
+        try:
+            for _ in range(10):
+                await inst.exec("(setsid sleep 30 &); nohup sleep 30 >/dev/null 2>&1 & echo x")
+        finally:
+            await inst.close()
+
+    run(go())
+    me = str(os.getpid())
+    children = []
+    for name in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{name}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if fields[1] == me:
+            children.append((name, fields[0]))
+    assert [c for c in children if c[1] == "Z"] == []

@@ -194,8 +194,8 @@ class _Run:
                 self.data = data.get("data")
         elif kind == INPUT_REQUESTED:
             rid = str(data.get("request_id") or f"input-{next(self._ids)}")
-            if rid in self.answered:
-                return  # asked again on the re-run that carries its answer: already resolved
+            if rid in self.answered or rid in self.requests:
+                return  # already answered (a re-run asks again) or already asked in this run
             data.update(request_id=rid, prompt=str(data.get("prompt", "")), options=_options(data.get("options")))
             data.setdefault("tool_name", None)
             data.setdefault("input", None)

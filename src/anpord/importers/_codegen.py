@@ -3,9 +3,9 @@
 Every piece of text from the case file reaches the module through ``py_str`` (an exact literal)
 or ``comment_lines`` (an inert comment), never pasted raw, so no case file can change the code.
 
-Cases are written as data (``_checks(...)`` of check values) rather than one function per case:
-a function per case costs the compiler about three times as much, and a 10,000-case suite has
-to load in well under a second.
+Cases are written as data (``_checks(...)`` of check values) rather than one ``async def`` per
+case: a function per case costs the compiler two to three times as much, which a 10,000-case
+suite pays on every load.
 """
 
 from __future__ import annotations
@@ -124,39 +124,50 @@ def _comment(out: list[str], text: str, indent: str) -> None:
         out.extend(comment_lines(text, indent))
 
 
-def _write_check(out: list[str], check: Converted | Unwritten) -> None:
+def _check_lines(check: Converted | Unwritten) -> list[str]:
+    out: list[str] = []
     if isinstance(check, Converted):
         _comment(out, check.text, _INDENT)
         needles = py_str_list(check.needles)
         out.append(f"{_INDENT}{_HELPER[check.rule]}({py_str(check.text)}, {needles}),")
-        return
+        return out
     out.append(f"{_INDENT}# Write this check, then delete the line under it:")
     if check.label is not None:
         _comment(out, f"({check.label})", _INDENT)
     _comment(out, check.text, _INDENT)
     out.append(f"{_INDENT}_unwritten({py_str(check.text)}),")
+    return out
 
 
-def _write_case(
-    out: list[str], case: ImportedCase, key: str, source_notes: dict[str, list[str]]
-) -> None:
-    for note in case.notes:
-        _comment(out, note, "")
-    out.append(f"_cases.append(\n    define_eval(\n        id={py_str(key)},")
-    if case.name is not None:
-        out.append(f"        name={py_str(case.name)},")
-    out.append(f"        prompt={py_str(case.prompt)},")
-    # Most cases share a source note; fold each distinct one once.
-    folded = source_notes.get(case.source_note)
-    if folded is None:
-        folded = source_notes[case.source_note] = comment_lines(
-            case.source_note, " " * 8, wrap=True
-        )
-    out.extend(folded)
-    out.append("        source=files({}),\n        validate=_checks(")
-    for check in case.checks:
-        _write_check(out, check)
-    out.append("        ),\n    )\n)\n")
+class _Writer:
+    """Writes cases into one list of lines. Checks and source notes repeat across the cases of a
+    file, so each distinct one is rendered once."""
+
+    def __init__(self, out: list[str]) -> None:
+        self.out = out
+        self.checks: dict[Converted | Unwritten, list[str]] = {}
+        self.source_notes: dict[str, list[str]] = {}
+
+    def case(self, case: ImportedCase, key: str) -> None:
+        out = self.out
+        for note in case.notes:
+            _comment(out, note, "")
+        out.append(f"_cases.append(\n    define_eval(\n        id={py_str(key)},")
+        if case.name is not None:
+            out.append(f"        name={py_str(case.name)},")
+        out.append(f"        prompt={py_str(case.prompt)},")
+        folded = self.source_notes.get(case.source_note)
+        if folded is None:
+            folded = comment_lines(case.source_note, " " * 8, wrap=True)
+            self.source_notes[case.source_note] = folded
+        out.extend(folded)
+        out.append("        source=files({}),\n        validate=_checks(")
+        for check in case.checks:
+            lines = self.checks.get(check)
+            if lines is None:
+                lines = self.checks[check] = _check_lines(check)
+            out.extend(lines)
+        out.append("        ),\n    )\n)\n")
 
 
 def render_module(file: CaseFile) -> tuple[str, list[str]]:
@@ -166,8 +177,8 @@ def render_module(file: CaseFile) -> tuple[str, list[str]]:
     for line in (f"Format: {file.format}", f"Source: {file.path}", *file.about):
         lines += comment_lines(line)
     lines += [_HEADER_TAIL, "", _PRELUDE]
-    source_notes: dict[str, list[str]] = {}
+    writer = _Writer(lines)
     for case, key in zip(file.cases, keys):
-        _write_case(lines, case, key, source_notes)
+        writer.case(case, key)
     lines += ["", _SUITE]
     return "\n".join(lines), notes

@@ -50,7 +50,7 @@ class _Findings:
 
     def __init__(self) -> None:
         self.issues: list[str] = []
-        self.unknown: dict[str, list[str]] = {}  # field -> the cases holding it
+        self.unknown: dict[str, dict[str, None]] = {}  # field -> the cases holding it, in order
         self.bare: list[str] = []  # cases with no assertion at all
 
     def add(self, where: str, problem: str) -> None:
@@ -62,9 +62,7 @@ class _Findings:
     def ignored(self, raw: dict[str, Any], known: set[str], prefix: str, case: str) -> None:
         for key in raw:
             if key not in known:
-                cases = self.unknown.setdefault(f"{prefix}{key}", [])
-                if case not in cases:
-                    cases.append(case)
+                self.unknown.setdefault(f"{prefix}{key}", {})[case] = None
 
     def reason(self) -> str:
         shown = "; ".join(self.issues[:_MAX_ISSUES])
@@ -80,7 +78,8 @@ def _shape_problem(data: Any) -> str | None:
         return f"the top level is {describe_actual(data)}; {_SHAPE}"
     if "evals" not in data:
         lists = [key for key, value in data.items() if isinstance(value, list)]
-        found = f" (found {', '.join(json.dumps(key) for key in lists)} instead)" if lists else ""
+        named = ", ".join(json.dumps(key, ensure_ascii=False) for key in lists)
+        found = f" (found {named} instead)" if lists else ""
         return f"evals: is missing{found}; {_SHAPE}"
     if not isinstance(data["evals"], list):
         return f"evals: Expected an array of cases, actual {describe_actual(data['evals'])}"
@@ -102,23 +101,28 @@ def _optional_str(raw: dict[str, Any], key: str, case: str, found: _Findings) ->
     return None
 
 
-def _needles(value: Any, where: str, found: _Findings) -> tuple[str, ...]:
+def _needles(value: Any, where: str, found: _Findings) -> None:
     if not isinstance(value, list):
         found.expected(where, "an array of strings", value)
-        return ()
-    if value and all(type(needle) is str and needle for needle in value):
-        return tuple(value)
+        return
     if not value:
         # A check with no needle holds (or fails) whatever the answer says: it measures nothing.
         found.expected(where, "at least one needle", value)
     for n, needle in enumerate(value):
         if not isinstance(needle, str) or needle == "":
             found.expected(f"{where}.{n}", "a non-empty string", needle)
-    return tuple(value)
 
 
 def _structured(raw: dict[str, Any], where: str, found: _Findings) -> Check | None:
-    kind, text = raw["kind"], raw.get("text")
+    kind, text, needles = raw["kind"], raw.get("text"), raw.get("needles")
+    if (
+        kind in _RULES
+        and type(text) is str
+        and type(needles) is list
+        and needles
+        and all(type(needle) is str and needle for needle in needles)
+    ):
+        return Converted(_RULES[kind], text, tuple(needles))  # the well-formed case, fast
     if kind not in _RULES:
         found.expected(f"{where}.kind", " | ".join(json.dumps(name) for name in _RULES), kind)
     if "text" not in raw:
@@ -127,31 +131,30 @@ def _structured(raw: dict[str, Any], where: str, found: _Findings) -> Check | No
         found.expected(f"{where}.text", "string", text)
     if "needles" not in raw:
         found.add(f"{where}.needles", "is missing")
-        return None
-    needles = _needles(raw["needles"], f"{where}.needles", found)
-    if kind not in _RULES or not isinstance(text, str):
-        return None
-    return Converted(_RULES[kind], text, needles)
+    else:
+        _needles(needles, f"{where}.needles", found)
+    return None
 
 
 def _assertion(raw: Any, case: str, key: str, n: int, found: _Findings) -> Check | None:
     if isinstance(raw, str):
         return Unwritten(raw)
-    where = f"case {case}, {key}.{n}"
     if not isinstance(raw, dict):
-        found.expected(where, "a string, or an object with text", raw)
+        found.expected(f"case {case}, {key}.{n}", "a string, or an object with text", raw)
         return None
     if "kind" in raw:
-        found.ignored(raw, _KNOWN_STRUCTURED, f"{key}[].", case)
-        return _structured(raw, where, found)
+        if not raw.keys() <= _KNOWN_STRUCTURED:
+            found.ignored(raw, _KNOWN_STRUCTURED, f"{key}[].", case)
+        return _structured(raw, f"case {case}, {key}.{n}", found)
     # No kind: a description of intent, which is prose however it is wrapped.
-    found.ignored(raw, _KNOWN_PROSE, f"{key}[].", case)
+    if not raw.keys() <= _KNOWN_PROSE:
+        found.ignored(raw, _KNOWN_PROSE, f"{key}[].", case)
     label = raw.get("name", raw.get("id"))
     label = str(label) if isinstance(label, (str, int)) and not isinstance(label, bool) else None
     for field in ("text", "description"):
         if isinstance(raw.get(field), str):
             return Unwritten(raw[field], label)
-    found.expected(where, "a string, or an object with text", raw)
+    found.expected(f"case {case}, {key}.{n}", "a string, or an object with text", raw)
     return None
 
 
@@ -174,10 +177,8 @@ def _case(index: int, raw: Any, found: _Findings) -> ImportedCase | None:
         found.add(f"case {case}, id", "is missing")
     elif own_id is None:
         found.expected(f"case {case}, id", "integer or string", raw["id"])
-    for key in raw:
-        if key not in _KNOWN_CASE:
-            found.ignored(raw, _KNOWN_CASE, "", case)
-            break
+    if not raw.keys() <= _KNOWN_CASE:
+        found.ignored(raw, _KNOWN_CASE, "", case)
 
     prompt = raw.get("prompt")
     if not isinstance(prompt, str):
@@ -190,8 +191,10 @@ def _case(index: int, raw: Any, found: _Findings) -> ImportedCase | None:
         name = _optional_str(raw, "eval_name", case, found)
     expected_output = _optional_str(raw, "expected_output", case, found)
 
-    fixtures = raw.get("files") or []
-    if not isinstance(fixtures, list):
+    fixtures = raw.get("files")
+    if fixtures is None:
+        fixtures = []
+    elif not isinstance(fixtures, list):
         found.expected(f"case {case}, files", "an array of strings", fixtures)
         fixtures = []
     for n, entry in enumerate(fixtures):
@@ -235,7 +238,8 @@ def _notes(data: dict[str, Any], found: _Findings) -> list[str]:
         for key in data
         if key not in _KNOWN_TOP
     ]
-    for field, cases in found.unknown.items():
+    for field, holders in found.unknown.items():
+        cases = list(holders)
         where = f"case {cases[0]}" if len(cases) == 1 else f"cases {listing(cases)}"
         notes.append(f"Not imported: {quoted(field)} ({where}) is not an evals-json field.")
     if len(found.bare) == 1:

@@ -98,6 +98,7 @@ def _case(path: str, data: Any, seen: _Seen, shown: str) -> ImportedCase:
             seen.unknown.setdefault(str(key), []).append(shown)
     if not lines:
         seen.unjudged.append(shown)
+    budget: tuple[str, ...]
     if steps is None:
         budget = (
             f"The file names no max_steps, so it allowed the default of {DEFAULT_MAX_STEPS} steps.",

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import ast
+import hashlib
 import importlib.util
+import marshal
+import os
 import re
 import sys
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
+from types import CodeType, ModuleType
 from typing import Any, Sequence
 
 from ..authoring import DefinitionError, Eval, EvalConfig, Suite, define_eval_config
@@ -52,6 +55,7 @@ class EvalFile:
     path: Path
     id: str  # path relative to the root, without .eval.py
     case_filter: set[str] | None = None  # ids of single cases asked for, else all
+    cache_dir: Path | None = None  # where compiled eval files are cached
 
 
 @dataclass
@@ -171,7 +175,8 @@ def select_files(project: Project, args: Sequence[str]) -> list[EvalFile]:
         path = path.resolve()
         ef = chosen.get(path)
         if ef is None:
-            ef = chosen[path] = EvalFile(path=path, id=_file_id(root, path), case_filter=set())
+            ef = chosen[path] = EvalFile(path=path, id=_file_id(root, path), case_filter=set(),
+                                         cache_dir=project.folder / ".anpord" / "cache" / "code")
         if case_id is None:
             ef.case_filter = None
         elif ef.case_filter is not None:
@@ -236,18 +241,60 @@ def _module_name(file_id: str) -> str:
     return "_anpord_eval_" + re.sub(r"\W", "_", file_id)
 
 
-def _exec_module(path: Path, name: str, *, rewrite: bool) -> ModuleType:
+# A line that starts with `assert`: files without one skip the rewrite (and its AST walk).
+_HAS_ASSERT = re.compile(r"^[ \t]*assert\b", re.MULTILINE)
+
+
+def _code_cache_path(cache_dir: Path, path: Path, rewrite: bool) -> Path | None:
+    from .. import __version__
+
     try:
-        source = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"{_rel(path)}: cannot read: {exc}") from None
+        st = path.stat()
+    except OSError:
+        return None
+    key = f"{__version__}|{sys.version}|{path.resolve()}|{st.st_mtime_ns}|{st.st_size}|{rewrite}"
+    return cache_dir / (hashlib.sha256(key.encode()).hexdigest()[:32] + ".bin")
+
+
+def _compile(path: Path, source: str, rewrite: bool) -> CodeType:
     try:
         tree = ast.parse(source, filename=str(path))
     except SyntaxError as exc:
         raise UsageError(f"{_rel(path)}:{exc.lineno}: syntax error: {exc.msg}") from None
-    if rewrite:
+    if rewrite and _HAS_ASSERT.search(source):
         tree = rewrite_asserts(tree, source)
-    code = compile(tree, str(path), "exec")
+    return compile(tree, str(path), "exec")
+
+
+def _load_code(path: Path, rewrite: bool, cache_dir: Path | None) -> CodeType:
+    """Compile (with asserts rewritten), reusing a cached code object keyed on the file's
+    path, size and mtime, as Python does for .pyc files."""
+    cached = _code_cache_path(cache_dir, path, rewrite) if cache_dir is not None else None
+    if cached is not None:
+        try:
+            code = marshal.loads(cached.read_bytes())
+            if isinstance(code, CodeType):
+                return code
+        except (OSError, ValueError, EOFError, TypeError):
+            pass
+    try:
+        source = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{_rel(path)}: cannot read: {exc}") from None
+    code = _compile(path, source, rewrite)
+    if cached is not None:
+        try:
+            cached.parent.mkdir(parents=True, exist_ok=True)
+            tmp = cached.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_bytes(marshal.dumps(code))
+            os.replace(tmp, cached)
+        except OSError:
+            pass  # a read-only project still runs, just without the cache
+    return code
+
+
+def _exec_module(path: Path, name: str, *, rewrite: bool, cache_dir: Path | None = None) -> ModuleType:
+    code = _load_code(path, rewrite, cache_dir)
     spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None
     module = importlib.util.module_from_spec(spec)
@@ -276,7 +323,7 @@ def _user_frame(exc: BaseException, path: Path) -> str:
 
 
 def load_file(ef: EvalFile) -> Eval | Suite:
-    module = _exec_module(ef.path, _module_name(ef.id), rewrite=True)
+    module = _exec_module(ef.path, _module_name(ef.id), rewrite=True, cache_dir=ef.cache_dir)
     bound = [
         (k, v) for k, v in vars(module).items()
         if not k.startswith("_") and isinstance(v, (Eval, Suite))

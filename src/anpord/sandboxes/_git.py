@@ -50,6 +50,8 @@ def _git(args: list[str], what: str, cwd: str | None = None) -> str:
             stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=GIT_TIMEOUT,
         )
     except FileNotFoundError:
+        if cwd is not None and not os.path.isdir(cwd):
+            raise _error(f"{what}: {cwd} does not exist") from None
         raise _error(f"{what}: git is not installed") from None
     except subprocess.TimeoutExpired:
         raise _error(f"{what}: git {args[0]} timed out after {GIT_TIMEOUT:g}s") from None

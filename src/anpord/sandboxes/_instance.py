@@ -55,7 +55,7 @@ def make_root(tmp_root: Path | None) -> Path:
 
 
 class BaseInstance:
-    """One trial's sandbox. Subclasses say how a command is wrapped (``_wrap``) and which
+    """One trial's sandbox. Subclasses say how a command is started (``_start``) and which
     TMPDIR the program sees (``_tmpdir``)."""
 
     def __init__(self, root: Path, spec: SandboxSpec):
@@ -79,8 +79,17 @@ class BaseInstance:
     def _tmpdir(self) -> str:
         return str(self.tmp)
 
-    def _wrap(self, argv: Sequence[str], cwd: Path) -> list[str]:
-        return list(argv)
+    async def _start(self, argv: list[str], env: dict[str, str], cwd: Path, **kwargs: object) -> asyncio.subprocess.Process:
+        return await asyncio.create_subprocess_exec(
+            *argv,
+            cwd=str(cwd),
+            env=env,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            start_new_session=True,  # own session and group: nothing reaches our terminal
+            **kwargs,  # type: ignore[arg-type]
+        )
 
     # -- the SandboxInstance protocol -------------------------------------------------------
 
@@ -99,15 +108,7 @@ class BaseInstance:
         full_env = dict(env)
         full_env[MARKER_ENV] = self.id  # how escaped descendants are still found
         try:
-            proc = await asyncio.create_subprocess_exec(
-                *self._wrap(argv, cwd or self.workspace),
-                cwd=str(cwd or self.workspace),
-                env=full_env,
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-                start_new_session=True,  # own session and group: nothing reaches our terminal
-            )
+            proc = await self._start(list(argv), full_env, cwd or self.workspace)
         except OSError as exc:
             raise SandboxError(f"cannot start {argv[0]}: {exc.strerror or exc}") from exc
         self._tracker.track(proc.pid)

@@ -16,6 +16,7 @@ import asyncio
 import os
 import signal
 from dataclasses import dataclass
+from typing import Collection
 
 __all__ = ["MARKER_ENV", "ProcessTracker", "enable_subreaper", "CappedBuffer", "drain", "exit_code", "wait_exit"]
 
@@ -85,6 +86,7 @@ class ProcessTracker:
         self._needle = f"{MARKER_ENV}={marker}".encode()
         self.roots: set[int] = set()
         self._unreaped: set[int] = set()
+        self._extras: dict[int, set[int]] = {}
         self.ever_spawned = False
 
     def track(self, pid: int) -> None:
@@ -92,12 +94,19 @@ class ProcessTracker:
         _SPAWNED.add(pid)
         self.ever_spawned = True
 
+    def adopt(self, root: int, pid: int) -> None:
+        """Attribute ``pid`` (e.g. a PID namespace's init, which outlives the ``bwrap`` that
+        started it for a moment) to ``root``: killed and reaped with it."""
+        self._extras.setdefault(root, set()).add(pid)
+
     def untrack(self, pid: int) -> None:
         self.roots.discard(pid)
+        self._extras.pop(pid, None)
         _SPAWNED.discard(pid)
 
-    def find(self, roots: set[int] | None = None) -> list[_Proc]:
-        """Every live or zombie process attributed to ``roots`` (default: all this tracker's)."""
+    def find(self, roots: set[int] | None = None, also: Collection[int] = ()) -> list[_Proc]:
+        """Every live or zombie process attributed to ``roots`` (default: all this tracker's),
+        plus ``also`` (processes attributed before) and their descendants."""
         roots = self.roots if roots is None else roots
         if not self.ever_spawned:
             return []
@@ -112,14 +121,17 @@ class ProcessTracker:
             stack = [pid]
             while stack:
                 cur = stack.pop()
-                if cur in found or cur == me:
+                if cur in found or cur == me or cur not in procs:
                     continue
                 found.add(cur)
                 stack.extend(children.get(cur, ()))
 
         for pid in roots:
-            if pid in procs:
-                take(pid)
+            take(pid)
+            for extra in self._extras.get(pid, ()):
+                take(extra)
+        for pid in also:
+            take(pid)
         foreign = _SPAWNED - roots
         orphan_parents = {me} if _subreaper else {me, 1}
         for p in procs.values():
@@ -129,35 +141,42 @@ class ProcessTracker:
                 take(p.pid)
             elif p.ppid in orphan_parents and not p.zombie and _has_marker(p.pid, self._needle):
                 take(p.pid)
-        return [procs[pid] for pid in found if pid in procs]
+        return [procs[pid] for pid in found]
 
-    def kill_now(self, roots: set[int] | None = None) -> None:
-        """SIGKILL the tree synchronously (safe inside a cancellation handler)."""
-        if not self.ever_spawned:
-            return
+    def _sweep(self, roots: set[int] | None, seen: set[int]) -> bool:
+        """One pass: find, remember, SIGKILL the live ones. Returns whether any was live."""
         me = os.getpid()
-        for _ in range(20):  # repeat: a process may fork while we kill its parent
-            found = self.find(roots)
-            # Adopted orphans (their parent died, we are the subreaper) are ours to reap.
-            self._unreaped.update(p.pid for p in found if p.ppid == me and p.pid not in _SPAWNED)
-            victims = [p for p in found if not p.zombie]
-            if not victims:
-                break
-            for p in victims:
-                try:
-                    os.kill(p.pid, signal.SIGKILL)
-                except (ProcessLookupError, PermissionError):
-                    pass
+        found = self.find(roots, seen)
+        # Remembered: a dying process no longer shows its environment, yet is still ours.
+        seen.update(p.pid for p in found)
+        # Adopted orphans (their parent died, we are the subreaper) are ours to reap.
+        self._unreaped.update(p.pid for p in found if p.ppid == me and p.pid not in _SPAWNED)
+        victims = [p for p in found if not p.zombie]
+        for p in victims:
+            try:
+                os.kill(p.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
         self._reap_nowait()
+        return bool(victims)
 
-    async def kill(self, roots: set[int] | None = None) -> None:
-        """Kill the tree and wait (briefly) until the orphans we adopted are reaped."""
-        self.kill_now(roots)
-        for _ in range(200):
-            if not self._unreaped:
-                return
-            await asyncio.sleep(0.005)
-            self._reap_nowait()
+    def kill_now(self, roots: set[int] | None = None) -> set[int]:
+        """SIGKILL the tree synchronously (safe inside a cancellation handler). Returns the pids
+        it attributed, for ``kill`` to wait on."""
+        seen: set[int] = set()
+        if self.ever_spawned:
+            for _ in range(20):  # repeat: a process may fork while we kill its parent
+                if not self._sweep(roots, seen):
+                    break
+        return seen
+
+    async def kill(self, roots: set[int] | None = None, patience: float = 5.0) -> None:
+        """Kill the tree and wait until every process of it is gone and adopted ones reaped."""
+        seen = self.kill_now(roots)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + patience
+        while (self._sweep(roots, seen) or self._unreaped) and loop.time() < deadline:
+            await asyncio.sleep(0.002)
 
     def _reap_nowait(self) -> None:
         for pid in list(self._unreaped):

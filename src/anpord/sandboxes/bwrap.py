@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import glob
+import json
 import os
 import shutil
 from pathlib import Path
@@ -51,9 +52,11 @@ def _system_args() -> list[str]:
     return args
 
 
-def _isolation_args(network: bool) -> list[str]:
-    args = ["--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
+def _isolation_args(network: bool, pid_namespace: bool = True) -> list[str]:
+    args = ["--die-with-parent", "--new-session", "--unshare-ipc", "--unshare-uts",
             "--unshare-cgroup-try", "--hostname", "sandbox", "--cap-drop", "ALL"]
+    if pid_namespace:
+        args.append("--unshare-pid")
     if not network:
         args.append("--unshare-net")
     return args + ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
@@ -92,8 +95,45 @@ class BwrapInstance(BaseInstance):
     def _tmpdir(self) -> str:
         return "/tmp"
 
-    def _wrap(self, argv: Sequence[str], cwd: Path) -> list[str]:
-        return [self.binary, *self._args, "--chdir", str(cwd), "--", *argv]
+    async def _start(self, argv: list[str], env: dict[str, str], cwd: Path, **kwargs: object) -> asyncio.subprocess.Process:
+        # bwrap reports its sandbox's init (pid 1 inside) on --info-fd. That init can outlive
+        # bwrap itself for a moment while the namespace is torn down: it is killed, waited for
+        # and reaped with the command.
+        read_fd, write_fd = os.pipe()
+        try:
+            wrapped = [self.binary, *self._args, "--info-fd", str(write_fd), "--chdir", str(cwd), "--", *argv]
+            proc = await super()._start(wrapped, env, cwd, pass_fds=(write_fd,))
+        except BaseException:
+            os.close(read_fd)
+            raise
+        finally:
+            os.close(write_fd)
+        self._watch_info(proc.pid, read_fd)
+        return proc
+
+    def _watch_info(self, root: int, fd: int) -> None:
+        loop = asyncio.get_running_loop()
+        chunks: list[bytes] = []
+
+        def readable() -> None:
+            try:
+                chunk = os.read(fd, 4096)
+            except OSError:
+                chunk = b""
+            if chunk:
+                chunks.append(chunk)
+                return
+            loop.remove_reader(fd)
+            os.close(fd)
+            try:
+                child = json.loads(b"".join(chunks) or b"{}").get("child-pid")
+            except ValueError:
+                child = None
+            if isinstance(child, int):
+                self._tracker.adopt(root, child)
+
+        os.set_blocking(fd, False)
+        loop.add_reader(fd, readable)
 
 
 def _resolve_mounts(spec: SandboxSpec) -> list[Path]:
@@ -108,12 +148,13 @@ def _resolve_mounts(spec: SandboxSpec) -> list[Path]:
 
 
 class BwrapSandbox:
-    """Trials isolated by bubblewrap. ``binary`` defaults to ``bwrap`` on PATH, else /usr/bin/bwrap."""
+    """Trials isolated by bubblewrap. ``binary`` defaults to ``$ANPORD_BWRAP``, else ``bwrap`` on
+    PATH, else /usr/bin/bwrap."""
 
     name = "bwrap"
 
     def __init__(self, binary: str | None = None, tmp_root: Path | None = None):
-        self.binary = binary or shutil.which("bwrap") or DEFAULT_BWRAP
+        self.binary = binary or os.environ.get("ANPORD_BWRAP") or shutil.which("bwrap") or DEFAULT_BWRAP
         self.tmp_root = tmp_root
 
     async def _check(self) -> None:
@@ -129,8 +170,9 @@ class BwrapSandbox:
             raise SandboxError(f"bubblewrap cannot create a sandbox here: {problem}")
 
     async def _probe(self) -> str | None:
-        """Namespaces may be disabled (containers, sysctls): try once, say why it fails."""
-        argv = [self.binary, *_isolation_args(False), *_system_args(), "--", "true"]
+        """Namespaces may be disabled (containers, sysctls): try once, say why it fails.
+        (No PID namespace here: its init would be left for this process to reap.)"""
+        argv = [self.binary, *_isolation_args(False, pid_namespace=False), *_system_args(), "--", "true"]
         try:
             proc = await asyncio.create_subprocess_exec(
                 *argv, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL,
