@@ -1,12 +1,16 @@
 """Sandbox overhead: per-trial set-up and tear-down of the ``local`` and ``bwrap`` sandboxes.
 
-    python bench/sandbox_overhead.py [--trials 200] [--files 200]
+    python bench/sandbox_overhead.py [--trials 200] [--files 200] [--tmp DIR]
 
 One trial = open an instance whose workspace is filled from a 200-file ``directory()`` source
 (small text files in nested folders, as a code fixture looks), spawn ``true`` in it (the agent that
 does nothing), wait for it, kill what is left of its tree, close the instance (every process
 killed, every file removed). Trials run one after another; the figure is wall-clock ms per trial
 (median and mean over the trials, after a warm-up), printed beside its target and the ratio.
+
+Trial folders go where a run puts them (``default_tmp_root()``: /dev/shm when it is a roomy
+tmpfs, unless ``$ANPORD_SANDBOX_TMP`` or ``$TMPDIR`` say otherwise); ``--tmp DIR`` measures another
+place, e.g. ``--tmp /var/tmp`` for a disk (the fixture itself always stays on disk).
 
 Targets: ≤ 15 ms per trial for ``local``, ≤ 30 ms for ``bwrap`` (both far below a model call).
 """
@@ -65,22 +69,32 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=200)
     parser.add_argument("--files", type=int, default=200)
+    parser.add_argument("--tmp", help="where trial folders go (default: where a run puts them)")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="anpord-bench-") as tmp:
+    from anpord.sandboxes._instance import default_tmp_root
+
+    place = args.tmp or default_tmp_root() or tempfile.gettempdir()
+    with (
+        tempfile.TemporaryDirectory(prefix="anpord-bench-", dir="/var/tmp") as tmp,
+        tempfile.TemporaryDirectory(prefix="anpord-bench-roots-", dir=place) as roots_dir,
+    ):
         fixture = make_fixture(Path(tmp), args.files)
-        roots = Path(tmp) / "roots"
-        roots.mkdir()
-        print(f"per-trial set-up + tear-down, {args.files}-file directory() source, `true` agent, "
-              f"{args.trials} trials each")
+        roots = Path(roots_dir)
+        print(
+            f"per-trial set-up + tear-down, {args.files}-file directory() source, `true` agent, "
+            f"{args.trials} trials each, trial folders in {place}"
+        )
         worst = 0.0
         for kind, target in TARGETS_MS.items():
             times = asyncio.run(measure(kind, args.trials, fixture, roots))
             median, mean = statistics.median(times), statistics.fmean(times)
             ratio = median / target
             worst = max(worst, ratio)
-            print(f"  {kind:6} median {median:6.2f} ms/trial  mean {mean:6.2f}  p95 "
-                  f"{sorted(times)[int(len(times) * 0.95) - 1]:6.2f}   target ≤ {target:g} ms  "
-                  f"ratio {ratio:.2f} ({'met' if ratio <= 1 else 'MISSED'})")
+            print(
+                f"  {kind:6} median {median:6.2f} ms/trial  mean {mean:6.2f}  p95 "
+                f"{sorted(times)[int(len(times) * 0.95) - 1]:6.2f}   target ≤ {target:g} ms  "
+                f"ratio {ratio:.2f} ({'met' if ratio <= 1 else 'MISSED'})"
+            )
             left = list(roots.iterdir())
             if left:
                 print(f"  {kind}: {len(left)} instance folders were left behind", file=sys.stderr)

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 if TYPE_CHECKING:
     from .sandboxes._protocol import ExecResult, SandboxInstance
 
-__all__ = ["command", "CommandVerifier", "Verifier", "VerifierOutcome", "classify"]
+__all__ = ["CommandVerifier", "Verifier", "VerifierOutcome", "classify", "command"]
 
 Status = Literal["passed", "failed", "void"]
 
@@ -43,7 +43,9 @@ _RAN_SOMETHING = re.compile(
 )
 _NO_MODULE = re.compile(r"No module named [\w.'\"]+")
 _SYNTAX = re.compile(r"^bash: (?:-c: )?line \d+: (?:syntax error|unexpected EOF).*$", re.MULTILINE)
-_SUMMARY = re.compile(r"\d+ (?:passed|failed|errors?)\b|\bran \d+ tests?\b|\btests? result\b", re.IGNORECASE)
+_SUMMARY = re.compile(
+    r"\d+ (?:passed|failed|errors?)\b|\bran \d+ tests?\b|\btests? result\b", re.IGNORECASE
+)
 _WRAPPERS = frozenset({"env", "exec", "command", "time", "nohup", "builtin", "sudo"})
 MESSAGE_WIDTH = 200
 
@@ -53,7 +55,7 @@ class VerifierOutcome:
     name: str
     status: Status
     message: str  # one line
-    result: "ExecResult | None" = None
+    result: ExecResult | None = None
     step: str | None = None  # the failing step of a compound command, when one is known
 
     @property
@@ -67,7 +69,7 @@ class Verifier(Protocol):
 
     name: str
 
-    async def verify(self, sandbox: "SandboxInstance") -> VerifierOutcome: ...
+    async def verify(self, sandbox: SandboxInstance) -> VerifierOutcome: ...
 
 
 def _one_line(text: str) -> str:
@@ -93,7 +95,9 @@ def _names_program(output: str, program: str | None, phrases: str) -> str | None
     if not program:
         return None
     names = {re.escape(program), re.escape(program.rsplit("/", 1)[-1])}
-    pattern = re.compile(rf"(?:^|: )(?:{'|'.join(names)}): (?:{phrases})\s*$", re.MULTILINE | re.IGNORECASE)
+    pattern = re.compile(
+        rf"(?:^|: )(?:{'|'.join(names)}): (?:{phrases})\s*$", re.MULTILINE | re.IGNORECASE
+    )
     m = pattern.search(output)
     if not m:
         return None
@@ -101,7 +105,7 @@ def _names_program(output: str, program: str | None, phrases: str) -> str | None
     return output[start : m.end()].strip()
 
 
-def _summary(result: "ExecResult", failing: bool) -> str:
+def _summary(result: ExecResult, failing: bool) -> str:
     lines = [ln.strip() for ln in result.output.splitlines() if ln.strip()]
     for line in reversed(lines):
         if _SUMMARY.search(line):
@@ -112,7 +116,9 @@ def _summary(result: "ExecResult", failing: bool) -> str:
     return lines[-1] if lines else ""
 
 
-def classify(cmd: str, result: "ExecResult", step: str | None = None, timeout: float | None = None) -> tuple[Status, str]:
+def classify(
+    cmd: str, result: ExecResult, step: str | None = None, timeout: float | None = None
+) -> tuple[Status, str]:
     """Decide passed / failed / void for a finished command and say why, in one line."""
     output = result.output
     if result.timed_out:
@@ -130,20 +136,26 @@ def classify(cmd: str, result: "ExecResult", step: str | None = None, timeout: f
     where = f" at `{step}`" if shown else ""
     program = _program(step or cmd)
     if code in (126, 127):
-        cause = (_names_program(output, program, "command not found|not found|no such file or directory|permission denied")
-                 or _summary(result, True))
+        cause = _names_program(
+            output,
+            program,
+            "command not found|not found|no such file or directory|permission denied",
+        ) or _summary(result, True)
         return "void", f"could not run{where} (exit {code}): {cause}"
     if m := _SYNTAX.search(result.stderr):
         return "void", f"the command is not valid bash: {m.group(0)}"
-    if cause := _names_program(output, program, "command not found|not found|permission denied"):
-        return "void", f"could not run{where}: {cause}"
+    if named := _names_program(output, program, "command not found|not found|permission denied"):
+        return "void", f"could not run{where}: {named}"
     if m := _NO_MODULE.search(output):
         return "void", f"could not run{where}: {m.group(0)}"
     if ran_nothing or (code == 5 and program is not None and "pytest" in (step or cmd)):
         phrase = repr(ran_nothing.group(0)) if ran_nothing else "pytest exit 5"
         return "void", f"ran no test ({phrase})"
     if not output.strip():
-        return "void", f"exit {code} with no output{where}: nothing tells a failure from a broken check"
+        return (
+            "void",
+            f"exit {code} with no output{where}: nothing tells a failure from a broken check",
+        )
     summary = _summary(result, True)
     return "failed", f"exit {code}{where}{': ' + summary if summary else ''}"
 
@@ -153,19 +165,20 @@ def _script(cmd: str, nonce: str) -> str:
     names the failing one (the failing stage when the last step was a pipeline). The preamble is
     one line ending where ``cmd`` starts, so bash's line numbers in errors stay the user's."""
     report = (
-        "__anpord_report() { local rc=$1 ps=(\"${@:2}\") k i; trap - DEBUG; [ \"$rc\" -eq 0 ] && return; "
-        "k=$(( ${#ps[@]} - 1 )); for (( i=${#ps[@]}-1; i>=0; i-- )); do [ \"${ps[i]}\" -ne 0 ] && { k=$i; break; }; done; "
+        '__anpord_report() { local rc=$1 ps=("${@:2}") k i; trap - DEBUG; [ "$rc" -eq 0 ] && return; '
+        'k=$(( ${#ps[@]} - 1 )); for (( i=${#ps[@]}-1; i>=0; i-- )); do [ "${ps[i]}" -ne 0 ] && { k=$i; break; }; done; '
         "i=$(( (__anpord_n - ${#ps[@]} + k) % 32 )); (( i < 0 )) && i=$(( i + 32 )); "
         f"printf '\\n{nonce}%s\\n' \"${{__anpord_s[i]//$'\\n'/ }}\" >&2; }}; "
     )
     return (
-        "__anpord_n=0; __anpord_s=(); " + report
-        + "__anpord_done() { trap - EXIT; __anpord_report \"$@\"; exit \"$1\"; }; "
+        "__anpord_n=0; __anpord_s=(); "
+        + report
+        + '__anpord_done() { trap - EXIT; __anpord_report "$@"; exit "$1"; }; '
         + "trap '__anpord_report $? 1' EXIT; "
         + "trap '[[ $BASH_COMMAND == __anpord* ]] || __anpord_s[__anpord_n++ % 32]=$BASH_COMMAND' DEBUG; "
         + cmd
-        + "\n__anpord_ps=(\"${PIPESTATUS[@]}\") __anpord_rc=$?\n"
-        + "__anpord_done \"$__anpord_rc\" \"${__anpord_ps[@]}\"\n"
+        + '\n__anpord_ps=("${PIPESTATUS[@]}") __anpord_rc=$?\n'
+        + '__anpord_done "$__anpord_rc" "${__anpord_ps[@]}"\n'
     )
 
 
@@ -187,12 +200,14 @@ class CommandVerifier:
         if not isinstance(cmd, str) or not cmd.strip():
             raise ValueError(f"command() needs a shell command, got {cmd!r}")
         if not isinstance(timeout, (int, float)) or timeout <= 0:
-            raise ValueError(f"command({cmd!r}): timeout must be a positive number of seconds, got {timeout!r}")
+            raise ValueError(
+                f"command({cmd!r}): timeout must be a positive number of seconds, got {timeout!r}"
+            )
         self.cmd = cmd
         self.timeout = float(timeout)
         self.name = name or cmd.strip()
 
-    async def verify(self, sandbox: "SandboxInstance | None") -> VerifierOutcome:
+    async def verify(self, sandbox: SandboxInstance | None) -> VerifierOutcome:
         if sandbox is None:
             return VerifierOutcome(self.name, "void", "no sandbox to run in")
         nonce = f"\x1fanpord-step-{secrets.token_hex(6)}:"
@@ -203,7 +218,9 @@ class CommandVerifier:
         stderr, step = _take_step(result.stderr, nonce)
         result = replace(result, stderr=stderr)
         status, message = classify(self.cmd, result, step, self.timeout)
-        return VerifierOutcome(self.name, status, _one_line(message), result, step if status != "passed" else None)
+        return VerifierOutcome(
+            self.name, status, _one_line(message), result, step if status != "passed" else None
+        )
 
     def __repr__(self) -> str:
         return f"command({self.cmd!r})"

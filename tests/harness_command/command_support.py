@@ -6,8 +6,9 @@ from __future__ import annotations
 import asyncio
 import os
 import textwrap
+from collections.abc import Awaitable
 from pathlib import Path
-from typing import Any, Awaitable, TypeVar
+from typing import Any, Self, TypeVar
 
 from anpord.authoring import Variant, files
 from anpord.events import Event
@@ -57,8 +58,16 @@ def live_with(token: str) -> list[int]:
 class Rig:
     """One trial: a sandbox instance and a command-harness session, driven like the drive API."""
 
-    def __init__(self, kind: str, tmp_path: Path, command: str, *, source: Any = None,
-                 model: str | None = "test-model", **variant: Any):
+    def __init__(
+        self,
+        kind: str,
+        tmp_path: Path,
+        command: str,
+        *,
+        source: Any = None,
+        model: str | None = "test-model",
+        **variant: Any,
+    ):
         self.kind = kind
         self.roots = tmp_path / "roots"
         self.roots.mkdir(exist_ok=True)
@@ -71,11 +80,19 @@ class Rig:
         self.messages: list[dict[str, Any]] = []
         self.logs: list[str] = []
 
-    async def __aenter__(self) -> "Rig":
-        sandbox = LocalSandbox(tmp_root=self.roots) if self.kind == "local" else BwrapSandbox(tmp_root=self.roots)
+    async def __aenter__(self) -> Self:
+        sandbox = (
+            LocalSandbox(tmp_root=self.roots)
+            if self.kind == "local"
+            else BwrapSandbox(tmp_root=self.roots)
+        )
         self.instance = await sandbox.open(SandboxSpec(self.variant, self.source, self.base))
-        ctx = HarnessContext(variant=self.variant, model=self.model, sandbox=self.instance, log=self.logs.append)
-        self.session: CommandSession = await resolve(f"command:{self.command}").open_session(ctx, "ses_test")
+        ctx = HarnessContext(
+            variant=self.variant, model=self.model, sandbox=self.instance, log=self.logs.append
+        )
+        self.session: CommandSession = await resolve(f"command:{self.command}").open_session(
+            ctx, "ses_test"
+        )
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -85,7 +102,9 @@ class Rig:
             await self.instance.close()
 
     async def send(self, text: Any) -> tuple[TurnOutcome, list[Event]]:
-        self.messages.append({"role": "user", "content": text if isinstance(text, str) else str(text)})
+        self.messages.append(
+            {"role": "user", "content": text if isinstance(text, str) else str(text)}
+        )
         return await self._turn(TurnRequest(input=text, messages=tuple(self.messages)))
 
     async def respond(self, *answers: tuple[str, str]) -> tuple[TurnOutcome, list[Event]]:

@@ -6,31 +6,44 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-
 from command_support import live_with
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "command_agent"
 
 
-def anpord(cwd: Path, *args: str, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+def anpord(
+    cwd: Path, *args: str, env: dict[str, str] | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
     script = Path(sys.executable).with_name("anpord")
     cmd = [str(script)] if script.is_file() else [sys.executable, "-m", "anpord.cli.main"]
     full_env = {**os.environ, "NO_COLOR": "1", "TMPDIR": str(cwd / "tmp"), **(env or {})}
     (cwd / "tmp").mkdir(exist_ok=True)
-    return subprocess.run([*cmd, "eval", *args], cwd=cwd, env=full_env, capture_output=True, text=True,
-                          timeout=timeout, stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        [*cmd, "eval", *args],
+        check=False,
+        cwd=cwd,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def results(project: Path) -> dict[str, dict[str, Any]]:
     [run_dir] = sorted((project / ".anpord" / "runs").iterdir())[-1:]
-    lines = [json.loads(x) for x in (run_dir / "results.jsonl").read_text().splitlines() if x.strip()]
+    lines = [
+        json.loads(x) for x in (run_dir / "results.jsonl").read_text().splitlines() if x.strip()
+    ]
     return {f"{r['case_id']}@{r['variant']}": r for r in lines}
 
 
@@ -52,7 +65,10 @@ def test_the_example_passes(example: Path, sandbox: list[str]) -> None:
     assert done.stdout.rstrip().endswith("3 passed, 0 failed")
     got = results(example)
     assert {k: v["verdict"] for k, v in got.items()} == {
-        "approval@notes-agent": "passed", "notes/list@notes-agent": "passed", "notes/note@notes-agent": "passed"}
+        "approval@notes-agent": "passed",
+        "notes/list@notes-agent": "passed",
+        "notes/note@notes-agent": "passed",
+    }
     no_temp_left(example)
 
 
@@ -96,8 +112,14 @@ def test_faults_become_clear_verdicts_and_the_run_goes_on(tmp_path: Path) -> Non
     assert verdict["faults/ok@good"][0] == "passed"
     assert verdict["faults/ok@broken"] == ("void", "agent command not found: no-such-agent")
     status, reason = verdict["faults/missing-source@good"]
-    assert status == "void" and "directory('fixtures/not-there')" in reason and "does not exist" in reason
-    checks = {a["name"]: (a["status"], a["message"]) for a in got["faults/checks@good"]["assertions"]}
+    assert (
+        status == "void"
+        and "directory('fixtures/not-there')" in reason
+        and "does not exist" in reason
+    )
+    checks = {
+        a["name"]: (a["status"], a["message"]) for a in got["faults/checks@good"]["assertions"]
+    }
     assert checks["test -f a.txt"] == ("passed", "passed")
     assert checks["echo nope; exit 1"][0] == "failed"
     assert checks["pytest-missing -q"][0] == "void"
@@ -118,7 +140,9 @@ def test_a_missing_bwrap_voids_every_trial_with_the_reason(example: Path) -> Non
 
 
 @pytest.mark.parametrize("sandbox", ["local", "bwrap"])
-def test_a_hanging_agent_times_out_and_nothing_outlives_the_run(tmp_path: Path, sandbox: str) -> None:
+def test_a_hanging_agent_times_out_and_nothing_outlives_the_run(
+    tmp_path: Path, sandbox: str
+) -> None:
     t = f"{9000 + os.getpid() % 1000}.{len(sandbox)}7"
     project = tmp_path / "proj"
     (project / "evals").mkdir(parents=True)
@@ -134,5 +158,47 @@ def test_a_hanging_agent_times_out_and_nothing_outlives_the_run(tmp_path: Path, 
     assert done.returncode == 1, done.stdout + done.stderr
     [line] = results(project).values()
     assert (line["verdict"], line["reason"]) == ("timed_out", "timed out after 1s")
+    assert live_with(t) == []
+    no_temp_left(project)
+
+
+@pytest.mark.parametrize("sandbox", ["local", "bwrap"])
+def test_ctrl_c_stops_the_run_and_leaves_nothing(tmp_path: Path, sandbox: str) -> None:
+    t = f"{9000 + os.getpid() % 1000}.{len(sandbox)}3"
+    project = tmp_path / "proj"
+    (project / "evals").mkdir(parents=True)
+    (project / "tmp").mkdir()
+    (project / "evals" / "evals.config.py").write_text(
+        "from anpord import define_eval_config\n"
+        f"config = define_eval_config(harness='command:(setsid sleep {t} &); sleep {t}', sandbox={sandbox!r})\n"
+    )
+    (project / "evals" / "hang.eval.py").write_text(
+        "from anpord import define_eval, files\n"
+        "case = define_eval(prompt='hi', source=files({}), validate=lambda c: True)\n"
+    )
+    script = Path(sys.executable).with_name("anpord")
+    cmd = [str(script)] if script.is_file() else [sys.executable, "-m", "anpord.cli.main"]
+    env = {**os.environ, "NO_COLOR": "1", "TMPDIR": str(project / "tmp")}
+    proc = subprocess.Popen(
+        [*cmd, "eval"],
+        cwd=project,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        for _ in range(200):
+            if len(live_with(t)) >= 2:
+                break
+            time.sleep(0.05)
+        assert live_with(t), "the agent did not start"
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, out + err
     assert live_with(t) == []
     no_temp_left(project)

@@ -10,11 +10,11 @@ import time
 from pathlib import Path
 
 import pytest
+from command_support import KINDS, Rig, live_with, of_type, run, write_agent
 
 from anpord import files
 from anpord.harnesses import HarnessStartError, TurnRequest
 from anpord.harnesses.command import ANSWER_CAP, LOG_CAP
-from command_support import KINDS, Rig, live_with, of_type, run, write_agent
 
 _n = itertools.count()
 
@@ -32,9 +32,13 @@ def token() -> str:
         ("./missing.sh", "agent command not found: ./missing.sh"),
     ],
 )
-def test_a_program_that_cannot_start_is_a_start_error(kind: str, command: str, reason: str, tmp_path: Path) -> None:
+def test_a_program_that_cannot_start_is_a_start_error(
+    kind: str, command: str, reason: str, tmp_path: Path
+) -> None:
     async def go() -> None:
-        async with Rig(kind, tmp_path, command, source=files({"agent.sh": "#!/bin/sh\necho hi\n"})) as rig:
+        async with Rig(
+            kind, tmp_path, command, source=files({"agent.sh": "#!/bin/sh\necho hi\n"})
+        ) as rig:
             with pytest.raises(HarnessStartError) as info:
                 await rig.send("hi")
             assert str(info.value) == reason
@@ -76,7 +80,9 @@ def test_cancel_stops_the_turn_and_its_processes(kind: str, tmp_path: Path) -> N
     async def go() -> None:
         async with Rig(kind, tmp_path, f"echo started; sleep {t}") as rig:
             events: list = []
-            task = asyncio.ensure_future(rig.session.run_turn(TurnRequest(input="hi"), events.append))
+            task = asyncio.ensure_future(
+                rig.session.run_turn(TurnRequest(input="hi"), events.append)
+            )
             for _ in range(200):
                 if any(e.type == "log" for e in events):
                     break
@@ -105,7 +111,9 @@ print("spawned and leaving")
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_an_agent_that_forks_children_and_exits_leaves_no_process(kind: str, tmp_path: Path, agents: Path) -> None:
+def test_an_agent_that_forks_children_and_exits_leaves_no_process(
+    kind: str, tmp_path: Path, agents: Path
+) -> None:
     agent = write_agent(agents, "forker.py", FORKER)
     t = token()
 
@@ -183,7 +191,9 @@ def test_an_agent_writing_outside_its_workspace(kind: str, tmp_path: Path, agent
     home_target = Path.home() / f".anpord-escape-{os.getpid()}"
 
     async def go() -> None:
-        async with Rig(kind, tmp_path, f"python3 {agent} {target} {home_target}", mounts=[str(agents)]) as rig:
+        async with Rig(
+            kind, tmp_path, f"python3 {agent} {target} {home_target}", mounts=[str(agents)]
+        ) as rig:
             outcome, _ = await rig.send("hi")
             assert (rig.instance.workspace / "inside.txt").read_text() == "fine"
             return outcome.message

@@ -7,10 +7,10 @@ import json
 from pathlib import Path
 
 import pytest
+from command_support import KINDS, Rig, of_type, run, write_agent
 
 from anpord.harnesses import HarnessSpecError, resolve_harness
 from anpord.harnesses.command import CommandHarness, resolve
-from command_support import KINDS, Rig, of_type, run, write_agent
 
 ENV_AGENT = """
 import json, os, sys
@@ -28,8 +28,9 @@ print(json.dumps({"type": "message.completed", "text": json.dumps(report)}))
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_the_environment_a_program_gets(kind: str, tmp_path: Path, agents: Path,
-                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_environment_a_program_gets(
+    kind: str, tmp_path: Path, agents: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("ANPORD_TEST_LEAK", "no")
     agent = write_agent(agents, "env_agent.py", ENV_AGENT)
 
@@ -38,13 +39,19 @@ def test_the_environment_a_program_gets(kind: str, tmp_path: Path, agents: Path,
             outcome, _ = await rig.send("hello, 'world' \"quoted\" $HOME")
             report = json.loads(outcome.message or "")
             ws = rig.instance.workspace
-            assert report["ANPORD_PROMPT"] == report["prompt_file"] == "hello, 'world' \"quoted\" $HOME"
+            assert (
+                report["ANPORD_PROMPT"]
+                == report["prompt_file"]
+                == "hello, 'world' \"quoted\" $HOME"
+            )
             assert report["ANPORD_MODEL"] == "test-model"
             assert report["ANPORD_WORKSPACE"] == report["cwd"] == str(ws)
             assert report["ANPORD_HOME"] == str(rig.instance.home)
             assert report["ANPORD_SESSION_ID"] == "ses_test"
             assert report["stdin"] == ""  # stdin is closed
-            assert report["history"] == [{"role": "user", "content": "hello, 'world' \"quoted\" $HOME"}]
+            assert report["history"] == [
+                {"role": "user", "content": "hello, 'world' \"quoted\" $HOME"}
+            ]
             assert report["answers"] == [] and report["ANPORD_INPUT_FILE"] is None
             assert report["leak"] is None
             # Harness files live outside the workspace.
@@ -71,7 +78,10 @@ def test_a_long_prompt_is_only_in_the_file(tmp_path: Path, agents: Path) -> None
 
 def test_a_structured_message_comes_as_text_and_as_json(tmp_path: Path, agents: Path) -> None:
     agent = write_agent(agents, "env_agent.py", ENV_AGENT)
-    message = {"role": "user", "content": [{"type": "text", "text": "look"}, {"type": "file", "name": "a.png"}]}
+    message = {
+        "role": "user",
+        "content": [{"type": "text", "text": "look"}, {"type": "file", "name": "a.png"}],
+    }
 
     async def go() -> None:
         async with Rig("local", tmp_path, f"python3 {agent}") as rig:
@@ -99,24 +109,37 @@ out(type="message.completed", role="assistant", text="It is sunny.", data={"sky"
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_event_lines_become_events_and_other_lines_log(kind: str, tmp_path: Path, agents: Path) -> None:
+def test_event_lines_become_events_and_other_lines_log(
+    kind: str, tmp_path: Path, agents: Path
+) -> None:
     agent = write_agent(agents, "events_agent.py", EVENTS_AGENT)
 
     async def go() -> None:
         async with Rig(kind, tmp_path, f"python3 {agent}", mounts=[str(agents)]) as rig:
             outcome, events = await rig.send("weather?")
-            assert (outcome.status, outcome.message, outcome.data) == ("completed", "It is sunny.", {"sky": "sunny"})
+            assert (outcome.status, outcome.message, outcome.data) == (
+                "completed",
+                "It is sunny.",
+                {"sky": "sunny"},
+            )
             kinds = [e.type for e in events]
             assert kinds[:4] == ["tool.called", "tool.result", "usage", "my.custom"]
-            assert of_type(events, "tool.called") == [{"call_id": "c1", "name": "get_weather", "input": {"city": "Brooklyn"}}]
+            assert of_type(events, "tool.called") == [
+                {"call_id": "c1", "name": "get_weather", "input": {"city": "Brooklyn"}}
+            ]
             assert of_type(events, "tool.result")[0]["status"] == "completed"  # filled in
             assert of_type(events, "my.custom") == [{"anything": [1, 2]}]
             assert "turn.completed" not in kinds  # reserved for the runner
             logs = [d["message"] for d in of_type(events, "log")]
-            assert "plain log line" in logs and '{"not": "an event"}' in logs and '{"type": broken json' in logs
+            assert (
+                "plain log line" in logs
+                and '{"not": "an event"}' in logs
+                and '{"type": broken json' in logs
+            )
             assert any("ignored event type 'turn.completed'" in m for m in logs)
             assert of_type(events, "message.completed") == [
-                {"role": "assistant", "text": "It is sunny.", "data": {"sky": "sunny"}}]
+                {"role": "assistant", "text": "It is sunny.", "data": {"sky": "sunny"}}
+            ]
             assert of_type(events, "process.exited")[0]["exit_code"] == 0
 
     run(go())
@@ -124,15 +147,23 @@ def test_event_lines_become_events_and_other_lines_log(kind: str, tmp_path: Path
 
 def test_stdout_is_the_answer_when_no_message_event(tmp_path: Path) -> None:
     async def go() -> None:
-        async with Rig("local", tmp_path, "echo; echo '  The answer is 42.  '; echo; echo noise >&2; exit 7") as rig:
+        async with Rig(
+            "local", tmp_path, "echo; echo '  The answer is 42.  '; echo; echo noise >&2; exit 7"
+        ) as rig:
             outcome, events = await rig.send("q")
             assert (outcome.status, outcome.message) == ("completed", "The answer is 42.")
-            assert of_type(events, "message.completed") == [{"role": "assistant", "text": "The answer is 42."}]
+            assert of_type(events, "message.completed") == [
+                {"role": "assistant", "text": "The answer is 42."}
+            ]
             assert {"message": "noise", "stream": "stderr"} in of_type(events, "log")
             # The exit code is recorded, not judged.
             assert of_type(events, "process.exited") == [
-                {"command": "echo; echo '  The answer is 42.  '; echo; echo noise >&2; exit 7",
-                 "exit_code": 7, "duration": of_type(events, "process.exited")[0]["duration"]}]
+                {
+                    "command": "echo; echo '  The answer is 42.  '; echo; echo noise >&2; exit 7",
+                    "exit_code": 7,
+                    "duration": of_type(events, "process.exited")[0]["duration"],
+                }
+            ]
 
     run(go())
 
@@ -155,7 +186,9 @@ print(" | ".join(f"{m['role']}:{m['content']}" for m in history))
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_each_turn_reruns_the_program_with_the_history(kind: str, tmp_path: Path, agents: Path) -> None:
+def test_each_turn_reruns_the_program_with_the_history(
+    kind: str, tmp_path: Path, agents: Path
+) -> None:
     agent = write_agent(agents, "history_agent.py", HISTORY_AGENT)
 
     async def go() -> None:
@@ -179,14 +212,20 @@ def test_input_requests_park_the_turn_and_answers_rerun_it(kind: str, tmp_path: 
             outcome, events = await rig.send("delete old.txt")
             assert outcome.status == "waiting" and outcome.message is None
             [request] = of_type(events, "input.requested")
-            assert request["request_id"] == "delete:old.txt" and request["tool_name"] == "delete_file"
+            assert (
+                request["request_id"] == "delete:old.txt" and request["tool_name"] == "delete_file"
+            )
             assert [o["id"] for o in request["options"]] == ["approve", "deny"]
             assert (rig.instance.workspace / "old.txt").exists()
 
             outcome, events = await rig.respond(("delete:old.txt", "approve"))
             assert (outcome.status, outcome.message) == ("completed", "Deleted old.txt.")
-            assert of_type(events, "input.resolved") == [{"request_id": "delete:old.txt", "option_id": "approve"}]
-            assert of_type(events, "tool.called") == [{"call_id": "c1", "name": "delete_file", "input": {"path": "old.txt"}}]
+            assert of_type(events, "input.resolved") == [
+                {"request_id": "delete:old.txt", "option_id": "approve"}
+            ]
+            assert of_type(events, "tool.called") == [
+                {"call_id": "c1", "name": "delete_file", "input": {"path": "old.txt"}}
+            ]
             assert not (rig.instance.workspace / "old.txt").exists()
 
     run(go())
@@ -214,16 +253,24 @@ def test_several_requests_rerun_once_all_are_answered(tmp_path: Path, agents: Pa
         async with Rig("local", tmp_path, f"python3 {agent}") as rig:
             outcome, events = await rig.send("go")
             assert outcome.status == "waiting"
-            assert [r["request_id"] for r in of_type(events, "input.requested")] == ["first", "second"]
+            assert [r["request_id"] for r in of_type(events, "input.requested")] == [
+                "first",
+                "second",
+            ]
             outcome, events = await rig.respond(("first", "approve"))
-            assert outcome.status == "waiting" and of_type(events, "process.exited") == []  # not re-run yet
+            assert (
+                outcome.status == "waiting" and of_type(events, "process.exited") == []
+            )  # not re-run yet
             bad, _ = await rig.respond(("nope", "approve"))
             assert (bad.status, bad.error) == ("failed", "no pending input request 'nope'")
             outcome, events = await rig.respond(("second", "deny"))
             assert (outcome.status, outcome.message) == ("completed", "first=approve second=deny")
             assert of_type(events, "input.requested") == []
             again, _ = await rig.respond(("first", "approve"))
-            assert (again.status, again.error) == ("failed", "there is no pending input request to answer")
+            assert (again.status, again.error) == (
+                "failed",
+                "there is no pending input request to answer",
+            )
 
     run(go())
 

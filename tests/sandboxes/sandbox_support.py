@@ -6,8 +6,9 @@ import asyncio
 import os
 import socket
 import threading
+from collections.abc import Awaitable
 from pathlib import Path
-from typing import Any, Awaitable, TypeVar
+from typing import Any, TypeVar
 
 from anpord.authoring import Variant, files
 from anpord.sandboxes import SandboxSpec
@@ -30,7 +31,9 @@ def make_sandbox(kind: str, tmp_root: Path) -> Any:
 
 
 def spec(source: Any = None, base: Path | None = None, **variant: Any) -> SandboxSpec:
-    return SandboxSpec(Variant(**variant), source if source is not None else files({}), base or Path.cwd())
+    return SandboxSpec(
+        Variant(**variant), source if source is not None else files({}), base or Path.cwd()
+    )
 
 
 def live_with(token: str) -> list[int]:

@@ -8,17 +8,19 @@ import time
 from pathlib import Path
 
 import pytest
+from sandbox_support import KINDS, live_with, make_sandbox, run, spec
 
 from anpord.authoring import files
 from anpord.sandboxes import SandboxError
-from sandbox_support import KINDS, live_with, make_sandbox, run, spec
 
 pytestmark = pytest.mark.parametrize("kind", KINDS)
 
 
 def test_workspace_is_filled_and_commands_run_in_it(kind: str, tmp_root: Path) -> None:
     async def go() -> None:
-        inst = await make_sandbox(kind, tmp_root).open(spec(files({"a.txt": "alpha", "d/b.txt": "beta"})))
+        inst = await make_sandbox(kind, tmp_root).open(
+            spec(files({"a.txt": "alpha", "d/b.txt": "beta"}))
+        )
         try:
             res = await inst.exec("pwd; cat a.txt d/b.txt; echo oops >&2; exit 3")
             assert res.exit_code == 3 and not res.timed_out
@@ -32,8 +34,9 @@ def test_workspace_is_filled_and_commands_run_in_it(kind: str, tmp_root: Path) -
     run(go())
 
 
-def test_environment_is_scrubbed_to_the_allowlist_plus_the_variant(kind: str, tmp_root: Path,
-                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_environment_is_scrubbed_to_the_allowlist_plus_the_variant(
+    kind: str, tmp_root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("ANPORD_TEST_LEAK", "must-not-leak")
     monkeypatch.setenv("ANPORD_TEST_SECRET", "s3cret")
 
@@ -58,7 +61,9 @@ def test_home_is_private_writable_and_empty(kind: str, tmp_root: Path) -> None:
     async def go() -> None:
         inst = await make_sandbox(kind, tmp_root).open(spec())
         try:
-            res = await inst.exec('ls -A "$HOME"; echo x > "$HOME/.rc" && cat "$HOME/.rc"; echo t > "$TMPDIR/t" && cat "$TMPDIR/t"')
+            res = await inst.exec(
+                'ls -A "$HOME"; echo x > "$HOME/.rc" && cat "$HOME/.rc"; echo t > "$TMPDIR/t" && cat "$TMPDIR/t"'
+            )
             assert res.stdout == "x\nt\n", res.stderr
         finally:
             await inst.close()
@@ -66,10 +71,13 @@ def test_home_is_private_writable_and_empty(kind: str, tmp_root: Path) -> None:
     run(go())
 
 
-def test_an_undeclared_secret_is_a_sandbox_error(kind: str, tmp_root: Path,
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_undeclared_secret_is_a_sandbox_error(
+    kind: str, tmp_root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv("ANPORD_TEST_MISSING", raising=False)
-    with pytest.raises(SandboxError, match="secret ANPORD_TEST_MISSING is declared by the variant but not set"):
+    with pytest.raises(
+        SandboxError, match="secret ANPORD_TEST_MISSING is declared by the variant but not set"
+    ):
         run(make_sandbox(kind, tmp_root).open(spec(secrets=["ANPORD_TEST_MISSING"])))
 
 
@@ -106,7 +114,9 @@ def test_megabytes_of_output_are_capped(kind: str, tmp_root: Path) -> None:
     async def go() -> None:
         inst = await make_sandbox(kind, tmp_root).open(spec())
         try:
-            res = await inst.exec("head -c 30000000 /dev/zero | tr '\\0' 'x'; echo; echo END", timeout=60)
+            res = await inst.exec(
+                "head -c 30000000 /dev/zero | tr '\\0' 'x'; echo; echo END", timeout=60
+            )
             assert res.exit_code == 0
             assert len(res.stdout) < 1_100_000
             assert "bytes dropped" in res.stdout and res.stdout.endswith("END\n")
@@ -130,7 +140,9 @@ def test_close_is_idempotent_and_refuses_new_work(kind: str, tmp_root: Path) -> 
 def test_an_agent_writing_read_only_folders_is_still_cleaned_up(kind: str, tmp_root: Path) -> None:
     async def go() -> None:
         inst = await make_sandbox(kind, tmp_root).open(spec())
-        res = await inst.exec("mkdir -p locked/deep && touch locked/deep/f && chmod 000 locked/deep && chmod 500 locked")
+        res = await inst.exec(
+            "mkdir -p locked/deep && touch locked/deep/f && chmod 000 locked/deep && chmod 500 locked"
+        )
         assert res.exit_code == 0, res.stderr
         await inst.close()
 

@@ -9,7 +9,6 @@ import os
 from pathlib import Path
 
 import pytest
-
 from sandbox_support import KINDS, live_with, make_sandbox, run, spec
 
 pytestmark = pytest.mark.parametrize("kind", KINDS)
@@ -53,7 +52,9 @@ def test_close_kills_a_running_tree(kind: str, tmp_root: Path) -> None:
 
     async def go() -> None:
         inst = await make_sandbox(kind, tmp_root).open(spec())
-        proc = await inst.spawn(["bash", "-c", f"(setsid sleep {t} &); sleep {t}"], env=inst.environment())
+        proc = await inst.spawn(
+            ["bash", "-c", f"(setsid sleep {t} &); sleep {t}"], env=inst.environment()
+        )
         for _ in range(100):
             if len(live_with(t)) >= 2:
                 break

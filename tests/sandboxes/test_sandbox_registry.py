@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from anpord.sandboxes import get_sandbox, register_sandbox, sandbox_names
-from anpord.sandboxes import _FACTORIES
+from anpord.sandboxes import _FACTORIES, get_sandbox, register_sandbox, sandbox_names
 from anpord.sandboxes.bwrap import BwrapSandbox
 from anpord.sandboxes.local import LocalSandbox
 
@@ -17,7 +16,9 @@ def test_builtins_resolve_by_name() -> None:
 
 
 def test_unknown_name_lists_the_known_ones() -> None:
-    with pytest.raises(ValueError, match=r"unknown sandbox 'docker': known sandboxes are bwrap, local"):
+    with pytest.raises(
+        ValueError, match=r"unknown sandbox 'docker': known sandboxes are bwrap, local"
+    ):
         get_sandbox("docker")
 
 
@@ -25,7 +26,7 @@ def test_a_new_kind_registers_without_touching_the_runner() -> None:
     class Fake:
         name = "fake"
 
-        async def open(self, spec):  # noqa: ANN001, ANN201
+        async def open(self, spec):
             raise NotImplementedError
 
     register_sandbox("fake", Fake)

@@ -21,7 +21,13 @@ def test_added_modified_deleted_and_links_are_reported_sorted(tmp_path: Path) ->
     (tmp_path / "sub" / "new.txt").write_text("n")
     (tmp_path / "sub" / "mode.sh").chmod(0o755)
     os.symlink("keep.txt", tmp_path / "link")
-    assert changed_paths(before, snapshot(tmp_path)) == ["edit.txt", "gone.txt", "link", "sub/mode.sh", "sub/new.txt"]
+    assert changed_paths(before, snapshot(tmp_path)) == [
+        "edit.txt",
+        "gone.txt",
+        "link",
+        "sub/mode.sh",
+        "sub/new.txt",
+    ]
 
 
 def test_same_size_rewrite_is_a_change_but_a_touch_is_not(tmp_path: Path) -> None:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
@@ -16,5 +16,7 @@ def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]
     monkeypatch.setenv("ANPORD_CACHE_DIR", str(cache))
     monkeypatch.setattr(_git, "_memo", {})
     yield cache
-    leftovers = [p.name for p in (cache / "repos").glob("*.tmp-*")] if (cache / "repos").exists() else []
+    leftovers = (
+        [p.name for p in (cache / "repos").glob("*.tmp-*")] if (cache / "repos").exists() else []
+    )
     assert leftovers == [], "a failed clone left a temp folder in the cache"

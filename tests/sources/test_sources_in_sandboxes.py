@@ -6,25 +6,32 @@ import asyncio
 from pathlib import Path
 
 import pytest
+from sources_support import make_repo
 
 from anpord import directory, repo
 from anpord.authoring import Variant
 from anpord.sandboxes import SandboxError, SandboxSpec
 from anpord.sandboxes.bwrap import BwrapSandbox
 from anpord.sandboxes.local import LocalSandbox
-from sources_support import make_repo
 
 
 @pytest.mark.parametrize("kind", ["local", "bwrap"])
 @pytest.mark.parametrize(
     ("source", "message"),
     [
-        (directory("missing/fixture"), r"directory\('missing/fixture'\): .*missing/fixture does not exist"),
-        (repo("https://127.0.0.1:1/x.git"), r"repo\('https://127.0.0.1:1/x.git'\): git ls-remote failed: fatal: "),
+        (
+            directory("missing/fixture"),
+            r"directory\('missing/fixture'\): .*missing/fixture does not exist",
+        ),
+        (
+            repo("https://127.0.0.1:1/x.git"),
+            r"repo\('https://127.0.0.1:1/x.git'\): git ls-remote failed: fatal: ",
+        ),
     ],
 )
-def test_a_bad_source_voids_with_the_cause_and_leaves_nothing(kind: str, source: object, message: str,
-                                                              tmp_path: Path) -> None:
+def test_a_bad_source_voids_with_the_cause_and_leaves_nothing(
+    kind: str, source: object, message: str, tmp_path: Path
+) -> None:
     roots = tmp_path / "roots"
     roots.mkdir()
     sandbox = LocalSandbox(tmp_root=roots) if kind == "local" else BwrapSandbox(tmp_root=roots)

@@ -8,10 +8,10 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from sources_support import commit, git, make_repo
 
 from anpord import repo
 from anpord.authoring import SourceError
-from sources_support import commit, git, make_repo
 
 
 def fill(source: object, tmp_path: Path, name: str | None = None) -> Path:
@@ -29,7 +29,9 @@ def upstream(tmp_path: Path) -> Path:
     return path
 
 
-def test_a_local_repository_is_checked_out_at_head_with_its_history_shallow(tmp_path: Path, upstream: Path) -> None:
+def test_a_local_repository_is_checked_out_at_head_with_its_history_shallow(
+    tmp_path: Path, upstream: Path
+) -> None:
     ws = fill(repo("./upstream"), tmp_path)
     assert (ws / "README.md").read_text() == "v2\n"
     assert (ws / "src" / "app.py").read_text() == "X = 1\n"
@@ -62,14 +64,19 @@ def test_each_trial_gets_a_fresh_copy(tmp_path: Path, upstream: Path, cache_dir:
     assert (cached[0] / "README.md").read_text() == "v2\n"
 
 
-def test_the_cache_is_keyed_by_commit_so_a_moved_branch_is_fetched_again(tmp_path: Path, upstream: Path,
-                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_cache_is_keyed_by_commit_so_a_moved_branch_is_fetched_again(
+    tmp_path: Path, upstream: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from anpord.sandboxes import _git
 
-    assert (fill(repo(str(upstream), ref="main"), tmp_path, "a") / "README.md").read_text() == "v2\n"
+    assert (
+        fill(repo(str(upstream), ref="main"), tmp_path, "a") / "README.md"
+    ).read_text() == "v2\n"
     commit(upstream, {"README.md": "v3\n"}, "third")
     monkeypatch.setattr(_git, "_memo", {})  # a new run
-    assert (fill(repo(str(upstream), ref="main"), tmp_path, "b") / "README.md").read_text() == "v3\n"
+    assert (
+        fill(repo(str(upstream), ref="main"), tmp_path, "b") / "README.md"
+    ).read_text() == "v3\n"
 
 
 def test_a_link_out_of_the_repository_is_refused(tmp_path: Path) -> None:
@@ -80,11 +87,17 @@ def test_a_link_out_of_the_repository_is_refused(tmp_path: Path) -> None:
         fill(repo(str(path)), tmp_path)
 
 
-def test_a_repository_that_cannot_be_cloned_is_a_clear_error(tmp_path: Path, upstream: Path) -> None:
+def test_a_repository_that_cannot_be_cloned_is_a_clear_error(
+    tmp_path: Path, upstream: Path
+) -> None:
     # Nothing listens on port 1: the clone fails at once, with git's own reason.
-    with pytest.raises(SourceError, match=r"repo\('https://127.0.0.1:1/x.git'\): git ls-remote failed: fatal: "):
+    with pytest.raises(
+        SourceError, match=r"repo\('https://127.0.0.1:1/x.git'\): git ls-remote failed: fatal: "
+    ):
         fill(repo("https://127.0.0.1:1/x.git"), tmp_path)
-    with pytest.raises(SourceError, match=r"repo\('file:///nonexistent/repo'\): /nonexistent/repo does not exist"):
+    with pytest.raises(
+        SourceError, match=r"repo\('file:///nonexistent/repo'\): /nonexistent/repo does not exist"
+    ):
         fill(repo("file:///nonexistent/repo"), tmp_path)
     with pytest.raises(SourceError, match=r"git rev-parse failed|git fetch failed"):
         fill(repo(str(upstream), ref="no-such-branch"), tmp_path)
@@ -108,7 +121,9 @@ def test_a_missing_local_path_or_a_folder_that_is_no_repository(tmp_path: Path) 
         ("git@example.org:x/y.git", "git@example.org:x/y.git", None),
     ],
 )
-def test_remote_specs_are_parsed_without_network(tmp_path: Path, spec: str, url: str, ref: str | None) -> None:
+def test_remote_specs_are_parsed_without_network(
+    tmp_path: Path, spec: str, url: str, ref: str | None
+) -> None:
     assert repo(spec).location(tmp_path) == (url, ref, False)
 
 
@@ -127,5 +142,7 @@ def test_bad_specs_are_refused(spec: str, ref: str | None, message: str) -> None
 
 
 def test_a_spec_that_is_nothing_known(tmp_path: Path) -> None:
-    with pytest.raises(SourceError, match="not a git URL, owner/name\\[@ref\\] or an existing local repository"):
+    with pytest.raises(
+        SourceError, match="not a git URL, owner/name\\[@ref\\] or an existing local repository"
+    ):
         repo("just-a-word").location(tmp_path)

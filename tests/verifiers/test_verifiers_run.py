@@ -63,14 +63,21 @@ def test_shell_checks_in_both_sandboxes(kind: str, tmp_path: Path) -> None:
     assert outcomes[1].message == (
         "exit 1 with no output at `grep -q bye notes.txt`: nothing tells a failure from a broken check"
     )
-    assert outcomes[3].message.startswith("could not run (exit 127): bash: line 1: no-such-tool: command not found")
+    assert outcomes[3].message.startswith(
+        "could not run (exit 127): bash: line 1: no-such-tool: command not found"
+    )
     assert outcomes[0].result is not None and outcomes[0].result.stderr == ""
 
 
 def test_a_failing_step_is_named_without_splitting_the_command(tmp_path: Path) -> None:
-    [o] = verify("local", command("echo building && ls missing-dir && echo never"), tmp_path=tmp_path)
+    [o] = verify(
+        "local", command("echo building && ls missing-dir && echo never"), tmp_path=tmp_path
+    )
     assert (o.status, o.step) == ("failed", "ls missing-dir")
-    assert o.message == "exit 2 at `ls missing-dir`: ls: cannot access 'missing-dir': No such file or directory"
+    assert (
+        o.message
+        == "exit 2 at `ls missing-dir`: ls: cannot access 'missing-dir': No such file or directory"
+    )
     assert o.result is not None and o.result.stdout == "building\n"
     assert "anpord" not in o.result.stderr  # the step marker is not shown to the user
 
@@ -79,15 +86,21 @@ def test_real_pytest_passes_fails_and_runs_nothing(tmp_path: Path) -> None:
     outcomes = verify(
         "local",
         command("python -m pytest -q -p no:cacheprovider test_app.py"),
-        command("mv test_broken.py.off test_broken.py && python -m pytest -q -p no:cacheprovider test_broken.py"),
+        command(
+            "mv test_broken.py.off test_broken.py && python -m pytest -q -p no:cacheprovider test_broken.py"
+        ),
         command("python -m pytest -q -p no:cacheprovider -k nothing-matches test_app.py"),
         command("mkdir empty && cd empty && python -m pytest -q -p no:cacheprovider"),
-        command("python -m unittest discover -s empty-dir -t . 2>&1 || mkdir empty-dir && python -m unittest discover -s empty-dir"),
+        command(
+            "python -m unittest discover -s empty-dir -t . 2>&1 || mkdir empty-dir && python -m unittest discover -s empty-dir"
+        ),
         command("python -m no_such_module_anywhere"),
         tmp_path=tmp_path,
     )
     statuses = [o.status for o in outcomes]
-    assert statuses == ["passed", "failed", "void", "void", "void", "void"], [o.message for o in outcomes]
+    assert statuses == ["passed", "failed", "void", "void", "void", "void"], [
+        o.message for o in outcomes
+    ]
     assert "1 passed" in outcomes[0].message
     assert "1 failed" in outcomes[1].message
     assert "No module named no_such_module_anywhere" in outcomes[5].message
@@ -104,8 +117,11 @@ def test_a_hanging_check_times_out_as_failed_and_is_killed(tmp_path: Path) -> No
 
 
 def test_megabytes_of_check_output_keep_the_summary(tmp_path: Path) -> None:
-    [o] = verify("local", command("head -c 5000000 /dev/zero | tr '\\0' 'y'; echo; echo '3 passed in 1s'"),
-                 tmp_path=tmp_path)
+    [o] = verify(
+        "local",
+        command("head -c 5000000 /dev/zero | tr '\\0' 'y'; echo; echo '3 passed in 1s'"),
+        tmp_path=tmp_path,
+    )
     assert o.status == "passed" and o.message == "passed: 3 passed in 1s"
 
 

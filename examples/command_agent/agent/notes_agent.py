@@ -43,7 +43,7 @@ def note(text: str) -> str:
 
 
 def list_files() -> str:
-    done = subprocess.run(["ls", "-1"], cwd=WORKSPACE, capture_output=True, text=True)
+    done = subprocess.run(["ls", "-1"], check=False, cwd=WORKSPACE, capture_output=True, text=True)
     emit("command.completed", command="ls -1", exit_code=done.returncode, output=done.stdout)
     names = done.stdout.split()
     return "Files: " + (", ".join(names) if names else "none")

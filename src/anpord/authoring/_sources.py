@@ -4,18 +4,19 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
-from typing import Mapping, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 __all__ = [
+    "Directory",
+    "Files",
+    "Repo",
     "Source",
     "SourceError",
-    "files",
-    "Files",
     "directory",
-    "Directory",
+    "files",
     "repo",
-    "Repo",
     "safe_relative_path",
 ]
 
@@ -56,12 +57,16 @@ class Files:
 
     def __init__(self, contents: Mapping[str, str | bytes]):
         if not isinstance(contents, Mapping):
-            raise SourceError(f"files() takes a mapping of path to text, got {type(contents).__name__}")
+            raise SourceError(
+                f"files() takes a mapping of path to text, got {type(contents).__name__}"
+            )
         checked: dict[PurePosixPath, str | bytes] = {}
         for name, text in contents.items():
             rel = safe_relative_path(name)
             if not isinstance(text, (str, bytes)):
-                raise SourceError(f"files(): {name!r} must map to str or bytes, got {type(text).__name__}")
+                raise SourceError(
+                    f"files(): {name!r} must map to str or bytes, got {type(text).__name__}"
+                )
             checked[rel] = text
         self.contents = checked
 
@@ -128,7 +133,9 @@ def directory(path: str | os.PathLike[str]) -> Directory:
     return Directory(path)
 
 
-_HOSTED = re.compile(r"(?:(?P<host>[\w.-]+\.[a-z]{2,})/)?(?P<owner>[\w.-]+)/(?P<name>[\w.-]+?)(?:\.git)?")
+_HOSTED = re.compile(
+    r"(?:(?P<host>[\w.-]+\.[a-z]{2,})/)?(?P<owner>[\w.-]+)/(?P<name>[\w.-]+?)(?:\.git)?"
+)
 _REF_OK = re.compile(r"[^\s~^:?*\[\\]+")
 
 
@@ -142,7 +149,9 @@ class Repo:
 
     def __init__(self, spec: str, ref: str | None = None):
         if not isinstance(spec, str) or not spec.strip():
-            raise SourceError(f"repo() takes a git URL, owner/name[@ref] or a repository path, got {spec!r}")
+            raise SourceError(
+                f"repo() takes a git URL, owner/name[@ref] or a repository path, got {spec!r}"
+            )
         spec = spec.strip()
         if spec.startswith("-"):
             raise SourceError(f"repo({spec!r}): a repository cannot start with '-'")
@@ -182,7 +191,9 @@ class Repo:
                 return "file://" + str(path.resolve()), ref, True
         if local:
             path = Path(candidates[-1][0]).expanduser()
-            raise SourceError(f"{self.describe()}: {path if path.is_absolute() else base / path} does not exist")
+            raise SourceError(
+                f"{self.describe()}: {path if path.is_absolute() else base / path} does not exist"
+            )
         text, ref = self._split_ref(spec)
         m = _HOSTED.fullmatch(text)
         if not m:

@@ -21,8 +21,9 @@ import os
 import re
 import signal
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from ..events import INPUT_REQUESTED, INPUT_RESOLVED, LOG, MESSAGE_COMPLETED, TOOL_RESULT, Event
 from ._protocol import (
@@ -34,7 +35,7 @@ from ._protocol import (
     TurnRequest,
 )
 
-__all__ = ["CommandHarness", "CommandSession", "resolve", "PROCESS_EXITED"]
+__all__ = ["PROCESS_EXITED", "CommandHarness", "CommandSession", "resolve"]
 
 # The custom event recording how the agent program ended: {command, exit_code, duration}.
 PROCESS_EXITED = "process.exited"
@@ -47,21 +48,20 @@ EVENT_CAP = 10_000  # events per run
 PROMPT_ENV_LIMIT = 32 << 10  # a longer prompt is only in ANPORD_PROMPT_FILE
 # The drive API emits these itself; a program printing them would break the turn's shape.
 _RESERVED = re.compile(r"(session|turn)\.")
-_DRAIN_GRACE = 2.0
 
 
 class CommandHarness:
     needs_sandbox = True
 
     def __init__(self, spec: str):
-        command = spec[len("command:"):] if spec.startswith("command:") else spec
+        command = spec.removeprefix("command:")
         command = command.strip()
         if not command:
             raise HarnessSpecError("command harness needs a command: 'command:<shell command>'")
         self.command = command
         self.spec = f"command:{command}"
 
-    async def open_session(self, ctx: HarnessContext, session_id: str) -> "CommandSession":
+    async def open_session(self, ctx: HarnessContext, session_id: str) -> CommandSession:
         if ctx.sandbox is None:
             raise HarnessStartError("the command harness needs a sandbox for the trial")
         return CommandSession(self, ctx, session_id)
@@ -83,7 +83,11 @@ def _prompt_text(value: Any) -> str:
         if isinstance(content, str):
             return content
         if isinstance(content, list):
-            return "\n".join(str(p.get("text")) for p in content if isinstance(p, dict) and p.get("type") == "text")
+            return "\n".join(
+                str(p.get("text"))
+                for p in content
+                if isinstance(p, dict) and p.get("type") == "text"
+            )
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
@@ -92,8 +96,12 @@ def _history(messages: Any) -> list[dict[str, str]]:
     for m in messages:
         if isinstance(m, dict):
             content = m.get("content")
-            out.append({"role": str(m.get("role", "user")),
-                        "content": content if isinstance(content, str) else _prompt_text(content)})
+            out.append(
+                {
+                    "role": str(m.get("role", "user")),
+                    "content": content if isinstance(content, str) else _prompt_text(content),
+                }
+            )
     return out
 
 
@@ -184,11 +192,18 @@ class _Run:
         kind = obj["type"]
         data = {k: v for k, v in obj.items() if k not in ("type", "ts", "session_id")}
         if _RESERVED.match(kind):
-            self._log(f"ignored event type {kind!r}: session.* and turn.* events are the runner's", "stdout")
+            self._log(
+                f"ignored event type {kind!r}: session.* and turn.* events are the runner's",
+                "stdout",
+            )
             return
         if kind == MESSAGE_COMPLETED:
             data["role"] = str(data.get("role") or "assistant")
-            data["text"] = data["text"] if isinstance(data.get("text"), str) else _prompt_text(data.get("text", ""))
+            data["text"] = (
+                data["text"]
+                if isinstance(data.get("text"), str)
+                else _prompt_text(data.get("text", ""))
+            )
             if data["role"] == "assistant":
                 self.message = data["text"]
                 self.data = data.get("data")
@@ -196,7 +211,11 @@ class _Run:
             rid = str(data.get("request_id") or f"input-{next(self._ids)}")
             if rid in self.answered or rid in self.requests:
                 return  # already answered (a re-run asks again) or already asked in this run
-            data.update(request_id=rid, prompt=str(data.get("prompt", "")), options=_options(data.get("options")))
+            data.update(
+                request_id=rid,
+                prompt=str(data.get("prompt", "")),
+                options=_options(data.get("options")),
+            )
             data.setdefault("tool_name", None)
             data.setdefault("input", None)
             self.requests[rid] = data
@@ -205,17 +224,20 @@ class _Run:
         self._event(kind, data)
 
     def finish_notes(self) -> None:
+        def note(text: str) -> None:
+            self.emit(Event(LOG, {"message": text, "stream": "anpord"}))
+
         if self.dropped_log:
-            self.emit(Event(LOG, {"message": f"[{self.dropped_log} bytes of output not kept: log cap {LOG_CAP} bytes]",
-                                  "stream": "anpord"}))
+            note(f"[{self.dropped_log} bytes of output not kept: log cap {LOG_CAP} bytes]")
         if self.dropped_events:
-            self.emit(Event(LOG, {"message": f"[{self.dropped_events} events not kept: cap {EVENT_CAP} per run]",
-                                  "stream": "anpord"}))
+            note(f"[{self.dropped_events} events not kept: cap {EVENT_CAP} per run]")
         if self.answer_cut:
-            self.emit(Event(LOG, {"message": f"[answer cut at {ANSWER_CAP} bytes]", "stream": "anpord"}))
+            note(f"[answer cut at {ANSWER_CAP} bytes]")
 
 
-async def _read_lines(stream: asyncio.StreamReader | None, on_line: Callable[[bytes, bool], None]) -> None:
+async def _read_lines(
+    stream: asyncio.StreamReader | None, on_line: Callable[[bytes, bool], None]
+) -> None:
     if stream is None:
         return
     buf = bytearray()
@@ -271,7 +293,9 @@ class CommandSession:
                 return TurnOutcome("failed", error="there is no pending input request to answer")
             for response in request.responses:
                 if response.request_id not in self._pending:
-                    return TurnOutcome("failed", error=f"no pending input request {response.request_id!r}")
+                    return TurnOutcome(
+                        "failed", error=f"no pending input request {response.request_id!r}"
+                    )
             for response in request.responses:
                 self._pending.pop(response.request_id)
                 self._parked["answers"].append(response.to_dict())
@@ -284,10 +308,14 @@ class CommandSession:
         else:
             if self._parked is not None:
                 return TurnOutcome(
-                    "failed", error="the session is waiting on input requests; answer them with t.respond()"
+                    "failed",
+                    error="the session is waiting on input requests; answer them with t.respond()",
                 )
-            history = _history(request.messages) if request.messages else [
-                *self.history, {"role": "user", "content": _prompt_text(request.input)}]
+            history = (
+                _history(request.messages)
+                if request.messages
+                else [*self.history, {"role": "user", "content": _prompt_text(request.input)}]
+            )
             turn = {"input": request.input, "history": history, "answers": []}
         return await self._run(turn, emit)
 
@@ -350,13 +378,16 @@ class CommandSession:
             pass
 
     async def _run(self, turn: dict[str, Any], emit: Emit) -> TurnOutcome:
-        from ..sandboxes._proc import exit_code, wait_exit
+        from ..sandboxes._proc import settle
 
         answered = {str(a["request_id"]) for a in turn["answers"]}
         run = _Run(emit, answered)
+        self._parked, self._pending = None, {}  # parked again below only if it asks again
         started = time.monotonic()
         proc = await self.sandbox.spawn(
-            ["bash", "-c", self.harness.command], env=self._environment(turn), cwd=self.sandbox.workspace
+            ["bash", "-c", self.harness.command],
+            env=self._environment(turn),
+            cwd=self.sandbox.workspace,
         )
         self._proc = proc
         stderr_tail: list[str] = []
@@ -365,37 +396,40 @@ class CommandSession:
             stderr_tail[:] = [*stderr_tail[-19:], raw.decode("utf-8", "replace")]
             run.stderr(raw, cut)
 
-        readers = asyncio.gather(_read_lines(proc.stdout, run.stdout), _read_lines(proc.stderr, on_stderr))
+        readers = asyncio.gather(
+            _read_lines(proc.stdout, run.stdout), _read_lines(proc.stderr, on_stderr)
+        )
         try:
-            await wait_exit(proc)
             # When the program exits, what it left running ends too (as a PID namespace would).
-            await self._kill(proc)
-            try:
-                await asyncio.wait_for(asyncio.shield(readers), _DRAIN_GRACE)
-            except asyncio.TimeoutError:
-                readers.cancel()
-            code = await exit_code(proc)
-        except asyncio.CancelledError:
-            self._kill_now(proc)
-            readers.cancel()
-            raise
+            code, _ = await settle(
+                proc, readers, lambda: self._kill(proc), lambda: self._kill_now(proc)
+            )
         finally:
             self._proc = None
         run.finish_notes()
         if code in (126, 127) and run.stdout_lines == 0 and not self._cancel_requested:
             raise HarnessStartError(_start_failure(code, "\n".join(stderr_tail)))
-        emit(Event(PROCESS_EXITED, {"command": self.harness.command, "exit_code": code,
-                                    "duration": round(time.monotonic() - started, 3)}))
+        emit(
+            Event(
+                PROCESS_EXITED,
+                {
+                    "command": self.harness.command,
+                    "exit_code": code,
+                    "duration": round(time.monotonic() - started, 3),
+                },
+            )
+        )
         if self._cancel_requested:
             return TurnOutcome("cancelled")
         if run.requests:
             self._parked, self._pending = turn, dict(run.requests)
             return TurnOutcome("waiting")
-        self._parked, self._pending = None, {}
         message = run.message
         if message is None:
             message = "\n".join(run.answer).strip() or None
             if message is not None:
                 emit(Event(MESSAGE_COMPLETED, {"role": "assistant", "text": message}))
-        self.history = turn["history"] + ([{"role": "assistant", "content": message}] if message is not None else [])
+        self.history = turn["history"] + (
+            [{"role": "assistant", "content": message}] if message is not None else []
+        )
         return TurnOutcome("completed", message=message, data=run.data)

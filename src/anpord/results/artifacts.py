@@ -21,7 +21,7 @@ from ._model import TrialResult
 
 __all__ = ["RunWriter", "new_run_id", "safe_segment", "Redactor", "write_json_atomic"]
 
-_UNSAFE = re.compile(r"[^A-Za-z0-9._@+=-]+")
+_UNSAFE = re.compile(r"[^\w.@+=-]+")  # \w keeps Unicode letters: 東京 stays readable
 # Key-shaped strings: common provider prefixes followed by a long token.
 _KEY_SHAPES = re.compile(
     r"\b(?:sk-(?:ant-|proj-)?[A-Za-z0-9_-]{16,}|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}"

@@ -234,6 +234,10 @@ async def _execute(plan: Plan, opts: RunOptions, reporters: _Reporters, writer: 
         count += 1
         interrupted = True
         if count >= 2:
+            # Forced exit: no finally blocks run, so remove sandboxes (folders, processes) first.
+            from ..sandboxes import cleanup_all
+
+            cleanup_all()
             os._exit(130)
         stop.set()
 

@@ -7,7 +7,8 @@
 from __future__ import annotations
 
 import importlib
-from typing import Callable
+import sys
+from collections.abc import Callable
 
 from ._protocol import ExecResult, Sandbox, SandboxError, SandboxInstance, SandboxSpec
 
@@ -17,6 +18,7 @@ __all__ = [
     "SandboxError",
     "SandboxInstance",
     "SandboxSpec",
+    "cleanup_all",
     "get_sandbox",
     "register_sandbox",
     "sandbox_names",
@@ -36,7 +38,9 @@ def register_sandbox(name: str, factory: SandboxFactory, *, replace: bool = Fals
     if not name or not isinstance(name, str):
         raise ValueError(f"a sandbox name must be a non-empty string, got {name!r}")
     if name in _FACTORIES and not replace:
-        raise ValueError(f"sandbox {name!r} is already registered (pass replace=True to override it)")
+        raise ValueError(
+            f"sandbox {name!r} is already registered (pass replace=True to override it)"
+        )
     _FACTORIES[name] = factory
 
 
@@ -44,11 +48,20 @@ def sandbox_names() -> list[str]:
     return sorted(_FACTORIES)
 
 
+def cleanup_all() -> None:
+    """Kill the processes and remove the folders of every sandbox instance still open, at once
+    (synchronous). Call it before a forced exit (``os._exit``); it also runs at normal exit."""
+    if "anpord.sandboxes._instance" in sys.modules:
+        sys.modules["anpord.sandboxes._instance"].cleanup_all()
+
+
 def get_sandbox(name: str) -> Sandbox:
     """A new sandbox of the named kind. Unknown name: ValueError listing the known ones."""
     factory = _FACTORIES.get(name)
     if factory is None:
-        raise ValueError(f"unknown sandbox {name!r}: known sandboxes are {', '.join(sandbox_names())}")
+        raise ValueError(
+            f"unknown sandbox {name!r}: known sandboxes are {', '.join(sandbox_names())}"
+        )
     if isinstance(factory, str):
         module, _, attr = factory.partition(":")
         factory = getattr(importlib.import_module(module), attr)

@@ -7,6 +7,7 @@ trial's copy). Links inside the tree are copied as links, and refused when they 
 from __future__ import annotations
 
 import errno
+import fcntl
 import os
 import stat
 import sys
@@ -15,9 +16,9 @@ from pathlib import Path
 __all__ = ["copy_tree", "remove_tree"]
 
 FICLONE = 0x40049409  # ioctl: share the source's blocks copy-on-write (btrfs, xfs, bcachefs)
-# (source device, destination device) pairs where FICLONE failed: don't retry per file.
+# (source device, destination device) pairs where a fast path failed: not retried per file.
 _NO_REFLINK: set[tuple[int, int]] = set()
-_NO_COPY_RANGE = False
+_NO_COPY_RANGE: set[tuple[int, int]] = set()
 
 
 def _source_error(message: str) -> Exception:
@@ -26,34 +27,37 @@ def _source_error(message: str) -> Exception:
     return SourceError(message)
 
 
-def _copy_file(src: str, dst: str, mode: int, src_dev: int, dst_dev: int) -> None:
-    global _NO_COPY_RANGE
+def _copy_data(fin: int, fout: int, devices: tuple[int, int]) -> None:
+    if devices not in _NO_REFLINK:
+        try:
+            fcntl.ioctl(fout, FICLONE, fin)
+            return
+        except OSError:
+            _NO_REFLINK.add(devices)
+    if devices not in _NO_COPY_RANGE:
+        try:
+            while os.copy_file_range(fin, fout, 1 << 30):
+                pass
+            return
+        except OSError as exc:
+            if exc.errno not in (errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP):
+                raise
+            _NO_COPY_RANGE.add(devices)
+            os.lseek(fin, 0, os.SEEK_SET)
+            os.ftruncate(fout, 0)
+            os.lseek(fout, 0, os.SEEK_SET)
+    while chunk := os.read(fin, 1 << 20):
+        view = memoryview(chunk)
+        while view:
+            view = view[os.write(fout, view) :]
+
+
+def _copy_file(src: str, dst: str, mode: int, devices: tuple[int, int]) -> None:
     fin = os.open(src, os.O_RDONLY | os.O_NOFOLLOW)
     try:
         fout = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode & 0o777)
         try:
-            if (src_dev, dst_dev) not in _NO_REFLINK:
-                try:
-                    import fcntl
-
-                    fcntl.ioctl(fout, FICLONE, fin)
-                    return
-                except OSError:
-                    _NO_REFLINK.add((src_dev, dst_dev))
-            if not _NO_COPY_RANGE:
-                try:
-                    while os.copy_file_range(fin, fout, 1 << 30):
-                        pass
-                    return
-                except OSError as exc:
-                    if exc.errno not in (errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP):
-                        raise
-                    _NO_COPY_RANGE = True
-                    os.lseek(fin, 0, os.SEEK_SET)
-                    os.ftruncate(fout, 0)
-                    os.lseek(fout, 0, os.SEEK_SET)
-            while chunk := os.read(fin, 1 << 20):
-                os.write(fout, chunk)
+            _copy_data(fin, fout, devices)
         finally:
             os.close(fout)
     finally:
@@ -92,7 +96,7 @@ def copy_tree(src: Path, dest: Path, what: str) -> None:
                 os.mkdir(target, (st.st_mode & 0o777) | 0o700)
                 stack.append((entry.path, target))
             elif stat.S_ISREG(st.st_mode):
-                _copy_file(entry.path, target, st.st_mode | 0o600, st.st_dev, dest_dev)
+                _copy_file(entry.path, target, st.st_mode | 0o600, (st.st_dev, dest_dev))
             else:
                 rel = os.path.relpath(entry.path, root)
                 raise _source_error(f"{what}: {rel} is not a regular file, folder or link")

@@ -17,7 +17,7 @@ import tempfile
 import threading
 from pathlib import Path
 
-__all__ = ["cache_root", "checkout", "GIT_TIMEOUT"]
+__all__ = ["GIT_TIMEOUT", "cache_root", "checkout"]
 
 GIT_TIMEOUT = 300.0
 _SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
@@ -46,8 +46,14 @@ def _git(args: list[str], what: str, cwd: str | None = None) -> str:
     env.setdefault("GIT_SSH_COMMAND", "ssh -o BatchMode=yes")
     try:
         done = subprocess.run(
-            ["git", "-c", "advice.detachedHead=false", *args], cwd=cwd, env=env,
-            stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=GIT_TIMEOUT,
+            ["git", "-c", "advice.detachedHead=false", *args],
+            check=False,
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=GIT_TIMEOUT,
         )
     except FileNotFoundError:
         if cwd is not None and not os.path.isdir(cwd):
@@ -67,8 +73,11 @@ def _resolve(url: str, ref: str | None, local: bool, what: str) -> str | None:
     if ref is not None and _SHA.fullmatch(ref):
         return ref
     if local:
-        out = _git(["rev-parse", "--verify", "--end-of-options", f"{ref or 'HEAD'}^{{commit}}"],
-                   what, cwd=url.removeprefix("file://"))
+        out = _git(
+            ["rev-parse", "--verify", "--end-of-options", f"{ref or 'HEAD'}^{{commit}}"],
+            what,
+            cwd=url.removeprefix("file://"),
+        )
         return out.strip()
     out = _git(["ls-remote", "--", url, ref or "HEAD"], what)
     refs: dict[str, str] = {}

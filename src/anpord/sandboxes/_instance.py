@@ -11,47 +11,123 @@ Layout of one instance's root (a fresh ``anpord-*`` temp folder, removed on clos
 from __future__ import annotations
 
 import asyncio
+import atexit
 import os
 import tempfile
 import time
+import weakref
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Mapping, Sequence
 
 from ._fill import remove_tree
-from ._proc import MARKER_ENV, CappedBuffer, ProcessTracker, drain, enable_subreaper, exit_code, wait_exit
+from ._proc import (
+    MARKER_ENV,
+    CappedBuffer,
+    ProcessTracker,
+    drain,
+    enable_subreaper,
+    settle,
+    wait_exit,
+)
 from ._protocol import ExecResult, SandboxError, SandboxSpec
 
-__all__ = ["BaseInstance", "ENV_ALLOWLIST", "OUTPUT_CAP", "base_environment", "make_root"]
+__all__ = [
+    "ENV_ALLOWLIST",
+    "OUTPUT_CAP",
+    "BaseInstance",
+    "base_environment",
+    "cleanup_all",
+    "make_root",
+]
 
 # Variables a program commonly needs to run at all; everything else is dropped unless the
 # variant declares it (env=) or names it as a secret (secrets=). Proxies are not passed: their
 # URLs may carry credentials (declare them with env= or secrets= when an agent needs them).
 ENV_ALLOWLIST = (
-    "PATH", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "LC_MESSAGES", "LC_NUMERIC", "LC_TIME",
-    "LC_COLLATE", "TZ", "TERM", "SHELL", "USER", "LOGNAME",
+    "PATH",
+    "LANG",
+    "LANGUAGE",
+    "LC_ALL",
+    "LC_CTYPE",
+    "LC_MESSAGES",
+    "LC_NUMERIC",
+    "LC_TIME",
+    "LC_COLLATE",
+    "TZ",
+    "TERM",
+    "SHELL",
+    "USER",
+    "LOGNAME",
 )
 # stdout and stderr of an exec keep at most this much each (head and tail; the middle is counted).
 OUTPUT_CAP = 1 << 20
-# After a command's main process exits, how long its output may still take to arrive.
-DRAIN_GRACE = 2.0
 
 
 def base_environment(spec: SandboxSpec, home: Path, tmp: str) -> dict[str, str]:
     env = {k: os.environ[k] for k in ENV_ALLOWLIST if k in os.environ}
     env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
     env.update(HOME=str(home), TMPDIR=tmp, PYTHONDONTWRITEBYTECODE="1")
-    for d, sub in (("XDG_CONFIG_HOME", ".config"), ("XDG_CACHE_HOME", ".cache"), ("XDG_DATA_HOME", ".local/share")):
+    for d, sub in (
+        ("XDG_CONFIG_HOME", ".config"),
+        ("XDG_CACHE_HOME", ".cache"),
+        ("XDG_DATA_HOME", ".local/share"),
+    ):
         env[d] = str(home / sub)
     for name in spec.variant.secrets:
         if name not in os.environ:
-            raise SandboxError(f"secret {name} is declared by the variant but not set in the environment")
+            raise SandboxError(
+                f"secret {name} is declared by the variant but not set in the environment"
+            )
         env[name] = os.environ[name]
     env.update({str(k): str(v) for k, v in spec.variant.env.items()})
     return env
 
 
+# A memory-backed folder is used for trial folders when it has at least this much room.
+SHM = "/dev/shm"
+SHM_MIN_FREE = 4 << 30
+_default_root: list[str | None] = []
+
+
+def default_tmp_root() -> str | None:
+    """Where instance folders go: ``$ANPORD_SANDBOX_TMP``, else ``$TMPDIR`` when set, else
+    /dev/shm when it is a tmpfs with room (filling a workspace in memory is several times
+    faster than on disk: a small file costs a block allocation there), else the system default."""
+    explicit = os.environ.get("ANPORD_SANDBOX_TMP") or os.environ.get("TMPDIR")
+    if explicit:
+        return explicit
+    if not _default_root:
+        choice = None
+        try:
+            with open("/proc/self/mounts") as f:
+                tmpfs = any(line.split()[1:3] == [SHM, "tmpfs"] for line in f)
+            st = os.statvfs(SHM)
+            if tmpfs and st.f_bavail * st.f_frsize >= SHM_MIN_FREE and os.access(SHM, os.W_OK):
+                choice = SHM
+        except (OSError, IndexError):
+            pass
+        _default_root.append(choice)
+    return _default_root[0]
+
+
+# Instances not closed yet, for cleanup_all().
+_OPEN: weakref.WeakSet[BaseInstance] = weakref.WeakSet()
+
+
+def cleanup_all() -> None:
+    """Synchronously kill every open instance's processes and remove its folder. For a process
+    about to exit without closing its trials (a forced exit); also run at interpreter exit."""
+    for inst in list(_OPEN):
+        inst._tracker.kill_now()
+        remove_tree(inst.root)
+        _OPEN.discard(inst)
+
+
+atexit.register(cleanup_all)
+
+
 def make_root(tmp_root: Path | None) -> Path:
-    return Path(tempfile.mkdtemp(prefix="anpord-", dir=tmp_root))
+    return Path(tempfile.mkdtemp(prefix="anpord-", dir=tmp_root or default_tmp_root()))
 
 
 class BaseInstance:
@@ -73,13 +149,16 @@ class BaseInstance:
         self._closed = False
         self._base_env = base_environment(spec, self.home, self._tmpdir())
         self._base_env[MARKER_ENV] = self.id
+        _OPEN.add(self)
 
     # -- what subclasses adapt --------------------------------------------------------------
 
     def _tmpdir(self) -> str:
         return str(self.tmp)
 
-    async def _start(self, argv: list[str], env: dict[str, str], cwd: Path, **kwargs: object) -> asyncio.subprocess.Process:
+    async def _start(
+        self, argv: list[str], env: dict[str, str], cwd: Path, **kwargs: object
+    ) -> asyncio.subprocess.Process:
         return await asyncio.create_subprocess_exec(
             *argv,
             cwd=str(cwd),
@@ -122,24 +201,12 @@ class BaseInstance:
         proc = await self.spawn(["bash", "-o", "pipefail", "-c", cmd], env=self.environment(env))
         out, err = CappedBuffer(OUTPUT_CAP), CappedBuffer(OUTPUT_CAP)
         readers = asyncio.gather(drain(proc.stdout, out), drain(proc.stderr, err))
-        timed_out = False
-        try:
-            try:
-                await asyncio.wait_for(wait_exit(proc), timeout)
-            except asyncio.TimeoutError:
-                timed_out = True
-            # A background process it left would hold the pipes open: end the whole tree.
-            await self.kill_tree(proc)
-            try:
-                await asyncio.wait_for(asyncio.shield(readers), DRAIN_GRACE)
-            except asyncio.TimeoutError:
-                readers.cancel()
-            code = await exit_code(proc)
-        except asyncio.CancelledError:
-            self.kill_tree_now(proc)
-            readers.cancel()
-            raise
-        return ExecResult(-9 if timed_out else code, out.text(), err.text(), timed_out, time.monotonic() - started)
+        code, timed_out = await settle(
+            proc, readers, lambda: self.kill_tree(proc), lambda: self.kill_tree_now(proc), timeout
+        )
+        return ExecResult(
+            -9 if timed_out else code, out.text(), err.text(), timed_out, time.monotonic() - started
+        )
 
     async def kill_tree(self, proc: asyncio.subprocess.Process) -> None:
         """Kill ``proc`` and everything it started (including setsid'd and double-forked ones)."""
@@ -151,6 +218,10 @@ class BaseInstance:
         self._tracker.kill_now({proc.pid})
 
     async def kill_all(self) -> None:
+        if not self._procs:
+            # Every command was ended with kill_tree, which leaves nothing alive that could
+            # have started anything since: no need to look again.
+            return
         await self._tracker.kill()
         for proc in list(self._procs):
             await self._forget(proc)
@@ -159,7 +230,7 @@ class BaseInstance:
         if proc.returncode is None:
             try:
                 await asyncio.wait_for(wait_exit(proc), 5)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 return
         self._tracker.untrack(proc.pid)
         if proc in self._procs:
@@ -173,16 +244,18 @@ class BaseInstance:
             await self.kill_all()
         finally:
             await asyncio.to_thread(remove_tree, self.root)
+            _OPEN.discard(self)
 
 
 async def open_instance(
     instance_type: type[BaseInstance], spec: SandboxSpec, tmp_root: Path | None, **kwargs: object
 ) -> BaseInstance:
     """Create an instance and fill its workspace; on any failure nothing is left behind."""
+    from ..authoring._sources import SourceError
+
     root = make_root(tmp_root)
-    inst: BaseInstance | None = None
     try:
-        inst = instance_type(root, spec, **kwargs)  # type: ignore[call-arg]
+        inst = instance_type(root, spec, **kwargs)
         if spec.source is not None:
             # In a thread: a clone or a large copy must not stall the other trials.
             fill = asyncio.ensure_future(
@@ -193,13 +266,16 @@ async def open_instance(
             except asyncio.CancelledError:
                 await asyncio.wait({fill})  # let the copy stop writing before removing the folder
                 raise
-    except BaseException as exc:
+    except SourceError as exc:
         remove_tree(root)
-        if isinstance(exc, (SandboxError, asyncio.CancelledError)) or not isinstance(exc, Exception):
-            raise
-        from ..authoring._sources import SourceError
-
-        if isinstance(exc, SourceError):
-            raise SandboxError(str(exc)) from exc
+        raise SandboxError(str(exc)) from exc
+    except SandboxError:
+        remove_tree(root)
+        raise
+    except Exception as exc:
+        remove_tree(root)
         raise SandboxError(f"could not prepare the workspace: {exc}") from exc
+    except BaseException:
+        remove_tree(root)
+        raise
     return inst

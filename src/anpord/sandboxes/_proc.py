@@ -15,13 +15,27 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass
-from typing import Collection
+from typing import Any
 
-__all__ = ["MARKER_ENV", "ProcessTracker", "enable_subreaper", "CappedBuffer", "drain", "exit_code", "wait_exit"]
+__all__ = [
+    "MARKER_ENV",
+    "CappedBuffer",
+    "ProcessTracker",
+    "discard",
+    "drain",
+    "enable_subreaper",
+    "exit_code",
+    "settle",
+    "wait_exit",
+]
 
 MARKER_ENV = "ANPORD_SANDBOX_ID"
 PR_SET_CHILD_SUBREAPER = 36
+
+# After a command's main process exits, how long its output may still take to arrive.
+DRAIN_GRACE = 2.0
 
 _subreaper: bool | None = None
 # Pids spawned (and not yet reaped) by any tracker: never attributed to another instance by
@@ -58,15 +72,22 @@ def _scan() -> dict[int, _Proc]:
         if not name.isdigit():
             continue
         try:
-            with open(f"/proc/{name}/stat", "rb") as f:
-                raw = f.read()
+            fd = os.open(f"/proc/{name}/stat", os.O_RDONLY)
         except OSError:
             continue  # gone meanwhile
+        try:
+            raw = os.read(fd, 1024)
+        except OSError:
+            continue
+        finally:
+            os.close(fd)
         # The command name may hold spaces and parentheses: fields start after the last ')'.
-        fields = raw[raw.rfind(b")") + 2 :].split()
+        fields = raw[raw.rfind(b")") + 2 :].split(maxsplit=4)
         if len(fields) < 4:
             continue
-        procs[int(name)] = _Proc(int(name), int(fields[1]), int(fields[2]), int(fields[3]), fields[0] == b"Z")
+        procs[int(name)] = _Proc(
+            int(name), int(fields[1]), int(fields[2]), int(fields[3]), fields[0] == b"Z"
+        )
     return procs
 
 
@@ -137,9 +158,13 @@ class ProcessTracker:
         for p in procs.values():
             if p.pid in found or p.pid in foreign or p.pid == me:
                 continue
-            if p.pgrp in roots or p.session in roots:
-                take(p.pid)
-            elif p.ppid in orphan_parents and not p.zombie and _has_marker(p.pid, self._needle):
+            if (
+                p.pgrp in roots
+                or p.session in roots
+                or p.ppid in orphan_parents
+                and not p.zombie
+                and _has_marker(p.pid, self._needle)
+            ):
                 take(p.pid)
         return [procs[pid] for pid in found]
 
@@ -160,23 +185,28 @@ class ProcessTracker:
         self._reap_nowait()
         return bool(victims)
 
-    def kill_now(self, roots: set[int] | None = None) -> set[int]:
+    def kill_now(self, roots: set[int] | None = None) -> tuple[set[int], bool]:
         """SIGKILL the tree synchronously (safe inside a cancellation handler). Returns the pids
-        it attributed, for ``kill`` to wait on."""
+        it attributed and whether its last pass found nothing alive."""
         seen: set[int] = set()
-        if self.ever_spawned:
-            for _ in range(20):  # repeat: a process may fork while we kill its parent
-                if not self._sweep(roots, seen):
-                    break
-        return seen
+        if not self.ever_spawned:
+            return seen, True
+        for _ in range(20):  # repeat: a process may fork while we kill its parent
+            if not self._sweep(roots, seen):
+                return seen, True
+        return seen, False
 
     async def kill(self, roots: set[int] | None = None, patience: float = 5.0) -> None:
         """Kill the tree and wait until every process of it is gone and adopted ones reaped."""
-        seen = self.kill_now(roots)
+        seen, clean = self.kill_now(roots)
+        if clean and not self._unreaped:
+            return
         loop = asyncio.get_running_loop()
         deadline = loop.time() + patience
-        while (self._sweep(roots, seen) or self._unreaped) and loop.time() < deadline:
+        while loop.time() < deadline:
             await asyncio.sleep(0.002)
+            if not self._sweep(roots, seen) and not self._unreaped:
+                return
 
     def _reap_nowait(self) -> None:
         for pid in list(self._unreaped):
@@ -243,8 +273,13 @@ async def wait_exit(proc: asyncio.subprocess.Process) -> None:
             await asyncio.sleep(0.02)
         return
     loop = asyncio.get_running_loop()
-    exited = loop.create_future()
-    loop.add_reader(fd, lambda: exited.done() or exited.set_result(None))
+    exited: asyncio.Future[None] = loop.create_future()
+
+    def readable() -> None:
+        if not exited.done():
+            exited.set_result(None)
+
+    loop.add_reader(fd, readable)
     try:
         await exited
     finally:
@@ -256,5 +291,39 @@ async def exit_code(proc: asyncio.subprocess.Process, grace: float = 5.0) -> int
     """The exit code once the child watcher has reaped it (-9 if that does not happen in time)."""
     try:
         return await asyncio.wait_for(proc.wait(), grace)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         return proc.returncode if proc.returncode is not None else -9
+
+
+def discard(future: asyncio.Future[Any]) -> None:
+    """Cancel a future nobody will await again (output readers of a killed command)."""
+    future.cancel()
+    future.add_done_callback(lambda f: f.cancelled() or f.exception())
+
+
+async def settle(
+    proc: asyncio.subprocess.Process,
+    readers: asyncio.Future[Any],
+    kill: Callable[[], Awaitable[None]],
+    kill_now: Callable[[], None],
+    timeout: float | None = None,
+) -> tuple[int, bool]:
+    """Wait for ``proc`` to exit (at most ``timeout``), then kill what it left running (which
+    would hold its pipes open), let ``readers`` drain and return (exit code, timed out). If the
+    caller is cancelled meanwhile, the tree is killed at once."""
+    timed_out = False
+    try:
+        try:
+            await asyncio.wait_for(wait_exit(proc), timeout)
+        except TimeoutError:
+            timed_out = True
+        await kill()
+        try:
+            await asyncio.wait_for(asyncio.shield(readers), DRAIN_GRACE)
+        except TimeoutError:
+            discard(readers)
+        return await exit_code(proc), timed_out
+    except asyncio.CancelledError:
+        kill_now()
+        discard(readers)
+        raise

@@ -13,7 +13,7 @@ import os
 import stat
 from pathlib import Path
 
-__all__ = ["snapshot", "changed_paths", "Snapshot"]
+__all__ = ["Snapshot", "changed_paths", "snapshot"]
 
 DIGEST_LIMIT = 1 << 20
 SKIP_DIRS = frozenset({".git"})

@@ -16,22 +16,38 @@ import glob
 import json
 import os
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from ._instance import BaseInstance, open_instance
 from ._protocol import SandboxError, SandboxSpec
 
-__all__ = ["BwrapSandbox", "BwrapInstance", "DEFAULT_BWRAP", "ETC_PATHS"]
+__all__ = ["DEFAULT_BWRAP", "ETC_PATHS", "BwrapInstance", "BwrapSandbox"]
 
 DEFAULT_BWRAP = "/usr/bin/bwrap"
 # What programs commonly need from /etc; each is bound read-only when present.
 ETC_PATHS = (
-    "/etc/resolv.conf", "/etc/hosts", "/etc/host.conf", "/etc/nsswitch.conf", "/etc/gai.conf",
-    "/etc/services", "/etc/protocols", "/etc/ssl", "/etc/ca-certificates", "/etc/pki",
-    "/etc/alternatives", "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d",
-    "/etc/localtime", "/etc/timezone", "/etc/mime.types", "/etc/os-release", "/etc/debian_version",
-    "/etc/locale.alias", "/etc/python3*",
+    "/etc/resolv.conf",
+    "/etc/hosts",
+    "/etc/host.conf",
+    "/etc/nsswitch.conf",
+    "/etc/gai.conf",
+    "/etc/services",
+    "/etc/protocols",
+    "/etc/ssl",
+    "/etc/ca-certificates",
+    "/etc/pki",
+    "/etc/alternatives",
+    "/etc/ld.so.cache",
+    "/etc/ld.so.conf",
+    "/etc/ld.so.conf.d",
+    "/etc/localtime",
+    "/etc/timezone",
+    "/etc/mime.types",
+    "/etc/os-release",
+    "/etc/debian_version",
+    "/etc/locale.alias",
+    "/etc/python3*",
 )
 _SYSTEM_DIRS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
 # Results of "can bwrap make a sandbox here" per binary, probed once per process.
@@ -53,8 +69,17 @@ def _system_args() -> list[str]:
 
 
 def _isolation_args(network: bool, pid_namespace: bool = True) -> list[str]:
-    args = ["--die-with-parent", "--new-session", "--unshare-ipc", "--unshare-uts",
-            "--unshare-cgroup-try", "--hostname", "sandbox", "--cap-drop", "ALL"]
+    args = [
+        "--die-with-parent",
+        "--new-session",
+        "--unshare-ipc",
+        "--unshare-uts",
+        "--unshare-cgroup-try",
+        "--hostname",
+        "sandbox",
+        "--cap-drop",
+        "ALL",
+    ]
     if pid_namespace:
         args.append("--unshare-pid")
     if not network:
@@ -85,23 +110,52 @@ class BwrapInstance(BaseInstance):
         etc = root / "etc"
         _write_identity(etc, self.home)
         args = [*_isolation_args(spec.variant.network), *_system_args()]
-        args += ["--ro-bind", str(etc / "passwd"), "/etc/passwd", "--ro-bind", str(etc / "group"), "/etc/group"]
+        args += [
+            "--ro-bind",
+            str(etc / "passwd"),
+            "/etc/passwd",
+            "--ro-bind",
+            str(etc / "group"),
+            "/etc/group",
+        ]
         for m in mounts:  # before the workspace: a mount over /tmp must not hide it
             args += ["--ro-bind", str(m), str(m)]
-        args += ["--bind", str(self.workspace), str(self.workspace), "--bind", str(self.home), str(self.home),
-                 "--ro-bind", str(self.state_dir), str(self.state_dir), "--remount-ro", "/"]
+        args += [
+            "--bind",
+            str(self.workspace),
+            str(self.workspace),
+            "--bind",
+            str(self.home),
+            str(self.home),
+            "--ro-bind",
+            str(self.state_dir),
+            str(self.state_dir),
+            "--remount-ro",
+            "/",
+        ]
         self._args = args
 
     def _tmpdir(self) -> str:
         return "/tmp"
 
-    async def _start(self, argv: list[str], env: dict[str, str], cwd: Path, **kwargs: object) -> asyncio.subprocess.Process:
+    async def _start(
+        self, argv: list[str], env: dict[str, str], cwd: Path, **kwargs: object
+    ) -> asyncio.subprocess.Process:
         # bwrap reports its sandbox's init (pid 1 inside) on --info-fd. That init can outlive
         # bwrap itself for a moment while the namespace is torn down: it is killed, waited for
         # and reaped with the command.
         read_fd, write_fd = os.pipe()
         try:
-            wrapped = [self.binary, *self._args, "--info-fd", str(write_fd), "--chdir", str(cwd), "--", *argv]
+            wrapped = [
+                self.binary,
+                *self._args,
+                "--info-fd",
+                str(write_fd),
+                "--chdir",
+                str(cwd),
+                "--",
+                *argv,
+            ]
             proc = await super()._start(wrapped, env, cwd, pass_fds=(write_fd,))
         except BaseException:
             os.close(read_fd)
@@ -154,7 +208,9 @@ class BwrapSandbox:
     name = "bwrap"
 
     def __init__(self, binary: str | None = None, tmp_root: Path | None = None):
-        self.binary = binary or os.environ.get("ANPORD_BWRAP") or shutil.which("bwrap") or DEFAULT_BWRAP
+        self.binary = (
+            binary or os.environ.get("ANPORD_BWRAP") or shutil.which("bwrap") or DEFAULT_BWRAP
+        )
         self.tmp_root = tmp_root
 
     async def _check(self) -> None:
@@ -172,14 +228,22 @@ class BwrapSandbox:
     async def _probe(self) -> str | None:
         """Namespaces may be disabled (containers, sysctls): try once, say why it fails.
         (No PID namespace here: its init would be left for this process to reap.)"""
-        argv = [self.binary, *_isolation_args(False, pid_namespace=False), *_system_args(), "--", "true"]
+        argv = [
+            self.binary,
+            *_isolation_args(False, pid_namespace=False),
+            *_system_args(),
+            "--",
+            "true",
+        ]
         try:
             proc = await asyncio.create_subprocess_exec(
-                *argv, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL,
+                *argv,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.DEVNULL,
                 stderr=asyncio.subprocess.PIPE,
             )
             _, err = await asyncio.wait_for(proc.communicate(), 30)
-        except (OSError, asyncio.TimeoutError) as exc:
+        except (TimeoutError, OSError) as exc:
             return str(exc) or type(exc).__name__
         if proc.returncode == 0:
             return None
@@ -189,6 +253,8 @@ class BwrapSandbox:
     async def open(self, spec: SandboxSpec) -> BwrapInstance:
         await self._check()
         mounts = _resolve_mounts(spec)
-        inst = await open_instance(BwrapInstance, spec, self.tmp_root, binary=self.binary, mounts=mounts)
+        inst = await open_instance(
+            BwrapInstance, spec, self.tmp_root, binary=self.binary, mounts=mounts
+        )
         assert isinstance(inst, BwrapInstance)
         return inst

@@ -14,7 +14,7 @@ from pathlib import Path
 from ._instance import ENV_ALLOWLIST, BaseInstance, open_instance
 from ._protocol import SandboxSpec
 
-__all__ = ["LocalSandbox", "LocalInstance", "ENV_ALLOWLIST"]
+__all__ = ["ENV_ALLOWLIST", "LocalInstance", "LocalSandbox"]
 
 
 class LocalInstance(BaseInstance):
