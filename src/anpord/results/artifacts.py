@@ -105,6 +105,7 @@ class RunWriter:
         self._results = open(run_dir / "results.jsonl", "a", encoding="utf-8")
         self._root = str(run_dir)
         self._folders: dict[tuple[str, str], str] = {}
+        self._made: set[str] = set()
 
     def write_run(self, info: dict[str, Any]) -> None:
         text = self.redact(json.dumps(info, ensure_ascii=False, default=_json_default))
@@ -119,13 +120,16 @@ class RunWriter:
         if rel is None:
             parts = [safe_segment(p) for p in result.case_id.split("/")] + [safe_segment(result.variant)]
             rel = "trials/" + "/".join(parts)
-            full = os.path.join(self._root, rel)
-            try:
-                os.mkdir(full)  # the common case: one new folder under an existing one
-            except FileNotFoundError:
-                os.makedirs(full, exist_ok=True)
-            except FileExistsError:
-                pass
+            # mkdir each level once per run (a failed mkdir costs as much as a good one).
+            path = self._root
+            for part in ["trials", *parts]:
+                path = os.path.join(path, part)
+                if path not in self._made:
+                    try:
+                        os.mkdir(path)
+                    except FileExistsError:
+                        pass
+                    self._made.add(path)
             self._folders[key] = rel
         return f"{rel}/{result.trial}"
 
