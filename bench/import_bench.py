@@ -141,6 +141,14 @@ def main() -> int:
             return 1
         print(f"anpord eval import:            {verdict(wall, cpu, IMPORT_TARGET_S)}")
 
+        # The first listing compiles the 10,000-case module and caches the code; later ones reuse it.
+        start = time.perf_counter()
+        first_run = subprocess.run([anpord(), "eval", "--list", out], cwd=root, env=env,
+                                   capture_output=True, text=True, check=False)
+        cold = time.perf_counter() - start
+        if first_run.returncode == 0:
+            met = "met" if cold <= LIST_TARGET_S else "MISSED"
+            print(f"anpord eval --list, first run: {cold:.3f} s wall (target ≤ {LIST_TARGET_S:g} s: {met})")
         wall, cpu, done = timed([anpord(), "eval", "--list", out], root, env, args.runs)
         if done.returncode != 0:
             first = (done.stderr.strip() or done.stdout.strip() or "no output").splitlines()[0]
@@ -150,7 +158,7 @@ def main() -> int:
             return 0
         listed = sum(1 for line in done.stdout.splitlines() if line.startswith("imported/"))
         print(
-            f"anpord eval --list:            {verdict(wall, cpu, LIST_TARGET_S)} ({listed:,} cases listed)"
+            f"anpord eval --list, cached:    {verdict(wall, cpu, LIST_TARGET_S)} ({listed:,} cases listed)"
         )
     return 0
 
