@@ -3,11 +3,13 @@
 A verifier runs its command in the trial's sandbox, in the workspace, under ``bash -o pipefail``
 — always, so a failing stage of a pipeline is never hidden behind a succeeding last stage (a
 pipeline therefore needs no load-time refusal). Exit 0 passes. It is ``void`` — could not
-measure, never a pass — when the output shows the check did not really run (DESIGN §9): exit
-126/127, the command itself "not found" or "permission denied", "No module named", a test runner
-that ran no test ("no tests ran", "collected 0 items", "Ran 0 tests", "0 tests", pytest exit 5;
-whole phrases, ignored when other output shows tests that did run), a bash syntax error, or a
-failure with no output at all. A silent ``test -f x`` that exits 0 passes.
+measure, never a pass — only when the output shows the check did not really run (DESIGN §9):
+exit 126/127, the command itself "not found" or "permission denied", its Python program not
+starting ("No module named" from the interpreter, or as the first line of output), a test runner
+that ran no test ("no tests ran", "collected 0 items", "Ran 0 tests", "0 tests", pytest exit 5),
+or a command that is not valid bash. Phrases match whole and are ignored when other output shows
+tests that did run. Any other non-zero exit is ``failed``, silent or not: a silent ``test -f x``
+passes on exit 0 and fails on exit 1.
 
 For ``a && b && c`` the message names the step that failed, found with a DEBUG trap rather than
 by splitting the command (so quoting, heredocs and functions keep working).
@@ -37,11 +39,16 @@ _RAN_NOTHING = re.compile(
 # Evidence that some test did run: then a "0 tests" elsewhere (cargo's doc-tests, one empty
 # package of many) is not "ran nothing".
 _RAN_SOMETHING = re.compile(
-    r"(?<![\w.])[1-9]\d* (?:passed|passing|tests? (?:passed|ran|run|completed|succeeded))\b"
+    r"(?<![\w.])[1-9]\d* (?:passed|passing|failed|failing"
+    r"|tests? (?:passed|ran|run|completed|succeeded))\b"
     r"|\bran [1-9]\d* tests?\b|\brunning [1-9]\d* tests?\b",
     re.IGNORECASE,
 )
 _NO_MODULE = re.compile(r"No module named [\w.'\"]+")
+# `python -m X` with X missing: the interpreter itself says so, prefixed with its own path.
+_INTERPRETER_NO_MODULE = re.compile(
+    r"^\S*python[\d.]*: .*?(No module named [\w.'\"]+)", re.MULTILINE | re.IGNORECASE
+)
 _SYNTAX = re.compile(r"^bash: (?:-c: )?line \d+: (?:syntax error|unexpected EOF).*$", re.MULTILINE)
 _SUMMARY = re.compile(
     r"\d+ (?:passed|failed|errors?)\b|\bran \d+ tests?\b|\btests? result\b", re.IGNORECASE
@@ -105,6 +112,19 @@ def _names_program(output: str, program: str | None, phrases: str) -> str | None
     return output[start : m.end()].strip()
 
 
+def _missing_module(output: str) -> str | None:
+    """The missing module when the check's own program could not start ("No module named X" from
+    the interpreter, or as the first line with no test run) — not a test that failed on an import
+    (that is the agent's code missing: a real failure)."""
+    if _RAN_SOMETHING.search(output):
+        return None
+    if m := _INTERPRETER_NO_MODULE.search(output):
+        return m.group(1)
+    first = next((ln for ln in output.splitlines() if ln.strip()), "")
+    m = _NO_MODULE.search(first)
+    return m.group(0) if m else None
+
+
 def _summary(result: ExecResult, failing: bool) -> str:
     lines = [ln.strip() for ln in result.output.splitlines() if ln.strip()]
     for line in reversed(lines):
@@ -146,16 +166,11 @@ def classify(
         return "void", f"the command is not valid bash: {m.group(0)}"
     if named := _names_program(output, program, "command not found|not found|permission denied"):
         return "void", f"could not run{where}: {named}"
-    if m := _NO_MODULE.search(output):
-        return "void", f"could not run{where}: {m.group(0)}"
+    if missing := _missing_module(output):
+        return "void", f"could not run{where}: {missing}"
     if ran_nothing or (code == 5 and program is not None and "pytest" in (step or cmd)):
         phrase = repr(ran_nothing.group(0)) if ran_nothing else "pytest exit 5"
         return "void", f"ran no test ({phrase})"
-    if not output.strip():
-        return (
-            "void",
-            f"exit {code} with no output{where}: nothing tells a failure from a broken check",
-        )
     summary = _summary(result, True)
     return "failed", f"exit {code}{where}{': ' + summary if summary else ''}"
 

@@ -27,20 +27,18 @@ config = define_eval_config(harness="python:agents.kit:agent", timeout=10)
 """
 
 
+SRC = Path(__file__).resolve().parents[2] / "src"
+
+
 def anpord_command() -> list[str]:
-    """The installed console script next to this interpreter, else ``python -m``."""
-    script = Path(sys.executable).with_name("anpord")
-    if script.is_file():
-        return [str(script)]
-    found = shutil.which("anpord")
-    if found:
-        return [found]
-    return [sys.executable, "-m", "anpord.cli.main"]
+    """This checkout's anpord, never a console script on PATH (it may belong to another install)."""
+    return [sys.executable, "-m", "anpord"]
 
 
 def run_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     env = dict(os.environ)
     env.update({"NO_COLOR": "1", "PYTHONDONTWRITEBYTECODE": "1", "COLUMNS": "200"})
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(SRC), env.get("PYTHONPATH")]))
     env.pop("FORCE_COLOR", None)
     if extra:
         env.update(extra)

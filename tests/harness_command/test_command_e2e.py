@@ -18,17 +18,24 @@ import pytest
 from command_support import live_with
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "command_agent"
+SRC = Path(__file__).resolve().parents[2] / "src"
+# This checkout's anpord, never a console script on PATH (it may belong to another install).
+ANPORD = [sys.executable, "-m", "anpord"]
+
+
+def checkout_env(**extra: str) -> dict[str, str]:
+    env = {**os.environ, **extra}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(SRC), env.get("PYTHONPATH")]))
+    return env
 
 
 def anpord(
     cwd: Path, *args: str, env: dict[str, str] | None = None, timeout: float = 120
 ) -> subprocess.CompletedProcess[str]:
-    script = Path(sys.executable).with_name("anpord")
-    cmd = [str(script)] if script.is_file() else [sys.executable, "-m", "anpord.cli.main"]
-    full_env = {**os.environ, "NO_COLOR": "1", "TMPDIR": str(cwd / "tmp"), **(env or {})}
+    full_env = checkout_env(NO_COLOR="1", TMPDIR=str(cwd / "tmp"), **(env or {}))
     (cwd / "tmp").mkdir(exist_ok=True)
     return subprocess.run(
-        [*cmd, "eval", *args],
+        [*ANPORD, "eval", *args],
         check=False,
         cwd=cwd,
         env=full_env,
@@ -176,11 +183,9 @@ def test_ctrl_c_stops_the_run_and_leaves_nothing(tmp_path: Path, sandbox: str) -
         "from anpord import define_eval, files\n"
         "case = define_eval(prompt='hi', source=files({}), validate=lambda c: True)\n"
     )
-    script = Path(sys.executable).with_name("anpord")
-    cmd = [str(script)] if script.is_file() else [sys.executable, "-m", "anpord.cli.main"]
-    env = {**os.environ, "NO_COLOR": "1", "TMPDIR": str(project / "tmp")}
+    env = checkout_env(NO_COLOR="1", TMPDIR=str(project / "tmp"))
     proc = subprocess.Popen(
-        [*cmd, "eval"],
+        [*ANPORD, "eval"],
         cwd=project,
         env=env,
         stdin=subprocess.DEVNULL,

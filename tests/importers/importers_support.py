@@ -5,14 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shutil
 import subprocess
 import sys
 import warnings
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "import"
 OWN = FIXTURES / "anpord"
@@ -45,23 +42,21 @@ def verdict(case: Any, answer: str) -> tuple[bool, str]:
     return result
 
 
-def anpord_script() -> str:
-    """The installed ``anpord`` console script, next to this interpreter when it is there."""
-    beside = Path(sys.executable).with_name("anpord")
-    if beside.exists():
-        return str(beside)
-    found = shutil.which("anpord")
-    if found is None:
-        pytest.fail("the anpord console script is not installed (pip install -e '.[test]')")
-    return found
+SRC = Path(__file__).resolve().parents[2] / "src"
+
+
+def anpord_command() -> list[str]:
+    """This checkout's anpord, never a console script on PATH (it may belong to another install)."""
+    return [sys.executable, "-m", "anpord"]
 
 
 def run_anpord(
     *args: str, cwd: Path | str | None = None, timeout: float = 120
 ) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "NO_COLOR": "1", "PYTHONIOENCODING": "utf-8"}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(SRC), env.get("PYTHONPATH")]))
     return subprocess.run(
-        [anpord_script(), *args],
+        [*anpord_command(), *args],
         cwd=cwd,
         capture_output=True,
         text=True,

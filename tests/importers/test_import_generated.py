@@ -76,7 +76,7 @@ def test_both_dialects_module_holds_the_file_exactly(dialects: Any) -> None:
     assert suite.trials == 3
     assert len(suite.variants) == 1
     variant = suite.variants[0]
-    assert (variant.harness, variant.model, variant.sandbox) == (DEFAULT_HARNESS, None, "local")
+    assert (variant.harness, variant.model, variant.sandbox) == (DEFAULT_HARNESS, None, None)
     assert all(case.source is not None and case.source.contents == {} for case in suite.cases)
 
     assert calls(dialects.source, "_contains_all") == [

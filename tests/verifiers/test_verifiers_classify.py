@@ -82,12 +82,36 @@ def res(code: int, out: str = "", err: str = "", timed_out: bool = False) -> Exe
             "void",
             "could not run: No module named pytest",
         ),
+        ("false", res(1), "false", "failed", "exit 1"),  # silent but real: not a void cause
+        ("test -f out.txt", res(1), None, "failed", "exit 1"),
+        ("a && test -f x", res(1), "test -f x", "failed", "exit 1 at `test -f x`"),
         (
-            "false",
-            res(1),
-            "false",
+            "python -m pytest",
+            res(
+                1,
+                "F\nE   ModuleNotFoundError: No module named 'solution'\n1 failed in 0.1s\n",
+            ),
+            None,
+            "failed",
+            "exit 1: 1 failed in 0.1s",
+        ),
+        (
+            "python -c 'import solution'",
+            res(
+                1,
+                "",
+                "Traceback (most recent call last):\nModuleNotFoundError: No module named 'solution'\n",
+            ),
+            None,
+            "failed",
+            "exit 1: ModuleNotFoundError: No module named 'solution'",
+        ),
+        (
+            "checker",
+            res(1, "", "ModuleNotFoundError: No module named 'yaml'\n"),
+            None,
             "void",
-            "exit 1 with no output: nothing tells a failure from a broken check",
+            "could not run: No module named 'yaml'",
         ),
         ("sleep 9", res(-9, timed_out=True), None, "failed", "timed out after 3s"),
         (

@@ -55,18 +55,39 @@ def test_shell_checks_in_both_sandboxes(kind: str, tmp_path: Path) -> None:
     )
     assert [(o.status, o.step) for o in outcomes] == [
         ("passed", None),
-        ("void", "grep -q bye notes.txt"),  # silent failure: nothing to tell it from a broken check
-        ("void", "grep -q nothing-like-this"),  # pipefail: the failing stage, not the last one
+        ("failed", "grep -q bye notes.txt"),  # a silent failure is still a failure
+        ("failed", "grep -q nothing-like-this"),  # pipefail: the failing stage, not the last one
         ("void", "no-such-tool --check"),
-        ("void", "exit 3"),
+        ("failed", "exit 3"),
     ]
-    assert outcomes[1].message == (
-        "exit 1 with no output at `grep -q bye notes.txt`: nothing tells a failure from a broken check"
-    )
+    assert outcomes[1].message == "exit 1 at `grep -q bye notes.txt`"
     assert outcomes[3].message.startswith(
         "could not run (exit 127): bash: line 1: no-such-tool: command not found"
     )
     assert outcomes[0].result is not None and outcomes[0].result.stderr == ""
+
+
+@pytest.mark.parametrize("kind", ["local", "bwrap"])
+def test_a_missing_output_file_fails_silently_and_a_present_one_passes(
+    kind: str, tmp_path: Path
+) -> None:
+    outcomes = verify(
+        kind, command("test -f out.txt"), command("test -f app.py"), tmp_path=tmp_path
+    )
+    assert [(o.status, o.message) for o in outcomes] == [("failed", "exit 1"), ("passed", "passed")]
+
+
+def test_a_test_failing_on_a_missing_module_is_failed_not_void(tmp_path: Path) -> None:
+    [o] = verify(
+        "local",
+        command(
+            "printf 'def test_x():\\n    import solution_the_agent_forgot\\n' > test_x.py"
+            " && python -m pytest -q -p no:cacheprovider test_x.py"
+        ),
+        tmp_path=tmp_path,
+    )
+    assert o.result is not None and "No module named" in o.result.output
+    assert (o.status, o.message.split(": ", 1)[-1].split(" in ")[0]) == ("failed", "1 failed")
 
 
 def test_a_failing_step_is_named_without_splitting_the_command(tmp_path: Path) -> None:

@@ -111,7 +111,8 @@ _SUITE = """\
 suite = define_suite(
     cases=_cases,
     # One harness, model and sandbox for you to edit; add Variant(...) entries to compare several.
-    variants=[Variant(harness=_HARNESS, model=None, sandbox="local")],
+    # None takes the value from evals.config.py (a config's sandbox="bwrap" still applies).
+    variants=[Variant(harness=_HARNESS, model=None, sandbox=None)],
     trials=3,
 )
 """

@@ -11,6 +11,7 @@ variant and trial, else one line per cell (the grid), then a table of every cell
 
 from __future__ import annotations
 
+import io
 import os
 import sys
 import time
@@ -89,6 +90,7 @@ class ConsoleReporter:
         self.verbose = verbose
         self._ascii = not _can_encode(self.stream, "✓✗○–…█░·")
         self.marks = ASCII_MARKS if self._ascii else MARKS
+        self._closed = False  # the reader went away (a broken pipe)
         self._bar = ("#", "-") if self._ascii else ("█", "░")
         self._region = LiveRegion(self._write, self._region_lines) if self.live else None
 
@@ -209,6 +211,10 @@ class ConsoleReporter:
             return [(f"  {score_text(r)}", SGR[v])]
         label = "timed out" if v == "timed_out" else v
         reason = r.reason or r.error or ""
+        failing = [a for a in r.assertions if a.status == "error" or (a.kind == "gate" and a.status == "failed")]
+        if v == "failed" and failing and reason.startswith(failing[0].display_name):
+            # The details below carry each check's message: the headline only names them.
+            reason = failing[0].display_name + (f" (+{len(failing) - 1} more)" if len(failing) > 1 else "")
         if reason.lower().startswith(label):  # "timed out after 30s" says it already
             return [(f"  {reason}", SGR[v])]
         return [(f"  {label}" + (f": {reason}" if reason else ""), SGR[v])]
@@ -486,8 +492,21 @@ class ConsoleReporter:
         if self._ascii:  # e.g. a cp1252 file: never fail a run over a glyph
             encoding = getattr(self.stream, "encoding", None) or "ascii"
             text = text.translate(ASCII_FALLBACK).encode(encoding, "replace").decode(encoding)
-        self.stream.write(text)
-        self.stream.flush()
+        if self._closed:
+            return
+        try:
+            self.stream.write(text)
+            self.stream.flush()
+        except BrokenPipeError:
+            # `anpord eval | head`: the reader left. Stop writing, and point the descriptor at
+            # /dev/null so the interpreter's final flush does not complain either.
+            self._closed = True
+            try:
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, self.stream.fileno())
+                os.close(devnull)
+            except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+                pass
 
 
 def _ordered(planned: Iterable[str], present: Iterable[str]) -> list[str]:
