@@ -13,7 +13,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 def test_a_closed_pipe_ends_the_console_quietly(tmp_path: Path) -> None:
     project = tmp_path / "weather"
-    shutil.copytree(REPO / "examples" / "weather", project)
+    shutil.copytree(REPO / "examples" / "weather", project, ignore=shutil.ignore_patterns(".anpord"))
     env = {**os.environ, "PYTHONPATH": f"{REPO / 'src'}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
     done = subprocess.run(
         f"{sys.executable} -m anpord eval --exclude-tag demo-failure | head -1",
