@@ -32,6 +32,7 @@ __all__ = [
     "LOG",
     "KNOWN_TYPES",
     "TURN_BOUNDARY_TYPES",
+    "message_text",
 ]
 
 SESSION_STARTED = "session.started"
@@ -121,6 +122,23 @@ def _json_default(value: Any) -> Any:
     if isinstance(value, bytes):
         return value.decode("utf-8", "replace")
     return repr(value)
+
+
+def message_text(value: Any) -> str:
+    """The text of a message, the same for every harness and for the events recording it: a string
+    is itself; a dict's string ``content`` (or ``text``); the ``type == "text"`` parts of a list
+    ``content``, one per line; anything else, compact JSON."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, Mapping):
+        content = value.get("content", value.get("text"))
+        if isinstance(content, str):
+            return content
+        if isinstance(content, list):
+            return "\n".join(
+                str(p.get("text", "")) for p in content if isinstance(p, Mapping) and p.get("type") == "text"
+            )
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=_json_default)
 
 
 def to_jsonable(value: Any) -> Any:

@@ -269,6 +269,10 @@ def test_no_failed_actions() -> None:
     h = Scope([ev("turn.failed", error="boom")], statuses=["failed"]).no_failed_actions()
     assert h.status == "failed" and "turn failed: boom" in h.message
     assert Scope([], statuses=["failed"]).no_failed_actions().status == "failed"
+    # The command harness's own program ending non-zero is a failed action too.
+    h = Scope([ev("process.exited", command="python3 agent.py", exit_code=3)]).no_failed_actions()
+    assert h.status == "failed" and 'agent program "python3 agent.py" exited 3' in h.message
+    assert Scope([ev("process.exited", command="true", exit_code=0)]).no_failed_actions().passed
 
 
 # -- events ----------------------------------------------------------------------------------

@@ -124,6 +124,17 @@ def test_both_dialects_comments_keep_the_authors_words(dialects: Any) -> None:
     assert source.endswith(")\n")
 
 
+def said(message: str, answer: str) -> str:
+    """A failure message: the checks that did not hold, then what the agent answered."""
+    return f"{message} — the answer was {answer!r}"
+
+
+def test_a_long_answer_is_cut_in_the_message(dialects: Any) -> None:
+    first = suite_of(dialects.source).cases[0]
+    ok, message = verdict(first, "x" * 500)
+    assert not ok and message.endswith(repr("x" * 199 + "…"))
+
+
 def test_converted_checks_pass_a_right_answer_case_insensitively(dialects: Any) -> None:
     first = suite_of(dialects.source).cases[0]
     assert verdict(first, "The --legacy flag was removed; migrate to --modern.") == (
@@ -161,7 +172,7 @@ def test_converted_checks_fail_a_wrong_answer_saying_which(
     dialects: Any, answer: str, message: str
 ) -> None:
     first = suite_of(dialects.source).cases[0]
-    assert verdict(first, answer) == (False, message)
+    assert verdict(first, answer) == (False, said(message, answer))
 
 
 def test_prose_fails_whatever_the_answer_quoting_the_unwritten_check(dialects: Any) -> None:
@@ -169,20 +180,22 @@ def test_prose_fails_whatever_the_answer_quoting_the_unwritten_check(dialects: A
     perfect = "A maintainer wrote this: parser.ts changed because the old parser was slow."
     assert verdict(cases[1], perfect) == (
         False,
-        'unwritten check: "The summary reads as though a maintainer wrote it, not a machine."',
+        said('unwritten check: "The summary reads as though a maintainer wrote it, not a machine."', perfect),
     )
     assert verdict(cases[1], "nothing useful") == (
         False,
-        (
+        said(
             'unwritten check: "The summary reads as though a maintainer wrote it, not a machine."; '
-            '"names the file": the answer must include all of "parser.ts"'
+            '"names the file": the answer must include all of "parser.ts"',
+            "nothing useful",
         ),
     )
     assert verdict(cases[2], perfect) == (
         False,
-        (
+        said(
             'unwritten check: "It avoids jargon a first-week reader would not know."; '
-            'unwritten check: "It says why the change was made, not only what changed."'
+            'unwritten check: "It says why the change was made, not only what changed."',
+            perfect,
         ),
     )
 
@@ -197,7 +210,9 @@ def test_replacing_a_placeholder_with_a_real_check_turns_the_case_green(dialects
         True,
         "2 of 2 checks held",
     )
-    assert verdict(second, "parser.ts changed.") == (False, "sounds like a maintainer")
+    assert verdict(second, "parser.ts changed.") == (
+        False, said("sounds like a maintainer", "parser.ts changed.")
+    )
 
 
 # -- evals-json: cases without checks, ids ----------------------------------------------------------
@@ -229,7 +244,7 @@ def test_a_case_with_no_assertions_gets_one_placeholder(tmp_path: Path) -> None:
     for case in cases[:2]:
         assert verdict(case, "anything") == (
             False,
-            'unwritten check: "This case named no assertion. Write what a good answer is."',
+            said('unwritten check: "This case named no assertion. Write what a good answer is."', "anything"),
         )
 
 
@@ -325,10 +340,11 @@ def test_yaml_directory_in_sorted_order(own: Path) -> None:
     )
     assert verdict(suite.cases[2], "Paid with the test card; total $12.") == (
         False,
-        (
+        said(
             'unwritten check: "The agent must reach the basket page before paying"; '
             'unwritten check: "The agent must use the test card, never a real one"; '
-            'unwritten check: "The receipt it reports must quote the order total"'
+            'unwritten check: "The receipt it reports must quote the order total"',
+            "Paid with the test card; total $12.",
         ),
     )
     text = comments(imported.source).splitlines()
@@ -365,7 +381,7 @@ def test_yaml_single_file_without_judge_context(own: Path) -> None:
     assert case.id == "unjudged-case"
     assert verdict(case, "The theme is dark.") == (
         False,
-        'unwritten check: "This case named no judge context. Write what a good answer is."',
+        said('unwritten check: "This case named no judge context. Write what a good answer is."', "The theme is dark."),
     )
     assert "default of 15 steps" in imported.source
 

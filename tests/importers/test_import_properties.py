@@ -251,7 +251,13 @@ def test_any_evals_json_file_becomes_a_module_holding_it_exactly(
         passed, message = verdict(built, answer)
         assert passed is (not messages)
         if messages:
-            assert message == "; ".join(messages)
+            assert message == said("; ".join(messages), answer)
+
+
+def said(message: str, answer: str) -> str:
+    """The generated failure message: the checks that did not hold, then the answer."""
+    shown = answer if len(answer) <= 200 else answer[:199] + "…"
+    return f"{message} — the answer was {shown!r}"
 
 
 def _prelude_end(source: str) -> int:
@@ -337,5 +343,5 @@ def test_any_yaml_case_becomes_a_module_holding_it_exactly(
     ]
     assert verdict(built, answer) == (
         False,
-        "; ".join(f'unwritten check: "{line}"' for line in lines),
+        said("; ".join(f'unwritten check: "{line}"' for line in lines), answer),
     )

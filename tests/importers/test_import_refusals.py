@@ -153,7 +153,7 @@ def test_fixture_refusals(own: Path, capsys, fmt: str, path: str, kind: type, me
     assert out == ""
     assert err == f"{kind.__name__}: {message}\n"
     assert not (own / "suite.eval.py").exists()
-    assert not [p for p in own.iterdir() if p.name.startswith(".anpord-import-")]
+    assert not [p for p in own.iterdir() if p.name.endswith(".tmp")]
 
 
 def test_refusal_without_out_prints_no_suite(own: Path, capsys) -> None:

@@ -21,7 +21,7 @@ SUITE = ImportedSuite(source="suite = None  # é\n", tally=Tally(1, 0, 1))
 
 
 def leftovers(folder: Path) -> list[str]:
-    return [p.name for p in folder.iterdir() if p.name.startswith(".anpord-import-")]
+    return [p.name for p in folder.iterdir() if p.name.endswith(".tmp")]
 
 
 def test_writes_utf8_and_an_ordinary_mode(tmp_path: Path) -> None:
@@ -54,13 +54,14 @@ def test_a_dangling_link_counts_as_existing(tmp_path: Path) -> None:
 
 def test_a_file_that_appears_mid_write_is_not_overwritten(tmp_path: Path, monkeypatch) -> None:
     target = tmp_path / "x.eval.py"
-    real_mkstemp = __import__("tempfile").mkstemp
+    real_open = os.open
 
-    def racing_mkstemp(**kwargs):  # another writer creates the file after the existence check
-        target.write_text("theirs")
-        return real_mkstemp(**kwargs)
+    def racing_open(path, flags, mode=0o777):  # another writer creates the file after the check
+        if str(path).endswith(".tmp"):
+            target.write_text("theirs")
+        return real_open(path, flags, mode)
 
-    monkeypatch.setattr("anpord.importers._files.tempfile.mkstemp", racing_mkstemp)
+    monkeypatch.setattr(os, "open", racing_open)
     with pytest.raises(SuiteFileExists):
         write_suite(str(target), SUITE)
     assert target.read_text() == "theirs"

@@ -339,10 +339,12 @@ def no_failed_actions(statuses: Sequence[str], events: Sequence[Event]) -> Outco
             failures.append(
                 f"tool {data.get('name')} failed" + (f": {_clip(str(error), 160)}" if error else "")
             )
-        elif ev.type == COMMAND_COMPLETED:
+        elif ev.type == COMMAND_COMPLETED or ev.type == "process.exited":
+            # process.exited: the agent program itself (command harness) ended with this code.
             code = data.get("exit_code")
             if isinstance(code, int) and not isinstance(code, bool) and code != 0:
-                failures.append(f"command {_preview(data.get('command'), 120)} exited {code}")
+                what = "command" if ev.type == COMMAND_COMPLETED else "agent program"
+                failures.append(f"{what} {_preview(data.get('command'), 120)} exited {code}")
         elif ev.type in (TURN_FAILED, SESSION_FAILED):
             failed_turn_event = failed_turn_event or ev.type == TURN_FAILED
             error = data.get("error")

@@ -23,6 +23,7 @@ from ..events import (
     TURN_FAILED,
     TURN_STARTED,
     Event,
+    message_text,
 )
 from ..expect import match_value
 from ..harnesses import (
@@ -130,7 +131,7 @@ class LiveTurn:
             hs = await session._harness_session(self._emit)
             self._emit(Event(TURN_STARTED, {"turn": self.index}))
             if self.request.input is not None:
-                self._emit(Event(MESSAGE_COMPLETED, {"role": "user", "text": _display_text(self.request.input)}))
+                self._emit(Event(MESSAGE_COMPLETED, {"role": "user", "text": message_text(self.request.input)}))
             outcome = await hs.run_turn(self.request, self._emit)
         except HarnessStartError as exc:
             self._emit(Event(SESSION_FAILED, {"error": str(exc)}))
@@ -236,6 +237,9 @@ class Session(ScopedAssertions):
     def _settled(self, turn: Turn) -> None:
         self.turns.append(turn)
         self.state.turns.append(turn)
+        # However the turn was taken (send, respond, start + result), its reply is history.
+        if turn.message is not None:
+            self._messages.append({"role": "assistant", "content": turn.message})
         if turn.status == "cancelled":
             self._pending.clear()
         if self._active is not None and self._active.index == turn.index:
@@ -279,7 +283,7 @@ class Session(ScopedAssertions):
     def _message_request(self, input: Any) -> TurnRequest:
         if input is None:
             raise DriveError("send()/start() needs a message")
-        self._messages.append({"role": "user", "content": _display_text(input)})
+        self._messages.append({"role": "user", "content": message_text(input)})
         return TurnRequest(input=input, messages=tuple(self._messages))
 
     async def start(self, input: Any) -> LiveTurn:
@@ -288,10 +292,7 @@ class Session(ScopedAssertions):
 
     async def send(self, input: Any) -> Turn:
         """Send a message and wait for the turn to settle."""
-        turn = await self._run_turn(self._message_request(input))
-        if turn.message is not None:
-            self._messages.append({"role": "assistant", "content": turn.message})
-        return turn
+        return await self._run_turn(self._message_request(input))
 
     async def send_file(self, text: str, path: str | Path, media_type: str | None = None) -> Turn:
         """Send ``text`` with a file attached as a data URL (path relative to the eval file)."""
@@ -354,10 +355,7 @@ class Session(ScopedAssertions):
                 f"respond(): no pending input request {', '.join(unknown)}; pending: "
                 f"{', '.join(self._pending) or 'none'}"
             )
-        turn = await self._run_turn(TurnRequest(responses=normalized, messages=tuple(self._messages)))
-        if turn.message is not None:
-            self._messages.append({"role": "assistant", "content": turn.message})
-        return turn
+        return await self._run_turn(TurnRequest(responses=normalized, messages=tuple(self._messages)))
 
     async def respond_all(self, option_id: str) -> Turn:
         """Answer every pending input request with the same option."""
@@ -400,20 +398,6 @@ class Session(ScopedAssertions):
 
     def _assert_scope(self) -> str:
         return f"session {self.session_id}"
-
-
-def _display_text(value: Any) -> str:
-    if isinstance(value, str):
-        return value
-    if isinstance(value, dict):
-        content = value.get("content", value.get("text"))
-        if isinstance(content, str):
-            return content
-        if isinstance(content, list):
-            return "\n".join(
-                str(p.get("text")) for p in content if isinstance(p, dict) and p.get("type") == "text"
-            )
-    return str(value)
 
 
 def _request_matches(req: InputRequest, filters: dict[str, Any]) -> bool:

@@ -92,13 +92,18 @@ def _unwritten(specification: str) -> _Check:
     return _check(f'unwritten check: "{{specification}}"', lambda answer: False)
 
 
+def _excerpt(answer: str) -> str:
+    # What the agent said, so a failure can be read without opening the artifacts.
+    return repr(answer if len(answer) <= 200 else answer[:199] + "…")
+
+
 def _checks(*checks: _Check) -> Callable[[Any], Awaitable[tuple[bool, str]]]:
     # Every check must hold; a failure quotes each one that did not.
     async def validate(context: Any) -> tuple[bool, str]:
         answer = await context.answer()
         failed = [description for description, holds in checks if not holds(answer)]
         if failed:
-            return False, "; ".join(failed)
+            return False, "; ".join(failed) + f" — the answer was {{_excerpt(answer)}}"
         return True, f"{{len(checks)}} of {{len(checks)}} checks held"
 
     return validate

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Callable
 
+from .. import _fs
 from ._errors import (
     CaseFileUnreadable,
     ImportRefusal,
@@ -47,36 +47,8 @@ def write_atomic(path: str, text: str, *, force: bool) -> None:
     if not force and os.path.lexists(path):
         raise SuiteFileExists(path)
     try:
-        fd, temp = tempfile.mkstemp(dir=folder, prefix=".anpord-import-", suffix=".tmp")
-    except OSError as error:
-        raise SuiteFileUnwritable(path, _reason(error)) from None
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(text.encode("utf-8"))
-            handle.flush()
-            os.fsync(handle.fileno())
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(temp, 0o666 & ~umask)  # mkstemp makes it private; a suite is an ordinary file
-        if force:
-            os.replace(temp, path)
-        else:
-            _link_new(temp, path)
-    except OSError as error:
-        raise SuiteFileUnwritable(path, _reason(error)) from None
-    finally:
-        if os.path.lexists(temp):
-            os.unlink(temp)
-
-
-def _link_new(temp: str, path: str) -> None:
-    # A hard link fails if the name exists, which closes the check-then-rename race.
-    try:
-        os.link(temp, path)
+        _fs.write_atomic(path, text, overwrite=force, fsync=True)
     except FileExistsError:
         raise SuiteFileExists(path) from None
-    except OSError:
-        # Some filesystems have no hard links; the earlier existence check has to do.
-        if os.path.lexists(path):
-            raise SuiteFileExists(path) from None
-        os.replace(temp, path)
+    except OSError as error:
+        raise SuiteFileUnwritable(path, _reason(error)) from None
