@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from ..agent import SyncTurnContext, TurnCancelled, TurnContext
-from ..events import INPUT_REQUESTED, INPUT_RESOLVED, MESSAGE_COMPLETED, Event, to_jsonable
+from ..events import INPUT_REQUESTED, INPUT_RESOLVED, MESSAGE_COMPLETED, Event, message_text, to_jsonable
 from ._protocol import (
     Emit,
     HarnessContext,
@@ -80,6 +80,7 @@ class _DaemonPool:
         )
         self._threads = 0
         self._idle = 0
+        self._abandoned: set[concurrent.futures.Future[Any]] = set()
         self._lock = threading.Lock()
 
     def submit(self, fn: Callable[[], Any]) -> concurrent.futures.Future[Any]:
@@ -94,6 +95,17 @@ class _DaemonPool:
         if self._idle == 0 and self._threads < self.size and not self._queue.empty():
             self._threads += 1
             threading.Thread(target=self._work, daemon=True, name="anpord-sync-agent").start()
+
+    def abandon(self, future: concurrent.futures.Future[Any]) -> None:
+        """The turn gave up on ``future`` (timeout, cancel). If a worker is still running it, that
+        worker stops counting against the size, so a replacement can start; the stuck thread
+        exits once the agent returns."""
+        with self._lock:
+            if future.cancel() or future.done() or future in self._abandoned:
+                return  # never started, or finished: its worker is free already
+            self._abandoned.add(future)
+            self._threads -= 1
+            self._grow()
 
     @contextlib.contextmanager
     def parked(self) -> Iterator[None]:
@@ -124,6 +136,10 @@ class _DaemonPool:
                 future.set_result(fn())
             except BaseException as exc:  # noqa: BLE001 - delivered to the awaiting turn
                 future.set_exception(exc)
+            with self._lock:
+                if future in self._abandoned:  # replaced already: this thread is surplus
+                    self._abandoned.discard(future)
+                    return
 
 
 class PythonHarness:
@@ -186,14 +202,16 @@ class PythonSession:
         if self.harness.is_async:
             return await agent(turn)
         loop = asyncio.get_running_loop()
-        sync_turn = SyncTurnContext(turn, loop, parked=self.harness.pool(self.ctx.max_concurrency).parked)
+        pool = self.harness.pool(self.ctx.max_concurrency)
+        sync_turn = SyncTurnContext(turn, loop, parked=pool.parked)
         self._sync_ctx = sync_turn
         context = contextvars.copy_context()
-        cfuture = self.harness.pool(self.ctx.max_concurrency).submit(lambda: context.run(agent, sync_turn))
+        cfuture = pool.submit(lambda: context.run(agent, sync_turn))
         try:
             return await asyncio.wrap_future(cfuture)
         except asyncio.CancelledError:
-            sync_turn.cancelled = True  # its next context call raises; the daemon thread is abandoned
+            sync_turn.cancelled = True  # its next context call raises
+            pool.abandon(cfuture)  # a thread stuck in the agent no longer holds a slot
             raise
 
     # -- the harness protocol ---------------------------------------------------------------
@@ -216,8 +234,7 @@ class PythonSession:
                 return TurnOutcome(
                     "failed", error="the session is waiting on input requests; answer them with t.respond()"
                 )
-            text = request.input if isinstance(request.input, str) else _text_of(request.input)
-            self.messages.append({"role": "user", "content": text})
+            self.messages.append({"role": "user", "content": message_text(request.input)})
             turn = TurnContext(
                 input=request.input,
                 messages=list(self.messages),
@@ -273,6 +290,9 @@ class PythonSession:
                 task.remove_done_callback(on_done)
         if not self._task.done():
             return TurnOutcome("waiting")
+        if self._task.cancelled():
+            # Cancelled before it ran a step: _guarded never saw the CancelledError to report it.
+            return TurnOutcome("cancelled", error="cancelled")
         status, value, error = self._task.result()
         if self._cancel_requested and status != "completed":
             status = "cancelled"
@@ -310,22 +330,13 @@ class PythonSession:
             future.cancel()
         if self._sync_ctx is not None:
             self._sync_ctx.cancelled = True
-        # Cancel the agent's own coroutine (not _guarded) so the turn settles as cancelled.
+        # The CancelledError reaches the agent's coroutine inside _guarded, which reports the turn
+        # cancelled; a task cancelled before its first step is reported so by _settle.
         task.cancel()
         return True
 
     async def close(self) -> None:
         await self._abort()
-
-
-def _text_of(value: Any) -> str:
-    if isinstance(value, dict):
-        content = value.get("content", value.get("text"))
-        if isinstance(content, str):
-            return content
-        if isinstance(content, list):
-            return "\n".join(str(p.get("text", "")) for p in content if isinstance(p, dict) and p.get("text"))
-    return json.dumps(to_jsonable(value), ensure_ascii=False)
 
 
 def resolve(spec: str, project_dir: Path | None = None) -> PythonHarness:
