@@ -5,7 +5,6 @@ newline, workspace snapshots off the event loop, deadlines, and one text for str
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import Any
 
 from core_support import END, assert_passed, eval_file

@@ -41,26 +41,39 @@ def env_for(folder: Path) -> dict[str, str]:
     return {**os.environ, "NO_COLOR": "1", "ANPORD_SANDBOX_TMP": str(folder / "sbx")}
 
 
-def run(folder: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], dict[str, dict[str, Any]]]:
+def run(
+    folder: Path, *args: str
+) -> tuple[subprocess.CompletedProcess[str], dict[str, dict[str, Any]]]:
     done = subprocess.run(
-        [*anpord_cmd(), "eval", *args], cwd=folder, env=env_for(folder), capture_output=True,
-        text=True, timeout=120, stdin=subprocess.DEVNULL, check=False,
+        [*anpord_cmd(), "eval", *args],
+        cwd=folder,
+        env=env_for(folder),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+        check=False,
     )
     return done, results(folder)
 
 
 def run_dir(folder: Path) -> Path:
-    return sorted((folder / ".anpord" / "runs").iterdir())[-1]
+    return max((folder / ".anpord" / "runs").iterdir())
 
 
 def results(folder: Path) -> dict[str, dict[str, Any]]:
     path = run_dir(folder) / "results.jsonl"
-    lines = [json.loads(x) for x in path.read_text().splitlines() if x.strip()] if path.exists() else []
+    lines = (
+        [json.loads(x) for x in path.read_text().splitlines() if x.strip()] if path.exists() else []
+    )
     return {r["case_id"]: r for r in lines}
 
 
 def test_a_cancel_sent_before_the_program_is_spawned_cancels_the_turn(tmp_path: Path) -> None:
-    folder = project(tmp_path, "command:sleep 3; echo hi", """
+    folder = project(
+        tmp_path,
+        "command:sleep 3; echo hi",
+        """
         @define_eval(source=files({}))
         async def test(t):
             started = time.monotonic()
@@ -71,7 +84,8 @@ def test_a_cancel_sent_before_the_program_is_spawned_cancels_the_turn(tmp_path: 
             t.check(await t.cancel(), equals("accepted")).label("t.cancel() accepted")
             t.check((await live.result()).status, equals("cancelled")).label("t.cancel() settles")
             t.check(time.monotonic() - started < 2.5, equals(True)).label("killed, not waited for")
-    """)
+    """,
+    )
     done, got = run(folder)
     assert done.returncode == 0, done.stdout + done.stderr
     assert got["cases"]["verdict"] == "passed"
@@ -80,29 +94,36 @@ def test_a_cancel_sent_before_the_program_is_spawned_cancels_the_turn(tmp_path: 
 
 ROLES = (
     "command:python3 -c 'import json, os; "
-    "print(\",\".join(m[\"role\"] for m in json.load(open(os.environ[\"ANPORD_HISTORY_FILE\"]))))'"
+    'print(",".join(m["role"] for m in json.load(open(os.environ["ANPORD_HISTORY_FILE"]))))\''
 )
 
 
 def test_a_reply_taken_with_start_and_result_is_in_the_next_history(tmp_path: Path) -> None:
-    folder = project(tmp_path, ROLES, """
+    folder = project(
+        tmp_path,
+        ROLES,
+        """
         @define_eval(source=files({}))
         async def test(t):
             live = await t.start("one")
             t.check((await live.result()).message, equals("user")).label("first")
             t.check((await t.send("two")).message, equals("user,assistant,user")).label("second")
             t.check((await t.send("three")).message, equals("user,assistant,user,assistant,user"))
-    """)
+    """,
+    )
     done, got = run(folder)
     assert done.returncode == 0, done.stdout + done.stderr
     assert got["cases"]["verdict"] == "passed"
 
 
-PROMPT = "command:printf %s \"$ANPORD_PROMPT\""
+PROMPT = 'command:printf %s "$ANPORD_PROMPT"'
 
 
 def test_a_structured_message_is_the_same_text_in_events_and_the_prompt(tmp_path: Path) -> None:
-    folder = project(tmp_path, PROMPT, """
+    folder = project(
+        tmp_path,
+        PROMPT,
+        """
         PARTS = {"role": "user", "content": [
             {"type": "text", "text": "one"},
             {"type": "image", "url": "x.png", "text": "not text"},
@@ -117,7 +138,8 @@ def test_a_structured_message_is_the_same_text_in_events_and_the_prompt(tmp_path
                         if e.type == "message.completed" and e.data["role"] == "user"]
                 t.check(user, equals([text])).label(f"event {text}")
                 t.check(turn.message, equals(text)).label(f"prompt {text}")
-    """)
+    """,
+    )
     done, got = run(folder)
     assert done.returncode == 0, done.stdout + done.stderr
     assert got["cases"]["verdict"] == "passed"
@@ -128,7 +150,7 @@ def test_sigterm_and_sighup_leave_no_process_or_folder(tmp_path: Path, signum: i
     marker = f"{600 + os.getpid() % 1000}.{signum}9"
     folder = project(
         tmp_path,
-        f"command:if [ \"$ANPORD_PROMPT\" = hang ]; then (setsid sleep {marker} &); sleep {marker}; else echo ok; fi",
+        f'command:if [ "$ANPORD_PROMPT" = hang ]; then (setsid sleep {marker} &); sleep {marker}; else echo ok; fi',
         """
         suite = define_suite(source=files({}), cases=[
             define_eval(id="quick", prompt="hi", validate=lambda c: True),
@@ -138,13 +160,22 @@ def test_sigterm_and_sighup_leave_no_process_or_folder(tmp_path: Path, signum: i
         timeout=600,
     )
     proc = subprocess.Popen(
-        [*anpord_cmd(), "eval"], cwd=folder, env=env_for(folder), stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [*anpord_cmd(), "eval"],
+        cwd=folder,
+        env=env_for(folder),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     try:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
-            if len(live_with(marker)) >= 2 and (folder / ".anpord" / "runs").exists() and results(folder):
+            if (
+                len(live_with(marker)) >= 2
+                and (folder / ".anpord" / "runs").exists()
+                and results(folder)
+            ):
                 break
             assert proc.poll() is None, proc.communicate()
             time.sleep(0.05)
@@ -160,6 +191,8 @@ def test_sigterm_and_sighup_leave_no_process_or_folder(tmp_path: Path, signum: i
     assert live_with(marker) == []
     assert list((folder / "sbx").iterdir()) == [], "a trial folder was left behind"
     got = results(folder)
-    assert list(got) == ["cases/quick"] and got["cases/quick"]["verdict"] == "passed"  # finished trials are kept
+    assert (
+        list(got) == ["cases/quick"] and got["cases/quick"]["verdict"] == "passed"
+    )  # finished trials are kept
     info = json.loads((run_dir(folder) / "run.json").read_text())
     assert (info["status"], info["exit_code"]) == ("interrupted", 128 + signum)

@@ -162,8 +162,13 @@ def test_notes_one_line_each_then_the_summary(tmp_path: Path) -> None:
 
 def test_usage_errors_and_help(project: Path) -> None:
     done = run_anpord("eval", "import", "cases/both-dialects.json", cwd=project)
-    assert done.returncode == 2
-    assert "--format" in done.stderr
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == (
+        "anpord eval import: error: the following arguments are required: --format (see --help)\n"
+    )
+    done = run_anpord("eval", "import", "--format", "csv", "x.csv", cwd=project)
+    assert done.returncode == 2 and len(done.stderr.splitlines()) == 1
+    assert "invalid choice: 'csv'" in done.stderr
     done = run_anpord("eval", "import", "--help", cwd=project)
     assert done.returncode == 0
     assert "usage: anpord eval import" in done.stdout

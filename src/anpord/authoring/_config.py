@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Sequence
 
@@ -19,6 +21,26 @@ class JudgeConfig:
     api_key_env: str | None = None
 
 
+def _names(key: str, value: Any, *, paths: bool = False) -> tuple[str, ...]:
+    """``secrets=`` / ``mounts=`` as a tuple of strings; one string (or path) is one entry."""
+    single = (str, os.PathLike) if paths else str
+    items = (value,) if isinstance(value, single) else value
+    try:
+        items = tuple(os.fspath(i) if paths and isinstance(i, os.PathLike) else i for i in items)
+    except TypeError:
+        raise TypeError(f"Variant {key}= must be a list of strings, got {type(value).__name__}") from None
+    for item in items:
+        if not isinstance(item, str) or not item:
+            raise TypeError(f"Variant {key}= must be a list of non-empty strings, got {item!r}")
+    return items
+
+
+def _positive_int(key: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{key} must be a positive integer, got {value!r}")
+    return value
+
+
 @dataclass(frozen=True)
 class Variant:
     """One harness + model + sandbox. Its label is ``harness/model[@profile]`` unless named."""
@@ -32,6 +54,19 @@ class Variant:
     env: dict[str, str] = field(default_factory=dict)
     secrets: Sequence[str] = ()
     mounts: Sequence[str] = ()
+
+    def __post_init__(self) -> None:
+        for key in ("harness", "model", "sandbox", "name", "profile"):
+            value = getattr(self, key)
+            if value is not None and not isinstance(value, str):
+                raise TypeError(f"Variant {key}= must be a string, got {type(value).__name__}")
+        if not isinstance(self.network, bool):
+            raise TypeError(f"Variant network= must be True or False, got {self.network!r}")
+        if not isinstance(self.env, Mapping):
+            raise TypeError(f"Variant env= must be a dict of names to values, got {type(self.env).__name__}")
+        # A lone string would otherwise be read one character at a time.
+        object.__setattr__(self, "secrets", _names("secrets", self.secrets))
+        object.__setattr__(self, "mounts", _names("mounts", self.mounts, paths=True))
 
     @property
     def label(self) -> str:
@@ -76,11 +111,6 @@ class EvalConfig:
     judge: JudgeConfig | None = None
     reporters: tuple[Any, ...] = ()
 
-    def resolved_variants(self) -> tuple[Variant, ...]:
-        """The declared variants with config-level defaults filled in."""
-        declared = self.variants or (Variant(),)
-        return tuple(v.with_defaults(self.harness, self.model, self.sandbox) for v in declared)
-
 
 def define_eval_config(
     *,
@@ -96,15 +126,24 @@ def define_eval_config(
     reporters: Sequence[Any] = (),
 ) -> EvalConfig:
     """Build the run-wide config. ``define_eval_config()`` with no arguments is enough."""
-    if not isinstance(trials, int) or trials < 1:
-        raise ValueError(f"trials must be a positive integer, got {trials!r}")
-    if not isinstance(max_concurrency, int) or max_concurrency < 1:
-        raise ValueError(f"max_concurrency must be a positive integer, got {max_concurrency!r}")
-    if not isinstance(timeout, (int, float)) or timeout <= 0:
+    _positive_int("trials", trials)
+    _positive_int("max_concurrency", max_concurrency)
+    if max_sandboxes is not None:  # None is unlimited; 0 would read as unlimited too, so refuse it
+        _positive_int("max_sandboxes", max_sandboxes)
+    for key, value in (("harness", harness), ("model", model)):
+        if value is not None and not isinstance(value, str):
+            raise TypeError(f"{key} must be a string, got {type(value).__name__}")
+    if not isinstance(sandbox, str) or not sandbox:
+        raise TypeError(f"sandbox must be a sandbox name such as 'local', got {sandbox!r}")
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
         raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+    if isinstance(variants, Variant):
+        variants = (variants,)
     for v in variants:
         if not isinstance(v, Variant):
             raise TypeError(f"variants must hold Variant(...) values, got {type(v).__name__}")
+    if judge is not None and not isinstance(judge, JudgeConfig):
+        raise TypeError(f"judge must be JudgeConfig(...), got {type(judge).__name__}")
     return EvalConfig(
         harness=harness,
         model=model,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from ._config import Variant
@@ -65,6 +65,37 @@ _EVAL_KEYS = (
 ).split()
 
 
+def _tags(value: Any, where: str) -> tuple[str, ...]:
+    """``tags=`` as a tuple of strings; one string is one tag, not one tag per character."""
+    try:
+        tags = (value,) if isinstance(value, str) else tuple(value or ())
+    except TypeError:
+        raise DefinitionError(f"{where} tags must be a list of strings, got {value!r}") from None
+    for tag in tags:
+        if not isinstance(tag, str) or not tag:
+            raise DefinitionError(f"{where} tags must be non-empty strings, got {tag!r}")
+    return tags
+
+
+def _check_trials(trials: Any) -> None:
+    if trials is not None and (isinstance(trials, bool) or not isinstance(trials, int) or trials < 1):
+        raise DefinitionError(f"trials must be a positive integer, got {trials!r}")
+
+
+def _check_timeout(timeout: Any) -> None:
+    if timeout is not None and (
+        isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0
+    ):
+        raise DefinitionError(f"timeout must be a positive number of seconds, got {timeout!r}")
+
+
+def _check_source(source: Any) -> None:
+    if source is not None and not hasattr(source, "materialize"):
+        raise DefinitionError(
+            f"source must be files(...), directory(...) or repo(...), got {type(source).__name__}"
+        )
+
+
 def _check(ev: Eval) -> Eval:
     if ev.test is not None and ev.prompt is not None:
         raise DefinitionError("define_eval takes either test or prompt=, not both")
@@ -74,20 +105,15 @@ def _check(ev: Eval) -> Eval:
         raise DefinitionError(f"test must be a function, got {type(ev.test).__name__}")
     if ev.validate is not None and ev.test is not None:
         raise DefinitionError("validate= belongs to declarative cases (prompt=), not to test functions")
-    if ev.trials is not None and (not isinstance(ev.trials, int) or ev.trials < 1):
-        raise DefinitionError(f"trials must be a positive integer, got {ev.trials!r}")
-    if ev.timeout is not None and (not isinstance(ev.timeout, (int, float)) or ev.timeout <= 0):
-        raise DefinitionError(f"timeout must be a positive number of seconds, got {ev.timeout!r}")
+    _check_trials(ev.trials)
+    _check_timeout(ev.timeout)
     if ev.each is not None and isinstance(ev.each, (str, bytes, Mapping)):
         raise DefinitionError("each= must be a sequence of rows (a list), not a string or mapping")
     if ev.judges or ev.user is not None or ev.max_turns is not None or ev.judge is not None:
         # Accepted names (DESIGN §3) whose behaviour is not built yet: refusing beats ignoring,
         # since an ignored judge would let a case pass without the check its author wrote.
         raise DefinitionError("judge=, judges=, user= and max_turns= are not supported by this version of anpord")
-    if ev.source is not None and not hasattr(ev.source, "materialize"):
-        raise DefinitionError(
-            f"source must be files(...), directory(...) or repo(...), got {type(ev.source).__name__}"
-        )
+    _check_source(ev.source)
     return ev
 
 
@@ -101,10 +127,7 @@ def define_eval(test: Callable[..., Any] | None = None, /, **kwargs: Any) -> Any
         if test is not None:
             raise DefinitionError("define_eval got test twice")
         test = kwargs.pop("test")
-    tags = kwargs.get("tags") or ()
-    if isinstance(tags, str):
-        tags = (tags,)
-    kwargs["tags"] = tuple(tags)
+    kwargs["tags"] = _tags(kwargs.get("tags"), "define_eval")
     kwargs["judges"] = tuple(kwargs.get("judges") or ())
     if "each" in kwargs and kwargs["each"] is not None:
         kwargs["each"] = list(kwargs["each"])
@@ -128,6 +151,8 @@ def define_suite(
     tags: Sequence[str] = (),
 ) -> Suite:
     """Group cases under shared variants, trials and source."""
+    if isinstance(cases, (Eval, str)) or not isinstance(cases, Iterable):
+        raise DefinitionError("define_suite cases must be a list of define_eval(...) values")
     case_list = tuple(cases)
     for c in case_list:
         if not isinstance(c, Eval):
@@ -135,18 +160,15 @@ def define_suite(
     for v in variants:
         if not isinstance(v, Variant):
             raise DefinitionError(f"define_suite variants must be Variant(...) values, got {type(v).__name__}")
-    if trials is not None and (not isinstance(trials, int) or trials < 1):
-        raise DefinitionError(f"trials must be a positive integer, got {trials!r}")
+    _check_trials(trials)
+    _check_timeout(timeout)
+    _check_source(source)
     return Suite(
         cases=case_list,
         variants=tuple(variants),
         trials=trials,
         source=source,
         timeout=timeout,
-        tags=tuple(tags),
+        tags=_tags(tags, "define_suite"),
     )
-
-
-def with_overrides(ev: Eval, **changes: Any) -> Eval:
-    return replace(ev, **changes)
 

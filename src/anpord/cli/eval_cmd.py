@@ -57,15 +57,33 @@ def main(argv: list[str]) -> int:
         if not parent.is_dir():
             return _fail(f"--junit {args.junit}: folder {parent} does not exist")
 
-    # With --json, stdout carries the document alone: anything else printed to it (an eval file or
-    # an agent module printing as it is imported, a print outside any trial) goes to stderr.
-    out = sys.stdout
-    if args.json:
-        sys.stdout = sys.stderr
+    if not args.json:
+        return _run(args, fail_on, sys.stdout)
+    # With --json, stdout carries the document alone. Python-level prints (an eval file or agent
+    # module printing as it is imported, a print outside any trial) go to stderr, and so does
+    # anything written straight to file descriptor 1 (a subprocess, os.write(1, ...)): fd 1
+    # points at stderr for the run, and the document goes to a duplicate of the real stdout.
+    original = sys.stdout
+    original.flush()
     try:
+        saved = os.dup(1)
+    except OSError:  # no fd 1 to keep apart
+        return _run(args, fail_on, original)
+    out = open(  # noqa: SIM115 - closed below, after fd 1 is restored
+        saved, "w", encoding=original.encoding or "utf-8", errors=original.errors, closefd=False
+    )
+    sys.stdout = sys.stderr
+    try:
+        os.dup2(2, 1)
         return _run(args, fail_on, out)
     finally:
-        sys.stdout = out
+        sys.stdout = original
+        try:
+            out.flush()
+        finally:
+            out.close()
+            os.dup2(saved, 1)
+            os.close(saved)
 
 
 def _run(args: argparse.Namespace, fail_on: str, out: TextIO) -> int:
@@ -104,18 +122,25 @@ def _run(args: argparse.Namespace, fail_on: str, out: TextIO) -> int:
 
     summary = execute(plan, opts, [*reporters, _Collect()])
     results = summary_holder.get("results", [])
+    if not (args.junit or args.json):
+        return summary.exit_code
+    # Reports leave the run folder too: the same secrets are kept out of them as of artifacts.
+    from ..results.artifacts import Redactor
+    from ..runner._run import _secret_values
+
+    redact = Redactor(_secret_values(plan))
     if args.junit:
         from ..results.junit import write_junit
 
         try:
-            write_junit(args.junit, summary, results, strict=(fail_on == "strict"))  # type: ignore[arg-type]
+            write_junit(args.junit, summary, results, strict=(fail_on == "strict"), redact=redact)  # type: ignore[arg-type]
         except (OSError, ValueError) as exc:
             print(f"anpord eval: cannot write --junit {args.junit}: {exc}", file=sys.stderr)
             return 2
     if args.json:
         from ..results.json_report import summary_json
 
-        out.write(summary_json(summary, results) + "\n")  # type: ignore[arg-type]
+        out.write(summary_json(summary, results, redact=redact) + "\n")  # type: ignore[arg-type]
     return summary.exit_code
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ._args import Parser
+
 __all__ = ["build_parser", "main"]
 
 _EPILOG = """\
@@ -24,8 +26,8 @@ the checks they describe.
 """
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+def build_parser() -> Parser:
+    parser = Parser(
         prog="anpord eval import",
         description="Turn a case file a team already wrote into a runnable suite.",
         epilog=_EPILOG,
@@ -67,7 +69,7 @@ def main(argv: list[str]) -> int:
     code: 0 imported, 2 refused or misused."""
     try:
         args = build_parser().parse_args(argv)
-    except SystemExit as stop:  # argparse has printed usage or help
+    except SystemExit as stop:  # the parser has printed help, or a one-line usage error
         return stop.code if isinstance(stop.code, int) else 2
 
     from anpord.importers import ImportRefusal, import_cases, summary_of, write_suite

@@ -9,9 +9,9 @@ from __future__ import annotations
 import os
 import shlex
 import sys
-import tempfile
 from pathlib import Path
 
+from .._fs import write_atomic
 from ._args import Parser
 
 __all__ = ["FILES", "build_parser", "main"]
@@ -51,22 +51,6 @@ def _shown(path: Path) -> str:
         return str(path)
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-
-
 def _fail(message: str) -> int:
     print(f"anpord init: {message}", file=sys.stderr)
     return 2
@@ -92,13 +76,15 @@ def main(argv: list[str]) -> int:
                 return _fail(
                     f"{_shown(dest)} already exists; not overwriting it (use --force to overwrite)"
                 )
-        todo.append((dest, template, dest.exists()))
+        todo.append((dest, template, dest.exists() or dest.is_symlink()))
 
     # Check every destination first, then write: a refusal leaves nothing half-scaffolded.
     written: list[tuple[Path, bool]] = []
     for dest, template, replacing in todo:
         try:
-            _write_atomic(dest, _template(template))
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            # No-clobber unless replacing with --force: a file that appeared since the check stays.
+            write_atomic(dest, _template(template), overwrite=replacing)
         except OSError as exc:
             return _fail(f"cannot write {_shown(dest)}: {exc.strerror or exc}")
         written.append((dest, replacing))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import math
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -25,11 +26,11 @@ class Skipped(Exception):
 class T(ScopedAssertions):
     """Drives the primary session; run-level assertions see every session's events."""
 
-    def __init__(self, state: TrialState, *, deadline: float, workspace: Path | None = None,
-                 row: Any = None):
+    def __init__(self, state: TrialState, *, deadline: float = math.inf,
+                 workspace: Path | None = None, row: Any = None):
         self._state = state
         self._primary = Session(state)
-        self.deadline = deadline  # time.time() at which the trial times out
+        self.deadline = deadline  # time.time() at which the trial times out (set as its timer starts)
         self.signal = asyncio.Event()  # set when the deadline passes
         self.workspace = workspace
         self.row = row

@@ -25,7 +25,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..events import INPUT_REQUESTED, INPUT_RESOLVED, LOG, MESSAGE_COMPLETED, TOOL_RESULT, Event
+from ..events import (
+    INPUT_REQUESTED,
+    INPUT_RESOLVED,
+    LOG,
+    MESSAGE_COMPLETED,
+    TOOL_RESULT,
+    Event,
+    message_text,
+)
 from ._protocol import (
     Emit,
     HarnessContext,
@@ -75,33 +83,13 @@ def resolve(spec: str) -> CommandHarness:
     return CommandHarness(spec)
 
 
-def _prompt_text(value: Any) -> str:
-    if isinstance(value, str):
-        return value
-    if isinstance(value, dict):
-        content = value.get("content", value.get("text"))
-        if isinstance(content, str):
-            return content
-        if isinstance(content, list):
-            return "\n".join(
-                str(p.get("text"))
-                for p in content
-                if isinstance(p, dict) and p.get("type") == "text"
-            )
-    return json.dumps(value, ensure_ascii=False, default=str)
-
-
 def _history(messages: Any) -> list[dict[str, str]]:
     out = []
     for m in messages:
         if isinstance(m, dict):
             content = m.get("content")
-            out.append(
-                {
-                    "role": str(m.get("role", "user")),
-                    "content": content if isinstance(content, str) else _prompt_text(content),
-                }
-            )
+            text = message_text(m) if isinstance(content, list) else message_text(content)
+            out.append({"role": str(m.get("role", "user")), "content": text})
     return out
 
 
@@ -202,7 +190,7 @@ class _Run:
             data["text"] = (
                 data["text"]
                 if isinstance(data.get("text"), str)
-                else _prompt_text(data.get("text", ""))
+                else message_text(data.get("text", ""))
             )
             if data["role"] == "assistant":
                 self.message = data["text"]
@@ -282,12 +270,20 @@ class CommandSession:
         self._parked: dict[str, Any] | None = None
         self._pending: dict[str, dict[str, Any]] = {}
         self._proc: asyncio.subprocess.Process | None = None
+        self._turn_running = False  # from run_turn's start: a cancel may come before the spawn
         self._cancel_requested = False
 
     # -- the harness protocol ---------------------------------------------------------------
 
     async def run_turn(self, request: TurnRequest, emit: Emit) -> TurnOutcome:
         self._cancel_requested = False
+        self._turn_running = True
+        try:
+            return await self._turn(request, emit)
+        finally:
+            self._turn_running = False
+
+    async def _turn(self, request: TurnRequest, emit: Emit) -> TurnOutcome:
         if request.input is None:
             if self._parked is None:
                 return TurnOutcome("failed", error="there is no pending input request to answer")
@@ -314,17 +310,19 @@ class CommandSession:
             history = (
                 _history(request.messages)
                 if request.messages
-                else [*self.history, {"role": "user", "content": _prompt_text(request.input)}]
+                else [*self.history, {"role": "user", "content": message_text(request.input)}]
             )
             turn = {"input": request.input, "history": history, "answers": []}
         return await self._run(turn, emit)
 
     async def cancel(self) -> bool:
-        proc = self._proc
-        if proc is None or proc.returncode is not None:
+        if not self._turn_running:
             return False
         self._cancel_requested = True
-        await self._kill(proc)
+        proc = self._proc
+        if proc is not None and proc.returncode is None:
+            await self._kill(proc)
+        # Not spawned yet: _run kills the program as soon as the spawn returns.
         return True
 
     async def close(self) -> None:
@@ -337,7 +335,7 @@ class CommandSession:
     # -- running the program ----------------------------------------------------------------
 
     def _environment(self, turn: dict[str, Any]) -> dict[str, str]:
-        prompt = _prompt_text(turn["input"])
+        prompt = message_text(turn["input"])
         prompt_file, history_file = self.dir / "prompt.txt", self.dir / "history.json"
         answers_file = self.dir / "input-responses.json"
         _write(prompt_file, prompt)
@@ -390,6 +388,8 @@ class CommandSession:
             cwd=self.sandbox.workspace,
         )
         self._proc = proc
+        if self._cancel_requested:
+            await self._kill(proc)  # cancelled while it was being spawned
         stderr_tail: list[str] = []
 
         def on_stderr(raw: bytes, cut: bool) -> None:

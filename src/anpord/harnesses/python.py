@@ -23,7 +23,14 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from ..agent import SyncTurnContext, TurnCancelled, TurnContext
-from ..events import INPUT_REQUESTED, INPUT_RESOLVED, MESSAGE_COMPLETED, Event, message_text, to_jsonable
+from ..events import (
+    INPUT_REQUESTED,
+    INPUT_RESOLVED,
+    MESSAGE_COMPLETED,
+    Event,
+    message_text,
+    to_jsonable,
+)
 from ._protocol import (
     Emit,
     HarnessContext,

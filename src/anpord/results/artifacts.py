@@ -11,11 +11,11 @@ import json
 import os
 import re
 import secrets
-import tempfile
 import time
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+from .._fs import write_atomic
 from ..events import Event, _json_default
 from ._model import TrialResult
 
@@ -29,10 +29,19 @@ _KEY_SHAPES = re.compile(
 )
 
 
-
 def _has_key_prefix(text: str) -> bool:
+    # The exact prefixes of _KEY_SHAPES: a bare "gh" would be in almost any text.
     return (
-        "sk-" in text or "gh" in text or "AKIA" in text or "xox" in text or "AIza" in text
+        "sk-" in text
+        or "ghp_" in text
+        or "gho_" in text
+        or "ghu_" in text
+        or "ghs_" in text
+        or "ghr_" in text
+        or "github_pat_" in text
+        or "AKIA" in text
+        or "xox" in text
+        or "AIza" in text
     )
 
 
@@ -53,24 +62,23 @@ def safe_segment(text: str) -> str:
 
 def write_json_atomic(path: Path, value: Any, *, indent: int | None = 2) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        # dumps, not dump: json.dump always takes the slow pure-Python encoder.
-        text = json.dumps(value, ensure_ascii=False, indent=indent, default=_json_default)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text + "\n")
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    # dumps, not dump: json.dump always takes the slow pure-Python encoder.
+    text = json.dumps(value, ensure_ascii=False, indent=indent, default=_json_default)
+    write_atomic(path, text + "\n")
+
+
+def _spellings(value: str) -> set[str]:
+    """How a secret can appear in an artifact: as itself, and inside a JSON string (escaped,
+    with or without ``\\uXXXX`` for non-ASCII), since artifacts are redacted as JSON text."""
+    return {value, json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1]}
 
 
 class Redactor:
+    """Replaces declared secret values and key-shaped strings with ``[REDACTED]`` in text."""
+
     def __init__(self, secret_values: Iterable[str] = ()):
-        values = sorted({v for v in secret_values if v and len(v) >= 4}, key=len, reverse=True)
+        spelled = {s for v in secret_values if v and len(v) >= 4 for s in _spellings(v)}
+        values = sorted(spelled, key=len, reverse=True)  # longest first: no partial leftovers
         self._secrets = re.compile("|".join(re.escape(v) for v in values)) if values else None
 
     def __call__(self, text: str) -> str:
@@ -87,9 +95,16 @@ _ENCODE = json.JSONEncoder(ensure_ascii=False, default=_json_default).encode
 
 
 def _write(path: str, text: str) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    """Write a trial file in place, not through a temp file and a rename (DESIGN §9 asks for
+    atomic writes): each is a new file, written once, by this run only, and nothing points to
+    it until its results.jsonl line is written after it — so a killed run leaves at most an
+    unreferenced partial file of an in-flight trial, which it loses anyway. The rename would
+    add a syscall per file on the runner's hottest path."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o666)
     try:
-        os.write(fd, text.encode("utf-8"))
+        view = memoryview(text.encode("utf-8"))
+        while view:  # a write may be partial
+            view = view[os.write(fd, view) :]
     finally:
         os.close(fd)
 
@@ -108,10 +123,10 @@ class RunWriter:
         self._made: set[str] = set()
 
     def write_run(self, info: dict[str, Any]) -> None:
-        text = self.redact(json.dumps(info, ensure_ascii=False, default=_json_default))
         # Pretty for people; compact when a huge grid would make indenting the slow part.
         indent = 2 if len(info.get("cells", ())) <= 500 else None
-        write_json_atomic(self.run_dir / "run.json", json.loads(text), indent=indent)
+        text = json.dumps(info, ensure_ascii=False, indent=indent, default=_json_default)
+        write_atomic(self.run_dir / "run.json", self.redact(text) + "\n")
 
     def trial_base(self, result: TrialResult) -> str:
         """``trials/<case-id>/<variant>/<n>`` relative to the run folder (no extension)."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from typing import Any, Sequence
 
 from ._model import VERDICTS, RunSummary, TrialResult
@@ -93,6 +94,13 @@ def summary_dict(summary: RunSummary, results: Sequence[TrialResult]) -> dict[st
     }
 
 
-def summary_json(summary: RunSummary, results: Sequence[TrialResult]) -> str:
-    """The ``--json`` document: indented, ASCII-only (safe on any terminal encoding), no NaN."""
-    return json.dumps(summary_dict(summary, results), indent=2, allow_nan=False, default=str)
+def summary_json(
+    summary: RunSummary,
+    results: Sequence[TrialResult],
+    *,
+    redact: Callable[[str], str] | None = None,
+) -> str:
+    """The ``--json`` document: indented, ASCII-only (safe on any terminal encoding), no NaN.
+    ``redact`` (a ``Redactor``) is applied to the JSON text."""
+    text = json.dumps(summary_dict(summary, results), indent=2, allow_nan=False, default=str)
+    return redact(text) if redact is not None else text

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import os
 import re
-import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
+from .._fs import write_atomic
 from ._model import RunSummary, TrialResult
 from ._text import failure_lines, trial_label
 
@@ -30,6 +31,13 @@ def _clean(text: object) -> str:
     return _FORBIDDEN.sub("\ufffd", str(text))
 
 
+def _cleaner(redact: Callable[[str], str] | None) -> Callable[[object], str]:
+    # Redact before XML escaping: an escaped secret (&quot;, &amp;) would no longer match.
+    if redact is None:
+        return _clean
+    return lambda text: _clean(redact(str(text)))
+
+
 def _testcase_name(r: TrialResult) -> str:
     return f"{r.case_id} [{r.variant}] {trial_label(r.trial)}"
 
@@ -43,11 +51,17 @@ def _order(summary: RunSummary, results: Sequence[TrialResult]) -> list[TrialRes
 
 
 def junit_xml(
-    summary: RunSummary, results: Sequence[TrialResult], *, strict: bool = False
+    summary: RunSummary,
+    results: Sequence[TrialResult],
+    *,
+    strict: bool = False,
+    redact: Callable[[str], str] | None = None,
 ) -> bytes:
-    """The JUnit document as UTF-8 bytes (what ``write_junit`` writes)."""
+    """The JUnit document as UTF-8 bytes (what ``write_junit`` writes). ``redact`` (a
+    ``Redactor``) is applied to every text taken from a trial."""
     import xml.etree.ElementTree as ET  # lazy: the console path never needs it
 
+    clean = _cleaner(redact)
     ordered = _order(summary, results)
     variants = list(dict.fromkeys(r.variant for r in ordered))
     root = ET.Element("testsuites", name="anpord")
@@ -55,11 +69,11 @@ def junit_xml(
     root_time = 0.0
     for variant in variants:
         mine = [r for r in ordered if r.variant == variant]
-        suite = ET.SubElement(root, "testsuite", name=_clean(variant))
+        suite = ET.SubElement(root, "testsuite", name=clean(variant))
         counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
         suite_time = 0.0
         for r in mine:
-            outcome = _testcase(suite, r, summary.run_dir, strict)
+            outcome = _testcase(suite, r, summary.run_dir, strict, clean)
             counts["tests"] += 1
             if outcome:
                 counts[outcome] += 1
@@ -77,28 +91,30 @@ def junit_xml(
     return data + b"\n"
 
 
-def _testcase(suite: Element, r: TrialResult, run_dir: str, strict: bool) -> str | None:
+def _testcase(
+    suite: Element, r: TrialResult, run_dir: str, strict: bool, clean: Callable[[object], str]
+) -> str | None:
     """Append one testcase; return the counter it adds to (``failures``/``errors``/``skipped``)."""
     import xml.etree.ElementTree as ET
 
     case = ET.SubElement(
         suite,
         "testcase",
-        classname=_clean(r.case_id),
-        name=_clean(_testcase_name(r)),
+        classname=clean(r.case_id),
+        name=clean(_testcase_name(r)),
         time=f"{r.duration:.3f}",
     )
     if r.file:
-        case.set("file", _clean(r.file))
+        case.set("file", clean(r.file))
     props = ET.SubElement(case, "properties")
     ET.SubElement(props, "property", name="verdict", value=r.verdict)
     if r.score is not None:
         ET.SubElement(props, "property", name="score", value=f"{r.score:.4f}")
     if r.artifact:
-        ET.SubElement(props, "property", name="artifact", value=_clean(r.artifact))
+        ET.SubElement(props, "property", name="artifact", value=clean(r.artifact))
 
-    details = _clean("\n".join(failure_lines(r, run_dir)))
-    message = _clean(r.reason or r.error or r.verdict.replace("_", " "))
+    details = clean("\n".join(failure_lines(r, run_dir)))
+    message = clean(r.reason or r.error or r.verdict.replace("_", " "))
     outcome: str | None = None
     if r.verdict in ("failed", "timed_out") or (r.verdict == "scored" and strict):
         el = ET.SubElement(case, "failure", message=message, type=r.verdict)
@@ -118,7 +134,7 @@ def _testcase(suite: Element, r: TrialResult, run_dir: str, strict: bool) -> str
         out.extend(details.splitlines())
     out.extend(r.logs)
     if out:
-        ET.SubElement(case, "system-out").text = _clean("\n".join(out))
+        ET.SubElement(case, "system-out").text = clean("\n".join(out))
     return outcome
 
 
@@ -128,6 +144,7 @@ def write_junit(
     results: Sequence[TrialResult],
     *,
     strict: bool = False,
+    redact: Callable[[str], str] | None = None,
 ) -> None:
     """Write the JUnit report atomically. A missing parent folder is a ``ValueError``."""
     target = Path(path)
@@ -136,15 +153,4 @@ def write_junit(
         raise ValueError(f"cannot write the JUnit report {target}: folder {parent} does not exist")
     if target.is_dir():
         raise ValueError(f"cannot write the JUnit report {target}: it is a folder")
-    data = junit_xml(summary, results, strict=strict)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, target)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    write_atomic(target, junit_xml(summary, results, strict=strict, redact=redact))

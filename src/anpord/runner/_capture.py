@@ -5,10 +5,11 @@ from __future__ import annotations
 import contextvars
 import io
 import sys
+import weakref
 from contextlib import contextmanager
 from typing import Callable, Iterator, TextIO
 
-__all__ = ["CURRENT_LOG", "captured_output"]
+__all__ = ["CURRENT_LOG", "captured_output", "flush_partial"]
 
 CURRENT_LOG: contextvars.ContextVar[Callable[[str], None] | None] = contextvars.ContextVar(
     "anpord_trial_log", default=None
@@ -21,7 +22,9 @@ class _Router(io.TextIOBase):
     def __init__(self, real: TextIO, stream_name: str):
         self._real = real
         self._name = stream_name
-        self._partial: dict[int, str] = {}
+        # A trial's unfinished line, keyed by its log sink itself: an id() could be reused by a
+        # later trial's sink and hand it this one's leftover.
+        self._partial: weakref.WeakKeyDictionary[Callable[[str], None], str] = weakref.WeakKeyDictionary()
 
     def writable(self) -> bool:
         return True
@@ -30,16 +33,24 @@ class _Router(io.TextIOBase):
         sink = CURRENT_LOG.get()
         if sink is None:
             return self._real.write(text)
-        key = id(sink)
-        buf = self._partial.get(key, "") + text
+        buf = self._partial.get(sink, "") + text
         *lines, rest = buf.split("\n")
         for line in lines:
-            sink(line if self._name == "stdout" else f"[stderr] {line}")
+            self._emit(sink, line)
         if rest:
-            self._partial[key] = rest
+            self._partial[sink] = rest
         else:
-            self._partial.pop(key, None)
+            self._partial.pop(sink, None)
         return len(text)
+
+    def _emit(self, sink: Callable[[str], None], line: str) -> None:
+        sink(line if self._name == "stdout" else f"[stderr] {line}")
+
+    def finish(self, sink: Callable[[str], None]) -> None:
+        """Log the trial's unfinished line, if any."""
+        rest = self._partial.pop(sink, None)
+        if rest:
+            self._emit(sink, rest)
 
     def flush(self) -> None:
         if CURRENT_LOG.get() is None:
@@ -54,6 +65,13 @@ class _Router(io.TextIOBase):
     @property
     def encoding(self) -> str:  # type: ignore[override]
         return getattr(self._real, "encoding", "utf-8")
+
+
+def flush_partial(sink: Callable[[str], None]) -> None:
+    """A trial ends: what it printed without a final newline still goes to its log."""
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, _Router):
+            stream.finish(sink)
 
 
 @contextmanager

@@ -171,12 +171,12 @@ def _secret_values(plan: Plan) -> list[str]:
 
 
 async def _execute(plan: Plan, opts: RunOptions, reporters: _Reporters, writer: RunWriter | None,
-                   info: RunInfo, max_sandboxes: int | None) -> tuple[list[TrialResult], bool]:
+                   info: RunInfo, max_sandboxes: int | None) -> tuple[list[TrialResult], int | None]:
+    """Run every trial; returns the results and the signal that stopped the run, if one did."""
     from ..sandboxes import get_sandbox
 
     loop = asyncio.get_running_loop()
     results: list[TrialResult] = []
-    interrupted = False
     stop = asyncio.Event()
     sandbox_slots = asyncio.Semaphore(max_sandboxes) if max_sandboxes else None
     sandboxes: dict[str, Any] = {}
@@ -226,44 +226,55 @@ async def _execute(plan: Plan, opts: RunOptions, reporters: _Reporters, writer: 
             result, events = await run_trial(job, env)
             finish(result, events)
 
-    count = 0
-    sigint_installed = False
+    signals: list[int] = []  # received so far; the first one names the exit code
+    forced = False
+    installed: list[int] = []
 
-    def on_sigint() -> None:
-        nonlocal count, interrupted
-        count += 1
-        interrupted = True
-        if count >= 2:
+    def on_signal(signum: int) -> None:
+        nonlocal forced
+        signals.append(signum)
+        if len(signals) >= 2:
             # Forced exit: no finally blocks run, so remove sandboxes (folders, processes) first.
             from ..sandboxes import cleanup_all
 
             cleanup_all()
-            os._exit(130)
+            os._exit(128 + signals[0])
+        # Ctrl-C lets running trials finish within a grace period; SIGTERM/SIGHUP (a supervisor,
+        # a closed terminal) cancel them at once, so their sandboxes close before a SIGKILL follows.
+        forced = signum != signal.SIGINT
         stop.set()
 
-    try:
-        loop.add_signal_handler(signal.SIGINT, on_sigint)
-        sigint_installed = True
-    except (NotImplementedError, RuntimeError):
-        pass
+    for name in ("SIGINT", "SIGTERM", "SIGHUP"):
+        sig = getattr(signal, name, None)
+        if sig is None:
+            continue
+        try:
+            loop.add_signal_handler(sig, on_signal, int(sig))
+            installed.append(int(sig))
+        except (NotImplementedError, RuntimeError, ValueError):
+            pass
     workers = [asyncio.ensure_future(worker()) for _ in range(plan.max_concurrency)]
     try:
         all_done: asyncio.Future[Any] = asyncio.gather(*workers)
         stopper: asyncio.Future[Any] = asyncio.ensure_future(stop.wait())
         await asyncio.wait([all_done, stopper], return_when=asyncio.FIRST_COMPLETED)
         if stop.is_set() and not all_done.done():
-            # Stop scheduling (workers check `stop`), give running trials a grace period, then cancel.
-            await asyncio.wait({all_done}, timeout=INTERRUPT_GRACE)
+            # Stop scheduling (workers check `stop`), give running trials a grace period unless
+            # forced, then cancel them: their finally blocks close the sandboxes.
+            if not forced:
+                await asyncio.wait({all_done}, timeout=INTERRUPT_GRACE)
             for w in workers:
                 w.cancel()
-            await asyncio.gather(*workers, return_exceptions=True)
+            await asyncio.wait({all_done})
+            if not all_done.cancelled():
+                all_done.exception()  # the cancellations are expected: not an unretrieved error
         else:
             await all_done
         stopper.cancel()
     finally:
-        if sigint_installed:
-            loop.remove_signal_handler(signal.SIGINT)
-    return results, interrupted
+        for installed_sig in installed:
+            loop.remove_signal_handler(installed_sig)
+    return results, signals[0] if signals else None
 
 
 class _SlotReleasing:
@@ -287,7 +298,8 @@ class _SlotReleasing:
 
 
 def execute(plan: Plan, opts: RunOptions, reporters: Sequence[Any]) -> RunSummary:
-    """Run the plan to completion (or Ctrl-C). Returns the summary; artifacts are on disk."""
+    """Run the plan to completion (or until Ctrl-C, SIGTERM or SIGHUP: exit 128 + the signal).
+    Returns the summary; artifacts are on disk."""
     project = plan.project
     run_id = new_run_id()
     run_dir = project.folder / ".anpord" / "runs" / run_id
@@ -328,7 +340,7 @@ def execute(plan: Plan, opts: RunOptions, reporters: Sequence[Any]) -> RunSummar
     with captured_output():
         fan.call("on_run_start", info)
         try:
-            results, interrupted = asyncio.run(
+            results, stopped_by = asyncio.run(
                 _execute(plan, opts, fan, writer, info, cfg.max_sandboxes)
             )
         finally:
@@ -343,7 +355,8 @@ def execute(plan: Plan, opts: RunOptions, reporters: Sequence[Any]) -> RunSummar
             by_cell.setdefault(r.cell_key, []).append(r)
         cells = [summarize_cell(by_cell[(c.case.id, c.variant.label)]) for c in plan.cells
                  if (c.case.id, c.variant.label) in by_cell]
-        code = 130 if interrupted else exit_code_for(totals, opts.fail_on)
+        interrupted = stopped_by is not None
+        code = 128 + stopped_by if stopped_by is not None else exit_code_for(totals, opts.fail_on)
         summary = RunSummary(
             run_id=run_id, run_dir=str(run_dir), totals=totals, cells=cells, exit_code=code,
             fail_on=opts.fail_on, duration=time.time() - started, interrupted=interrupted,

@@ -16,7 +16,7 @@ from ..events import USAGE, Event
 from ..harnesses import Harness, HarnessContext, HarnessStartError
 from ..results._model import TrialResult
 from ..sandboxes._protocol import SandboxError, SandboxInstance, SandboxSpec
-from ._capture import CURRENT_LOG
+from ._capture import CURRENT_LOG, flush_partial
 from ._rewrite import CURRENT_RECORDER
 from ._validate import SandboxHolder, ValidateError, run_declarative
 from ._verdict import decide_verdict
@@ -111,7 +111,9 @@ async def run_trial(job: TrialJob, env: TrialEnv) -> tuple[TrialResult, list[Eve
             if case.eval.declarative and holder.instance is not None:
                 from ..sandboxes._snapshot import snapshot as take_snapshot
 
-                snapshot = take_snapshot(holder.instance.workspace)
+                # Before the agent runs, for files_changed(); in a thread: a large workspace
+                # takes seconds to read, and the other trials must not stall meanwhile.
+                snapshot = await asyncio.to_thread(take_snapshot, holder.instance.workspace)
         ctx = None
         if job.harness is not None:
             ctx = HarnessContext(
@@ -122,8 +124,7 @@ async def run_trial(job: TrialJob, env: TrialEnv) -> tuple[TrialResult, list[Eve
             harness=job.harness, harness_ctx=ctx, recorder=recorder, base_dir=case.file.path.parent,
             log=log, harness_error=job.harness_error,
         )
-        t = T(state, deadline=started_wall + job.timeout,
-              workspace=holder.instance.workspace if holder.instance else None, row=case.row)
+        t = T(state, workspace=holder.instance.workspace if holder.instance else None, row=case.row)
 
         async def body() -> None:
             ev = case.eval
@@ -150,12 +151,15 @@ async def run_trial(job: TrialJob, env: TrialEnv) -> tuple[TrialResult, list[Eve
 
         def on_deadline() -> None:
             nonlocal timed_out
+            if task.done():
+                return  # finished in the same loop iteration: its own result stands
             timed_out = f"timed out after {job.timeout:g}s"
             t.signal.set()
             task.cancel()
             loop.call_later(TIMEOUT_GRACE, wake)
 
         task.add_done_callback(wake)
+        t.deadline = time.time() + job.timeout  # from now, not from before the sandbox opened
         timer = loop.call_later(job.timeout, on_deadline)
         try:
             await waiter
@@ -200,6 +204,7 @@ async def run_trial(job: TrialJob, env: TrialEnv) -> tuple[TrialResult, list[Eve
         finally:
             if holder.instance is not None:
                 await holder.instance.close()
+            flush_partial(log)
             CURRENT_RECORDER.reset(rec_token)
             CURRENT_LOG.reset(log_token)
 
