@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import math
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Generator, Sequence
 
 from ..assertions import AssertionHandle, Recorder, ScopedAssertions, check_value
 from ..events import Event
@@ -105,9 +105,11 @@ class T(ScopedAssertions):
         """Record a check of ``value`` (a gate, or soft for ``similarity``)."""
         return self._state.recorder.record(check_value(value, matcher, scope="run"))
 
-    async def require(self, value: Any, matcher: Any) -> AssertionHandle:
-        """A gate that stops the test when it fails."""
-        return self._state.recorder.require(value, matcher, scope="run")
+    def require(self, value: Any, matcher: Any) -> "_Ready":
+        """A gate that stops the test when it fails. Written ``await t.require(...)``; the check
+        happens (and a failure stops the test) at the call, so a forgotten ``await`` cannot
+        turn a failing gate into a silent no-op."""
+        return _Ready(self._state.recorder.require(value, matcher, scope="run"))
 
     # -- ScopedAssertions -------------------------------------------------------------------
 
@@ -129,3 +131,19 @@ class T(ScopedAssertions):
     def _assert_scope(self) -> str:
         return "run"
 
+
+class _Ready:
+    """An already-settled awaitable: ``await t.require(...)`` yields the handle."""
+
+    __slots__ = ("handle",)
+
+    def __init__(self, handle: AssertionHandle):
+        self.handle = handle
+
+    def __await__(self) -> Generator[None, None, AssertionHandle]:
+        return self.handle
+        yield  # noqa: unreachable - makes this a generator
+
+    def __getattr__(self, name: str) -> Any:
+        # `t.require(...).label("x")` without await still reaches the handle.
+        return getattr(self.handle, name)

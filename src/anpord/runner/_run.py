@@ -19,6 +19,7 @@ from ..results._reporter import PlannedCell, RunInfo
 from ..results.artifacts import Redactor, RunWriter, new_run_id
 from ..sandboxes._protocol import SandboxSpec
 from ._capture import captured_output
+from ._unawaited import unawaited_calls_fail
 from ._trial import TrialEnv, TrialJob, run_trial
 from .discovery import Case, Project, UsageError
 
@@ -337,7 +338,7 @@ def execute(plan: Plan, opts: RunOptions, reporters: Sequence[Any]) -> RunSummar
     if writer is not None:
         writer.write_run(snapshot)
     fan = _Reporters(list(reporters), sys.stderr)
-    with captured_output():
+    with captured_output(), unawaited_calls_fail():
         fan.call("on_run_start", info)
         try:
             results, stopped_by = asyncio.run(
