@@ -19,7 +19,7 @@ from .._fs import write_atomic
 from ..events import Event, _json_default
 from ._model import TrialResult
 
-__all__ = ["RunWriter", "new_run_id", "safe_segment", "Redactor", "write_json_atomic"]
+__all__ = ["Redactor", "RunWriter", "new_run_id", "safe_segment"]
 
 _UNSAFE = re.compile(r"[^\w.@+=-]+")  # \w keeps Unicode letters: 東京 stays readable
 # Key-shaped strings: common provider prefixes followed by a long token.
@@ -58,13 +58,6 @@ def safe_segment(text: str) -> str:
         digest = hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()[:8]
         s = f"{s[:111]}-{digest}"
     return s
-
-
-def write_json_atomic(path: Path, value: Any, *, indent: int | None = 2) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    # dumps, not dump: json.dump always takes the slow pure-Python encoder.
-    text = json.dumps(value, ensure_ascii=False, indent=indent, default=_json_default)
-    write_atomic(path, text + "\n")
 
 
 def _spellings(value: str) -> set[str]:
