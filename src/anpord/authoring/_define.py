@@ -122,7 +122,12 @@ def define_eval(test: Callable[..., Any] | None = None, /, **kwargs: Any) -> Any
     and as a plain call (``define_eval(prompt=..., validate=...)``)."""
     unknown = set(kwargs) - set(_EVAL_KEYS) - {"test"}
     if unknown:
-        raise DefinitionError(f"define_eval got unknown keyword(s): {', '.join(sorted(unknown))}")
+        hint = ""
+        if "variants" in unknown:
+            hint = " (variants belong to define_suite(...) or define_eval_config(...))"
+        elif "tag" in unknown:
+            hint = " (did you mean tags=?)"
+        raise DefinitionError(f"define_eval got unknown keyword(s): {', '.join(sorted(unknown))}{hint}")
     if "test" in kwargs:
         if test is not None:
             raise DefinitionError("define_eval got test twice")

@@ -111,6 +111,8 @@ def find_root(args: Sequence[str]) -> Path:
             found = _nearest_config(p if p.is_dir() else p.parent)
             if found is not None:
                 return found
+            if p.is_dir() and (p / "evals" / CONFIG_NAME).is_file():
+                return (p / "evals").resolve()  # a project folder: `anpord eval my-project`
             break
     default = Path("evals") / CONFIG_NAME
     if default.is_file():
@@ -190,6 +192,8 @@ def select_files(project: Project, args: Sequence[str]) -> list[EvalFile]:
         # A path outside the root that is also an id (./weather beside evals/weather) is the id.
         if p.exists() and (p.resolve().is_relative_to(root) or not _names_an_id(root, arg)):
             rp = p.resolve()
+            if rp == root.parent:
+                rp = root  # the project folder stands for everything under its evals root
             if not rp.is_relative_to(root):
                 raise UsageError(f"{arg}: is outside the evals root {_rel(root)}")
             if rp.is_dir():
