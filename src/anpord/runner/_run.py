@@ -68,10 +68,14 @@ class Plan:
 
 def _variants_for(case: Case, project: Project, opts: RunOptions) -> list[Variant]:
     cfg = project.config
+    declared = list(case.variants or cfg.variants or (Variant(),))
     if opts.harness:
-        base = [Variant(harness=opts.harness)]
+        # One variant with the new harness. It keeps where and how the first declared variant
+        # ran (sandbox, network, env, secrets, mounts): those describe the machine, not the agent.
+        first = declared[0]
+        base = [replace(first, harness=opts.harness, model=None, name=None, profile=None)]
     else:
-        base = list(case.variants or cfg.variants or (Variant(),))
+        base = declared
     out = []
     for v in base:
         v = v.with_defaults(cfg.harness, cfg.model, cfg.sandbox)
@@ -87,28 +91,43 @@ def _variants_for(case: Case, project: Project, opts: RunOptions) -> list[Varian
     return out
 
 
+def _select_variants(wanted: Sequence[str], variants: Sequence[Variant]) -> set[str] | None:
+    """``--variant`` values to labels. A value is a full label, or a variant's name, model,
+    harness or profile when that names exactly one label; otherwise exit 2 listing the labels."""
+    if not wanted:
+        return None
+    labels: dict[str, Variant] = {}
+    for v in variants:
+        labels.setdefault(v.label, v)
+    listing = ", ".join(labels) or "none"
+    chosen: set[str] = set()
+    for w in wanted:
+        if w in labels:
+            chosen.add(w)
+            continue
+        hits = sorted(label for label, v in labels.items() if w in (v.name, v.model, v.harness, v.profile))
+        if not hits:
+            raise UsageError(f"unknown variant {w}; the variants are: {listing}")
+        if len(hits) > 1:
+            raise UsageError(f"ambiguous variant {w}: it names {', '.join(hits)}; give a full label")
+        chosen.add(hits[0])
+    return chosen
+
+
 def build_plan(project: Project, cases: Sequence[Case], opts: RunOptions, *, resolve: bool = True) -> Plan:
     cfg = project.config
     cells: list[PlannedCase] = []
-    all_labels: dict[str, None] = {}
-    for case in cases:
-        variants = _variants_for(case, project, opts)
-        for v in variants:
-            all_labels.setdefault(v.label, None)
-        if opts.variants:
-            variants = [v for v in variants if v.label in opts.variants]
+    per_case = [(case, _variants_for(case, project, opts)) for case in cases]
+    selected = _select_variants(opts.variants, [v for _, vs in per_case for v in vs])
+    for case, variants in per_case:
+        if selected is not None:
+            variants = [v for v in variants if v.label in selected]
         ev = case.eval
         suite = case.suite
         trials = opts.trials or ev.trials or (suite.trials if suite else None) or cfg.trials
         timeout = opts.timeout or ev.timeout or (suite.timeout if suite else None) or cfg.timeout
         for v in variants:
             cells.append(PlannedCase(case, v, trials, float(timeout)))
-    if opts.variants:
-        unknown = [label for label in opts.variants if label not in all_labels]
-        if unknown:
-            raise UsageError(
-                f"unknown variant {', '.join(unknown)}; the variants are: {', '.join(all_labels) or 'none'}"
-            )
     plan = Plan(project=project, cells=cells, max_concurrency=opts.max_concurrency or cfg.max_concurrency)
     if resolve:
         for cell in cells:
