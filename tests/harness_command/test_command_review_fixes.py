@@ -18,9 +18,12 @@ import pytest
 from command_support import live_with
 
 
+SRC = Path(__file__).resolve().parents[2] / "src"
+
+
 def anpord_cmd() -> list[str]:
-    script = Path(sys.executable).with_name("anpord")
-    return [str(script)] if script.is_file() else [sys.executable, "-m", "anpord.cli.main"]
+    # This checkout's anpord, whatever `anpord` on PATH points at.
+    return [sys.executable, "-m", "anpord"]
 
 
 def project(tmp_path: Path, harness: str, evals: str, **config: Any) -> Path:
@@ -38,7 +41,8 @@ def project(tmp_path: Path, harness: str, evals: str, **config: Any) -> Path:
 
 
 def env_for(folder: Path) -> dict[str, str]:
-    return {**os.environ, "NO_COLOR": "1", "ANPORD_SANDBOX_TMP": str(folder / "sbx")}
+    path = os.pathsep.join(p for p in (str(SRC), os.environ.get("PYTHONPATH", "")) if p)
+    return {**os.environ, "PYTHONPATH": path, "NO_COLOR": "1", "ANPORD_SANDBOX_TMP": str(folder / "sbx")}
 
 
 def run(
@@ -196,3 +200,18 @@ def test_sigterm_and_sighup_leave_no_process_or_folder(tmp_path: Path, signum: i
     )  # finished trials are kept
     info = json.loads((run_dir(folder) / "run.json").read_text())
     assert (info["status"], info["exit_code"]) == ("interrupted", 128 + signum)
+
+
+def test_what_a_command_agent_prints_reaches_the_trial_log(tmp_path: Path) -> None:
+    folder = project(tmp_path, "command:echo starting >&2; echo the answer", """
+        @define_eval
+        async def test(t):
+            turn = await t.send("hi")
+            t.check(turn.message, equals("the answer"))
+    """)
+    done, _ = run(folder, "--verbose")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "cases | [stderr] starting" in done.stdout and "cases | the answer" in done.stdout
+    (trial,) = (run_dir(folder) / "trials").rglob("0.json")
+    # stdout and stderr are read side by side, so their relative order is not fixed.
+    assert sorted(json.loads(trial.read_text())["logs"]) == ["[stderr] starting", "the answer"]

@@ -23,7 +23,7 @@ import signal
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from ..events import (
     INPUT_REQUESTED,
@@ -121,8 +121,9 @@ def _start_failure(code: int, stderr: str) -> str:
 class _Run:
     """One execution of the program: parses its output into events, within the caps."""
 
-    def __init__(self, emit: Emit, answered: set[str]):
+    def __init__(self, emit: Emit, answered: set[str], log: Callable[[str], None] = lambda _: None):
         self.emit = emit
+        self.log = log  # the trial's log: artifacts and --verbose
         self.answered = answered
         self.answer: list[str] = []
         self.answer_bytes = 0
@@ -144,6 +145,7 @@ class _Run:
             return
         self.log_bytes += size
         self.emit(Event(LOG, {"message": text, "stream": stream}))
+        self.log(f"[stderr] {text}" if stream == "stderr" else text)
 
     def _event(self, kind: str, data: dict[str, Any]) -> None:
         if self.events >= EVENT_CAP:
@@ -379,7 +381,7 @@ class CommandSession:
         from ..sandboxes._proc import settle
 
         answered = {str(a["request_id"]) for a in turn["answers"]}
-        run = _Run(emit, answered)
+        run = _Run(emit, answered, self.ctx.log)
         self._parked, self._pending = None, {}  # parked again below only if it asks again
         started = time.monotonic()
         proc = await self.sandbox.spawn(

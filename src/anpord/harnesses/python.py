@@ -265,6 +265,7 @@ class PythonSession:
         except BaseException as exc:  # noqa: BLE001 - SystemExit/KeyboardInterrupt fail the trial only
             tb = "".join(traceback.format_exception(exc))
             self.ctx.log(f"agent raised:\n{tb}")
+            self.ctx.extra.setdefault("traceback", tb)  # the trial's artifact keeps the first
             return ("failed", None, f"agent raised {type(exc).__name__}: {exc}")
         return ("completed", value, None)
 

@@ -188,6 +188,8 @@ async def run_trial(job: TrialJob, env: TrialEnv) -> tuple[TrialResult, list[Eve
                 tb = "".join(traceback.format_exception(exc))
         if execution_error is None and state.execution_errors:
             execution_error = state.execution_errors[0]
+            if tb is None and ctx is not None:
+                tb = ctx.extra.get("traceback")
         if skipped is None and void_reason is None and state.start_error is not None:
             void_reason = state.start_error  # even when the test caught the error and went on
     except (HarnessStartError, SandboxError) as exc:
