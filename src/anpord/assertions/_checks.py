@@ -263,6 +263,23 @@ def not_called_tool(events: Sequence[Event], name: Any) -> Outcome:
     )
 
 
+def _in_order(items: Sequence[Any], steps: Sequence[Any], match: Callable[[Any, Any], Any]) -> tuple[int | None, str | None]:
+    """Walk ``items`` once, finding each step after the one before it (a subsequence).
+    Returns the 1-based number of the first step not found, or the error a matcher raised."""
+    pos = 0
+    for i, step in enumerate(steps, 1):
+        while pos < len(items):
+            m = match(items[pos], step)
+            pos += 1
+            if m.error:
+                return None, m.error
+            if m.ok:
+                break
+        else:
+            return i, None
+    return None, None
+
+
 def tool_order(events: Sequence[Event], steps: Sequence[Any]) -> Outcome:
     calls = tool_calls_from_events(events)
     expected = _describe(list(steps))
@@ -277,26 +294,18 @@ def tool_order(events: Sequence[Event], steps: Sequence[Any]) -> Outcome:
             parsed.append((step["name"], _tool_filters(step)))
         else:
             parsed.append((step, []))
-    pos = 0
-    for i, (name, filters) in enumerate(parsed, 1):
-        found = None
-        while pos < len(calls):
-            m = _match_call(calls[pos], name, filters)
-            pos += 1
-            if m.error:
-                return Outcome(False, m.error, expected, actual, m.error)
-            if m.ok:
-                found = pos
-                break
-        if found is None:
-            step_text = _render(steps[i - 1], 160)
-            return Outcome(
-                False,
-                f"step {i} of {len(parsed)} ({step_text}) was not called after the steps before it; "
-                f"{_calls_seen(calls)}",
-                expected,
-                actual,
-            )
+    i, error = _in_order(calls, parsed, lambda call, step: _match_call(call, *step))
+    if error:
+        return Outcome(False, error, expected, actual, error)
+    if i is not None:
+        step_text = _render(steps[i - 1], 160)
+        return Outcome(
+            False,
+            f"step {i} of {len(parsed)} ({step_text}) was not called after the steps before it; "
+            f"{_calls_seen(calls)}",
+            expected,
+            actual,
+        )
     return Outcome(True, "", expected, actual)
 
 
@@ -444,28 +453,18 @@ def event_order(events: Sequence[Event], steps: Sequence[Any]) -> Outcome:
             parsed.append((step["type"], step.get("data")))
         else:
             parsed.append((step, None))
-    pos = 0
-    for i, (type_, data) in enumerate(parsed, 1):
-        found = False
-        while pos < len(events):
-            m = _match_event(events[pos], type_, data)
-            pos += 1
-            if m.error:
-                return Outcome(False, m.error, expected, None, m.error)
-            if m.ok:
-                found = True
-                break
-        if not found:
-            seen = ", ".join(actual[:60]) + (
-                f", … ({len(actual) - 60} more)" if len(actual) > 60 else ""
-            )
-            return Outcome(
-                False,
-                f"step {i} of {len(parsed)} ({_render(steps[i - 1], 160)}) not seen after the steps "
-                f"before it; events in order: {seen or 'none'}",
-                expected,
-                _clip(json.dumps(actual), 2000),
-            )
+    i, error = _in_order(events, parsed, lambda event, step: _match_event(event, *step))
+    if error:
+        return Outcome(False, error, expected, None, error)
+    if i is not None:
+        seen = ", ".join(actual[:60]) + (f", … ({len(actual) - 60} more)" if len(actual) > 60 else "")
+        return Outcome(
+            False,
+            f"step {i} of {len(parsed)} ({_render(steps[i - 1], 160)}) not seen after the steps "
+            f"before it; events in order: {seen or 'none'}",
+            expected,
+            _clip(json.dumps(actual), 2000),
+        )
     return Outcome(True, "", expected, None)
 
 
