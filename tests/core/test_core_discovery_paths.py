@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from core_support import END, assert_passed, eval_file
@@ -41,3 +42,13 @@ def test_define_eval_keyword_slips_get_a_hint(make_project: Any) -> None:
     assert "variants belong to define_suite(...) or define_eval_config(...)" in run.stderr
     run = project.run("tag")
     assert run.code == 2 and "did you mean tags=?" in run.stderr, run.stderr
+
+
+def test_json_gets_an_error_document_when_nothing_can_run(make_project: Any) -> None:
+    project = make_project({"evals/broken.eval.py": "this is not python\n"})
+    for args in (("--json",), ("--list", "--json")):
+        run = project.run(*args)
+        assert run.code == 2
+        document = json.loads(run.stdout)
+        assert document["exit_code"] == 2 and "broken.eval.py" in document["error"], document
+        assert run.stderr.count("\n") == 1, run.stderr

@@ -108,6 +108,9 @@ def _run(args: argparse.Namespace, fail_on: str, out: TextIO) -> int:
         if not plan.cells:
             raise UsageError("nothing to run: no variant selected")
     except UsageError as exc:
+        if args.json:
+            # A CI step parsing stdout gets a document saying why, not an empty stream.
+            out.write(json.dumps({"error": str(exc), "exit_code": 2}, ensure_ascii=False) + "\n")
         return _fail(str(exc))
 
     from ..results.console import ConsoleReporter
