@@ -94,3 +94,9 @@ def test_a_second_ctrl_c_forces_the_exit(make_project: Any) -> None:
             proc.wait()
     assert proc.returncode == 130
     assert time.monotonic() - sent_at < 2
+    # Even a forced exit leaves run.json saying so, not "running".
+    run_dir = project.latest_run_dir()
+    assert run_dir is not None
+    info = json.loads((run_dir / "run.json").read_text())
+    assert info["status"] == "interrupted" and info["forced"] is True
+    assert info["totals"]["trials"] == 0

@@ -9,7 +9,7 @@ import signal
 import sys
 import time
 from dataclasses import dataclass, field, replace
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from ..authoring._config import Variant
 from ..events import Event
@@ -191,7 +191,9 @@ def _secret_values(plan: Plan) -> list[str]:
 
 
 async def _execute(plan: Plan, opts: RunOptions, reporters: _Reporters, writer: RunWriter | None,
-                   info: RunInfo, max_sandboxes: int | None) -> tuple[list[TrialResult], int | None]:
+                   info: RunInfo, max_sandboxes: int | None,
+                   on_forced_exit: Callable[[list[TrialResult]], None] = lambda _: None,
+                   ) -> tuple[list[TrialResult], int | None]:
     """Run every trial; returns the results and the signal that stopped the run, if one did."""
     from ..sandboxes import get_sandbox
 
@@ -257,8 +259,11 @@ async def _execute(plan: Plan, opts: RunOptions, reporters: _Reporters, writer: 
             # Forced exit: no finally blocks run, so remove sandboxes (folders, processes) first.
             from ..sandboxes import cleanup_all
 
-            cleanup_all()
-            os._exit(128 + signals[0])
+            try:
+                on_forced_exit(results)  # run.json says "interrupted", not "running"
+            finally:
+                cleanup_all()
+                os._exit(128 + signals[0])
         # Ctrl-C lets running trials finish within a grace period; SIGTERM/SIGHUP (a supervisor,
         # a closed terminal) cancel them at once, so their sandboxes close before a SIGKILL follows.
         forced = signum != signal.SIGINT
@@ -360,8 +365,17 @@ def execute(plan: Plan, opts: RunOptions, reporters: Sequence[Any]) -> RunSummar
     with captured_output(), unawaited_calls_fail():
         fan.call("on_run_start", info)
         try:
+            def on_forced_exit(done: list[TrialResult]) -> None:
+                if writer is not None:
+                    counts: dict[str, int] = {v: 0 for v in VERDICTS}
+                    for r in done:
+                        counts[r.verdict] += 1
+                    snapshot.update(status="interrupted", forced=True, finished_at=time.time(),
+                                    totals={**counts, "trials": len(done)})
+                    writer.write_run(snapshot)
+
             results, stopped_by = asyncio.run(
-                _execute(plan, opts, fan, writer, info, cfg.max_sandboxes)
+                _execute(plan, opts, fan, writer, info, cfg.max_sandboxes, on_forced_exit)
             )
         finally:
             if writer is not None:
