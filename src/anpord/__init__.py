@@ -30,20 +30,23 @@ _EXPORTS = {
 
 __all__ = sorted(_EXPORTS) + ["__version__"]
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .agent import TurnContext
-    from .authoring import (
-        Eval,
-        EvalConfig,
-        JudgeConfig,
-        Suite,
-        Variant,
-        define_eval,
-        define_eval_config,
-        define_suite,
-        files,
-    )
-    from .events import Event
+if TYPE_CHECKING:  # pragma: no cover - for type checkers: `from anpord import X` is explicit
+    from .agent import TurnContext as TurnContext
+    from .authoring import Eval as Eval
+    from .authoring import EvalConfig as EvalConfig
+    from .authoring import JudgeConfig as JudgeConfig
+    from .authoring import Suite as Suite
+    from .authoring import Variant as Variant
+    from .authoring import command as command
+    from .authoring import define_eval as define_eval
+    from .authoring import define_eval_config as define_eval_config
+    from .authoring import define_suite as define_suite
+    from .authoring import directory as directory
+    from .authoring import files as files
+    from .authoring import repo as repo
+    from .drive import Turn as Turn
+    from .events import Event as Event
+    from .results import Reporter as Reporter
 
 
 def __getattr__(name: str) -> Any:

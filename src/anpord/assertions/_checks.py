@@ -294,14 +294,14 @@ def tool_order(events: Sequence[Event], steps: Sequence[Any]) -> Outcome:
             parsed.append((step["name"], _tool_filters(step)))
         else:
             parsed.append((step, []))
-    i, error = _in_order(calls, parsed, lambda call, step: _match_call(call, *step))
+    missing, error = _in_order(calls, parsed, lambda call, step: _match_call(call, *step))
     if error:
         return Outcome(False, error, expected, actual, error)
-    if i is not None:
-        step_text = _render(steps[i - 1], 160)
+    if missing is not None:
+        step_text = _render(steps[missing - 1], 160)
         return Outcome(
             False,
-            f"step {i} of {len(parsed)} ({step_text}) was not called after the steps before it; "
+            f"step {missing} of {len(parsed)} ({step_text}) was not called after the steps before it; "
             f"{_calls_seen(calls)}",
             expected,
             actual,
@@ -453,14 +453,14 @@ def event_order(events: Sequence[Event], steps: Sequence[Any]) -> Outcome:
             parsed.append((step["type"], step.get("data")))
         else:
             parsed.append((step, None))
-    i, error = _in_order(events, parsed, lambda event, step: _match_event(event, *step))
+    missing, error = _in_order(events, parsed, lambda event, step: _match_event(event, *step))
     if error:
         return Outcome(False, error, expected, None, error)
-    if i is not None:
+    if missing is not None:
         seen = ", ".join(actual[:60]) + (f", … ({len(actual) - 60} more)" if len(actual) > 60 else "")
         return Outcome(
             False,
-            f"step {i} of {len(parsed)} ({_render(steps[i - 1], 160)}) not seen after the steps "
+            f"step {missing} of {len(parsed)} ({_render(steps[missing - 1], 160)}) not seen after the steps "
             f"before it; events in order: {seen or 'none'}",
             expected,
             _clip(json.dumps(actual), 2000),

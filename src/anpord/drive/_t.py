@@ -142,7 +142,7 @@ class _Ready:
 
     def __await__(self) -> Generator[None, None, AssertionHandle]:
         return self.handle
-        yield  # noqa: unreachable - makes this a generator
+        yield  # unreachable: its presence makes __await__ a generator
 
     def __getattr__(self, name: str) -> Any:
         # `t.require(...).label("x")` without await still reaches the handle.

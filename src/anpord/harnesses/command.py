@@ -23,7 +23,7 @@ import signal
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from ..events import (
     INPUT_REQUESTED,
