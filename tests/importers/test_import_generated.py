@@ -315,6 +315,23 @@ def test_unknown_fields_are_reported_not_fatal(tmp_path: Path) -> None:
         'Not imported: "assertions[].weight" (case 2) is not an evals-json field.',
     )
     assert imported.tally == Tally(cases=2, converted=1, needs_author=1)
+    # The case's own unknown fields stay beside it as comments, for whoever writes its checks.
+    assert "Not imported, from the file: tags = []" in comments(imported.source).splitlines()
+
+
+def test_unknown_case_fields_become_inert_comments(tmp_path: Path) -> None:
+    nasty = {"pattern": "a\\b\n\"c\"", "nested": {"x": [1, "\u2028# not code"]}}
+    path = tmp_path / "evals.json"
+    path.write_text(json.dumps({"evals": [{"id": 1, "prompt": "p", "must_have": nasty,
+                                           "blob": "x" * 2000}]}))
+    source = import_cases("evals-json", str(path)).source
+    (case,) = suite_of(source).cases  # it compiles and holds one case
+    lines = comments(source).splitlines()
+    kept = [line for line in lines if line.startswith("Not imported, from the file: must_have = ")]
+    assert len(kept) == 1 and "pattern" in kept[0]
+    blob = next(line for line in lines if line.startswith("Not imported, from the file: blob = "))
+    assert blob.endswith("…") and len(blob) < 600
+    assert case.prompt == "p"
 
 
 # -- yaml ---------------------------------------------------------------------------------------------
