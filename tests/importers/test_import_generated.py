@@ -337,6 +337,15 @@ def test_unknown_case_fields_become_inert_comments(tmp_path: Path) -> None:
 # -- yaml ---------------------------------------------------------------------------------------------
 
 
+def test_yaml_unknown_fields_become_comments(tmp_path: Path) -> None:
+    path = tmp_path / "case.yaml"
+    path.write_text("name: Totals\ntask: Add them up\nexpected_substrings: ['3', '4']\n")
+    source = import_cases("yaml", str(path)).source
+    assert 'Not imported, from the file: expected_substrings = ["3", "4"]' in comments(source).splitlines()
+    (case,) = suite_of(source).cases
+    assert case.prompt == "Add them up"
+
+
 def test_yaml_directory_in_sorted_order(own: Path) -> None:
     imported = import_cases("yaml", "yaml-cases")
     assert imported.tally == Tally(cases=3, converted=0, needs_author=5)

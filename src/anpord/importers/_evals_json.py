@@ -13,7 +13,7 @@ from typing import Any
 from ._errors import CaseFileEmpty, CaseFileNotEvalsJson, CaseFileNotJson
 from ._files import read_text
 from ._model import CaseFile, Check, Converted, ImportedCase, Rule, Unwritten
-from ._text import describe_actual, listing
+from ._text import describe_actual, kept_fields, listing
 
 __all__ = ["NO_ASSERTION", "read_evals_json"]
 
@@ -225,25 +225,8 @@ def _case(index: int, raw: Any, found: _Findings) -> ImportedCase | None:
         (heading,)
         if expected_output is None
         else (heading, f"The file's expected output: {expected_output}")
-    ) + _kept_fields(raw)
+    ) + kept_fields(raw, _KNOWN_CASE)
     return ImportedCase(own_id, name, prompt, tuple(checks), notes, _source_note(fixtures))
-
-
-_KEPT_FIELD_CHARS = 500
-
-
-def _kept_fields(raw: dict[str, Any]) -> tuple[str, ...]:
-    """Fields this format does not define (``must_have`` regexes, ``scorers``, …) become comments
-    above the case, so an author writing its checks still sees what the file said."""
-    kept = []
-    for key, value in raw.items():
-        if key in _KNOWN_CASE:
-            continue
-        text = json.dumps(value, ensure_ascii=False, default=str)
-        if len(text) > _KEPT_FIELD_CHARS:
-            text = text[: _KEPT_FIELD_CHARS - 1] + "…"
-        kept.append(f"Not imported, from the file: {key} = {text}")
-    return tuple(kept)
 
 
 def _notes(data: dict[str, Any], found: _Findings) -> list[str]:

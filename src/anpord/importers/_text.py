@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from typing import Any
 
 __all__ = [
     "comment_lines",
     "describe_actual",
     "escape_unprintable",
+    "kept_fields",
     "listing",
     "one_line",
     "plural",
@@ -119,3 +120,20 @@ def listing(names: list[str], limit: int = 10) -> str:
     if len(names) <= limit:
         return ", ".join(names)
     return ", ".join(names[:limit]) + f" and {len(names) - limit} more"
+
+
+_KEPT_FIELD_CHARS = 500
+
+
+def kept_fields(raw: dict[Any, Any], known: Collection[str]) -> tuple[str, ...]:
+    """A case's fields its format does not define (``must_have`` regexes, ``scorers``, …), as
+    notes for the comments above it: whoever writes its checks still sees what the file said."""
+    kept = []
+    for key, value in raw.items():
+        if key in known:
+            continue
+        text = json.dumps(value, ensure_ascii=False, default=str)
+        if len(text) > _KEPT_FIELD_CHARS:
+            text = text[: _KEPT_FIELD_CHARS - 1] + "…"
+        kept.append(f"Not imported, from the file: {key} = {text}")
+    return tuple(kept)

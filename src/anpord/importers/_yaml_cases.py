@@ -18,7 +18,7 @@ from ._errors import (
 )
 from ._files import read_text
 from ._model import CaseFile, ImportedCase, Unwritten
-from ._text import describe_actual, listing, one_line
+from ._text import describe_actual, kept_fields, listing, one_line
 
 __all__ = ["DEFAULT_MAX_STEPS", "UNJUDGED", "read_yaml_cases"]
 
@@ -112,7 +112,7 @@ def _case(path: str, data: Any, seen: _Seen, shown: str) -> ImportedCase:
         name=name,
         prompt=data["task"],
         checks=tuple(Unwritten(line) for line in lines) or (Unwritten(UNJUDGED),),
-        notes=(f"Case: {name}", f"Imported from {path}.", *budget),
+        notes=(f"Case: {name}", f"Imported from {path}.", *budget, *kept_fields(data, _KNOWN)),
         source_note="The YAML names no starting files, so add the ones this case works on.",
         fallback_key=os.path.splitext(os.path.basename(path))[0],
     )
