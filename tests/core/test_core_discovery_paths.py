@@ -52,3 +52,17 @@ def test_json_gets_an_error_document_when_nothing_can_run(make_project: Any) -> 
         document = json.loads(run.stdout)
         assert document["exit_code"] == 2 and "broken.eval.py" in document["error"], document
         assert run.stderr.count("\n") == 1, run.stderr
+
+
+def test_nothing_to_run_says_why(make_project: Any) -> None:
+    empty = make_project({})
+    run = empty.run()
+    assert run.code == 2
+    assert "no *.eval.py file under evals (write one, or run `anpord init`)" in run.stderr, run.stderr
+    tagged = make_project({"evals/one.eval.py": eval_file("""
+        @define_eval(tags=["smoke"])
+        async def test(t):
+            pass
+    """)})
+    run = tagged.run("--tag", "slow")
+    assert run.code == 2 and "no selected case matches --tag/--exclude-tag" in run.stderr, run.stderr

@@ -391,3 +391,14 @@ def test_refusal_names_the_format_choices(capsys) -> None:
     code, _, err = cli(capsys, "--format", "csv", "cases.csv")
     assert code == 2
     assert "invalid choice: 'csv'" in err
+
+
+def test_an_evals_json_file_read_as_yaml_gets_a_hint(tmp_path: Path) -> None:
+    path = tmp_path / "evals.json"
+    path.write_text('{"skill_name": "s", "evals": [{"id": 1, "prompt": "p", "assertions": []}]}')
+    refusal = refusal_of("yaml", str(path))
+    assert type(refusal) is CaseFileNotYamlCase
+    assert refusal.line() == (
+        f"CaseFileNotYamlCase: {path} is not a yaml case: name: is missing; task: is missing "
+        "(it holds an evals list: is it --format evals-json?)"
+    )

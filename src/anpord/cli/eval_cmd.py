@@ -92,7 +92,8 @@ def _run(args: argparse.Namespace, fail_on: str, out: TextIO) -> int:
     try:
         project = find_project(args.targets)
         files = select_files(project, args.targets)
-        cases = filter_tags(load_cases(files), args.tag, args.exclude_tag)
+        loaded = load_cases(files)
+        cases = filter_tags(loaded, args.tag, args.exclude_tag)
         if args.list:
             return _list(cases, args.json, out)
         from ..runner._run import RunOptions, build_plan, execute
@@ -103,7 +104,12 @@ def _run(args: argparse.Namespace, fail_on: str, out: TextIO) -> int:
             fail_on=fail_on, artifacts=not args.no_artifacts,
         )
         if not cases:
-            raise UsageError("nothing to run: no case matches the arguments and tags")
+            if loaded:
+                raise UsageError("nothing to run: no selected case matches --tag/--exclude-tag")
+            raise UsageError(
+                f"nothing to run: no *.eval.py file under {os.path.relpath(project.root)} "
+                "(write one, or run `anpord init`)"
+            )
         plan = build_plan(project, cases, opts)
         if not plan.cells:
             raise UsageError("nothing to run: no variant selected")

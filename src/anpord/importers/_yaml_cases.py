@@ -91,6 +91,8 @@ def _case(path: str, data: Any, seen: _Seen, shown: str) -> ImportedCase:
     if issues:
         more = len(issues) - _MAX_ISSUES
         reason = "; ".join(issues[:_MAX_ISSUES]) + (f"; and {more} more" if more > 0 else "")
+        if "evals" in data:  # JSON is YAML too: an evals-json file read with the wrong --format
+            reason += " (it holds an evals list: is it --format evals-json?)"
         raise CaseFileNotYamlCase(path, reason)
 
     for key in data:
