@@ -28,19 +28,11 @@ from typing import Any
 
 __all__ = ["LoaderError", "load_json", "load_yaml", "project_folder"]
 
-CONFIG_NAME = "evals.config.py"
+from .runner.discovery import CONFIG_NAME, UsageError, find_root, nearest_config_folder
 
 
 class LoaderError(ValueError):
     """A fixture file is missing or does not parse. The message names the file."""
-
-
-def _nearest_root(start: Path) -> Path | None:
-    start = start.resolve()
-    for folder in (start, *start.parents):
-        if (folder / CONFIG_NAME).is_file():
-            return folder
-    return None
 
 
 def _caller_file(depth: int) -> Path | None:
@@ -57,18 +49,18 @@ def _caller_file(depth: int) -> Path | None:
 def project_folder(start: str | Path | None = None) -> Path:
     """The project folder (the evals root's parent) for ``start`` (a file or folder), or the
     current folder when ``start`` is None. Raises ``LoaderError`` when no evals root is found."""
+    # The same search `anpord eval` makes, so fixtures and runs agree on the project folder.
     root = None
     if start is not None:
         p = Path(start)
-        root = _nearest_root(p if p.is_dir() else p.parent)
-    if root is None:
-        default = Path.cwd() / "evals" / CONFIG_NAME
-        root = default.parent.resolve() if default.is_file() else _nearest_root(Path.cwd())
-    if root is None:
+        root = nearest_config_folder(p if p.is_dir() else p.parent)
+    try:
+        root = root or find_root([])
+    except UsageError:
         raise LoaderError(
             f"cannot find the project folder: no {CONFIG_NAME} at or above "
             f"{start if start is not None else Path.cwd()}"
-        )
+        ) from None
     return root.parent
 
 

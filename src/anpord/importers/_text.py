@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Collection, Iterable
 from typing import Any
+
+from .._ids import slug as slug_once
 
 __all__ = [
     "comment_lines",
@@ -95,8 +96,6 @@ def describe_actual(value: Any, limit: int = 80) -> str:
     return shown
 
 
-_NOT_SLUG = re.compile(r"[^\w.]+")
-_HYPHENS = re.compile(r"-{2,}")
 
 
 def slug(value: str) -> str:
@@ -105,7 +104,8 @@ def slug(value: str) -> str:
     changes, so the runner keeps an imported key exactly as written."""
     current = value
     while True:
-        following = _HYPHENS.sub("-", _NOT_SLUG.sub("-", current.strip().lower())).strip("-.")
+        # One pass can leave work for the next (lowercasing may yield a combining mark).
+        following = slug_once(current)
         if following == current:
             return current
         current = following

@@ -16,6 +16,7 @@ from types import CodeType, ModuleType
 from typing import Any, Sequence
 
 from ..authoring import DefinitionError, Eval, EvalConfig, Suite, define_eval_config
+from .._ids import slug
 from ..authoring._config import Variant
 from ._rewrite import ASSERT_HELPERS, rewrite_asserts
 
@@ -79,13 +80,6 @@ class Case:
         return self.suite.source if self.suite is not None else None
 
 
-def slug(text: Any) -> str:
-    """Stable, path-safe key: Unicode letters and digits kept, runs of anything else → '-'."""
-    s = re.sub(r"[^\w.]+", "-", str(text).strip().lower(), flags=re.UNICODE)
-    s = re.sub(r"-{2,}", "-", s).strip("-.")
-    return s
-
-
 def _rel(path: Path) -> str:
     try:
         return str(path.resolve().relative_to(Path.cwd().resolve()))
@@ -96,7 +90,7 @@ def _rel(path: Path) -> str:
 # -- the root and its config -----------------------------------------------------------------
 
 
-def _nearest_config(start: Path) -> Path | None:
+def nearest_config_folder(start: Path) -> Path | None:
     start = start.resolve()
     for folder in [start, *start.parents]:
         if (folder / CONFIG_NAME).is_file():
@@ -108,7 +102,7 @@ def find_root(args: Sequence[str]) -> Path:
     for arg in args:
         p = Path(arg)
         if p.exists():
-            found = _nearest_config(p if p.is_dir() else p.parent)
+            found = nearest_config_folder(p if p.is_dir() else p.parent)
             if found is not None:
                 return found
             if p.is_dir() and (p / "evals" / CONFIG_NAME).is_file():
@@ -117,7 +111,7 @@ def find_root(args: Sequence[str]) -> Path:
     default = Path("evals") / CONFIG_NAME
     if default.is_file():
         return default.parent.resolve()
-    found = _nearest_config(Path.cwd())
+    found = nearest_config_folder(Path.cwd())
     if found is not None:
         return found
     raise UsageError(
