@@ -40,10 +40,47 @@ def normalize_options(options: Sequence[Any] | None) -> list[dict[str, str]]:
     return out
 
 
-class TurnContext:
-    """One turn of a Python agent (async API)."""
+_call_ids = itertools.count(1)
 
-    _call_ids = itertools.count(1)
+
+class _TurnEvents:
+    """What both turn contexts share: recording events into the turn's stream."""
+
+    session_id: str
+
+    def _post(self, event: Event) -> None:
+        """Deliver an event to the turn's stream (no checks)."""
+        raise NotImplementedError
+
+    def _send(self, event: Event) -> None:
+        self._post(event)
+
+    def emit(self, type: str, **data: Any) -> None:
+        """Record a custom event (or any typed event) in this turn's stream."""
+        data.setdefault("session_id", self.session_id)
+        self._send(Event(type, data))
+
+    def usage(
+        self, input_tokens: int | None = None, output_tokens: int | None = None, cost: float | None = None
+    ) -> None:
+        self.emit(USAGE, input_tokens=input_tokens, output_tokens=output_tokens, cost=cost)
+
+    def _tool_called(self, name: str, input: Any) -> str:
+        call_id = f"call_{next(_call_ids)}"
+        self.emit(TOOL_CALLED, call_id=call_id, name=name, input=input)
+        return call_id
+
+    def _tool_done(self, call_id: str, name: str, output: Any) -> None:
+        self.emit(TOOL_RESULT, call_id=call_id, name=name, output=output, status="completed", error=None)
+
+    def _tool_failed(self, call_id: str, name: str, error: str) -> None:
+        # Posted even after a cancel: the call must not be left without a result.
+        self._post(Event(TOOL_RESULT, {"session_id": self.session_id, "call_id": call_id, "name": name,
+                                       "output": None, "status": "failed", "error": error}))
+
+
+class TurnContext(_TurnEvents):
+    """One turn of a Python agent (async API)."""
 
     def __init__(
         self,
@@ -64,36 +101,25 @@ class TurnContext:
         self._emit = emit
         self._request_input = request_input
 
-    def emit(self, type: str, **data: Any) -> None:
-        """Record a custom event (or any typed event) in this turn's stream."""
-        data.setdefault("session_id", self.session_id)
-        self._emit(Event(type, data))
-
-    def usage(
-        self, input_tokens: int | None = None, output_tokens: int | None = None, cost: float | None = None
-    ) -> None:
-        self.emit(USAGE, input_tokens=input_tokens, output_tokens=output_tokens, cost=cost)
+    def _post(self, event: Event) -> None:
+        self._emit(event)
 
     async def call_tool(self, name: str, input: Any, fn: Callable[[Any], Any]) -> Any:
         """Record a tool call, run ``fn(input)`` (sync or async), record its result.
 
         An exception is recorded as a failed result and re-raised."""
-        call_id = f"call_{next(self._call_ids)}"
-        self.emit(TOOL_CALLED, call_id=call_id, name=name, input=input)
+        call_id = self._tool_called(name, input)
         try:
             result = fn(input)
             if inspect.isawaitable(result):
                 result = await result
         except asyncio.CancelledError:
-            self.emit(TOOL_RESULT, call_id=call_id, name=name, output=None, status="failed", error="cancelled")
+            self._tool_failed(call_id, name, "cancelled")
             raise
         except Exception as exc:
-            self.emit(
-                TOOL_RESULT, call_id=call_id, name=name, output=None, status="failed",
-                error=f"{type(exc).__name__}: {exc}",
-            )
+            self._tool_failed(call_id, name, f"{type(exc).__name__}: {exc}")
             raise
-        self.emit(TOOL_RESULT, call_id=call_id, name=name, output=result, status="completed", error=None)
+        self._tool_done(call_id, name, result)
         return result
 
     async def request_input(
@@ -109,7 +135,7 @@ class TurnContext:
         )
 
 
-class SyncTurnContext:
+class SyncTurnContext(_TurnEvents):
     """The same API for a sync agent running in its own thread: calls block."""
 
     def __init__(
@@ -132,34 +158,25 @@ class SyncTurnContext:
         if self.cancelled:
             raise TurnCancelled("the turn was cancelled")
 
-    def emit(self, type: str, **data: Any) -> None:
-        self._check()
-        data.setdefault("session_id", self.session_id)
-        event = Event(type, data)
+    def _post(self, event: Event) -> None:
+        # The stream lives on the event loop; this runs in the agent's thread.
         self._loop.call_soon_threadsafe(self._inner._emit, event)
 
-    def usage(
-        self, input_tokens: int | None = None, output_tokens: int | None = None, cost: float | None = None
-    ) -> None:
-        self.emit(USAGE, input_tokens=input_tokens, output_tokens=output_tokens, cost=cost)
+    def _send(self, event: Event) -> None:
+        self._check()
+        self._post(event)
 
     def call_tool(self, name: str, input: Any, fn: Callable[[Any], Any]) -> Any:
         self._check()
-        call_id = f"call_{next(TurnContext._call_ids)}"
-        self.emit(TOOL_CALLED, call_id=call_id, name=name, input=input)
+        call_id = self._tool_called(name, input)
         try:
             result = fn(input)
             if inspect.isawaitable(result):
                 result = asyncio.run_coroutine_threadsafe(_awaited(result), self._loop).result()
         except Exception as exc:
-            self._loop.call_soon_threadsafe(
-                self._inner._emit,
-                Event(TOOL_RESULT, {"session_id": self.session_id, "call_id": call_id, "name": name,
-                                    "output": None, "status": "failed",
-                                    "error": f"{type(exc).__name__}: {exc}"}),
-            )
+            self._tool_failed(call_id, name, f"{type(exc).__name__}: {exc}")
             raise
-        self.emit(TOOL_RESULT, call_id=call_id, name=name, output=result, status="completed", error=None)
+        self._tool_done(call_id, name, result)
         return result
 
     def request_input(

@@ -367,11 +367,8 @@ def execute(plan: Plan, opts: RunOptions, reporters: Sequence[Any]) -> RunSummar
         try:
             def on_forced_exit(done: list[TrialResult]) -> None:
                 if writer is not None:
-                    counts: dict[str, int] = {v: 0 for v in VERDICTS}
-                    for r in done:
-                        counts[r.verdict] += 1
                     snapshot.update(status="interrupted", forced=True, finished_at=time.time(),
-                                    totals={**counts, "trials": len(done)})
+                                    totals=_totals(done))
                     writer.write_run(snapshot)
 
             results, stopped_by = asyncio.run(
@@ -380,10 +377,7 @@ def execute(plan: Plan, opts: RunOptions, reporters: Sequence[Any]) -> RunSummar
         finally:
             if writer is not None:
                 writer.close()
-        totals: dict[str, int] = {v: 0 for v in VERDICTS}
-        for r in results:
-            totals[r.verdict] += 1
-        totals["trials"] = len(results)
+        totals = _totals(results)
         by_cell: dict[tuple[str, str], list[TrialResult]] = {}
         for r in sorted(results, key=lambda r: r.trial):
             by_cell.setdefault(r.cell_key, []).append(r)
@@ -405,6 +399,15 @@ def execute(plan: Plan, opts: RunOptions, reporters: Sequence[Any]) -> RunSummar
             writer.write_run(snapshot)
         fan.call("on_run_end", summary, results)
     return summary
+
+
+def _totals(results: Sequence[TrialResult]) -> dict[str, int]:
+    """Trials per verdict, and ``trials`` in all."""
+    totals: dict[str, int] = {v: 0 for v in VERDICTS}
+    for r in results:
+        totals[r.verdict] += 1
+    totals["trials"] = len(results)
+    return totals
 
 
 def _unique_variants(plan: Plan) -> list[dict[str, Any]]:
