@@ -3,12 +3,9 @@ scripts written to a folder the sandbox mounts, and leftover-process checks."""
 
 from __future__ import annotations
 
-import asyncio
-import os
 import textwrap
-from collections.abc import Awaitable
 from pathlib import Path
-from typing import Any, Self, TypeVar
+from typing import Any, Self
 
 from anpord.authoring import Variant, files
 from anpord.events import Event
@@ -18,15 +15,8 @@ from anpord.sandboxes import SandboxSpec
 from anpord.sandboxes.bwrap import BwrapSandbox
 from anpord.sandboxes.local import LocalSandbox
 
-T = TypeVar("T")
-KINDS = ("local", "bwrap")
+from proc_support import KINDS, live_with, run  # noqa: F401 - re-exported for the tests here
 
-
-def run(coro: Awaitable[T], timeout: float = 60) -> T:
-    async def bounded() -> T:
-        return await asyncio.wait_for(coro, timeout)
-
-    return asyncio.run(bounded())
 
 
 def write_agent(folder: Path, name: str, source: str) -> Path:
@@ -36,23 +26,6 @@ def write_agent(folder: Path, name: str, source: str) -> Path:
     path.write_text(textwrap.dedent(source).lstrip("\n"))
     return path
 
-
-def live_with(token: str) -> list[int]:
-    """Pids of live (non-zombie) processes whose command line contains ``token``."""
-    found = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit() or int(name) == os.getpid():
-            continue
-        try:
-            with open(f"/proc/{name}/cmdline", "rb") as f:
-                cmdline = f.read().replace(b"\0", b" ").decode("utf-8", "replace")
-            with open(f"/proc/{name}/stat", "rb") as f:
-                state = f.read().rsplit(b")", 1)[1].split()[0]
-        except (OSError, IndexError):
-            continue
-        if token in cmdline and state != b"Z":
-            found.append(int(name))
-    return found
 
 
 class Rig:

@@ -2,28 +2,18 @@
 
 from __future__ import annotations
 
-import asyncio
-import os
 import socket
 import threading
-from collections.abc import Awaitable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from anpord.authoring import Variant, files
 from anpord.sandboxes import SandboxSpec
 from anpord.sandboxes.bwrap import BwrapSandbox
 from anpord.sandboxes.local import LocalSandbox
 
-T = TypeVar("T")
-KINDS = ("local", "bwrap")
+from proc_support import KINDS, live_with, run  # noqa: F401 - re-exported for the tests here
 
-
-def run(coro: Awaitable[T], timeout: float = 60) -> T:
-    async def bounded() -> T:
-        return await asyncio.wait_for(coro, timeout)
-
-    return asyncio.run(bounded())
 
 
 def make_sandbox(kind: str, tmp_root: Path) -> Any:
@@ -35,24 +25,6 @@ def spec(source: Any = None, base: Path | None = None, **variant: Any) -> Sandbo
         Variant(**variant), source if source is not None else files({}), base or Path.cwd()
     )
 
-
-def live_with(token: str) -> list[int]:
-    """Pids of live (non-zombie) processes whose command line contains ``token``."""
-    me = os.getpid()
-    found = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit() or int(name) == me:
-            continue
-        try:
-            with open(f"/proc/{name}/cmdline", "rb") as f:
-                cmdline = f.read().replace(b"\0", b" ").decode("utf-8", "replace")
-            with open(f"/proc/{name}/stat", "rb") as f:
-                state = f.read().rsplit(b")", 1)[1].split()[0]
-        except (OSError, IndexError):
-            continue
-        if token in cmdline and state != b"Z":
-            found.append(int(name))
-    return found
 
 
 class Listener:
