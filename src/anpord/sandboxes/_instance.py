@@ -24,6 +24,7 @@ from ._proc import (
     MARKER_ENV,
     CappedBuffer,
     ProcessTracker,
+    close_pipes,
     drain,
     enable_subreaper,
     settle,
@@ -186,13 +187,27 @@ class BaseInstance:
         enable_subreaper()
         full_env = dict(env)
         full_env[MARKER_ENV] = self.id  # how escaped descendants are still found
+        # Shielded: a start cancelled half-way may have forked already, and asyncio would kill
+        # only the direct child, orphaning what it started. Let it finish, then kill the tree.
+        start = asyncio.ensure_future(self._start(list(argv), full_env, cwd or self.workspace))
         try:
-            proc = await self._start(list(argv), full_env, cwd or self.workspace)
+            proc = await asyncio.shield(start)
+        except asyncio.CancelledError:
+            await asyncio.wait({start})
+            if not start.cancelled() and start.exception() is None:
+                proc = start.result()
+                self._track(proc)
+                await self.kill_tree(proc)
+                close_pipes(proc)
+            raise
         except OSError as exc:
             raise SandboxError(f"cannot start {argv[0]}: {exc.strerror or exc}") from exc
+        self._track(proc)
+        return proc
+
+    def _track(self, proc: asyncio.subprocess.Process) -> None:
         self._tracker.track(proc.pid)
         self._procs.append(proc)
-        return proc
 
     async def exec(
         self, cmd: str, *, timeout: float = 60.0, env: Mapping[str, str] | None = None

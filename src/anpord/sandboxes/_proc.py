@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import time
 from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass
 from typing import Any
@@ -23,6 +24,7 @@ __all__ = [
     "MARKER_ENV",
     "CappedBuffer",
     "ProcessTracker",
+    "close_pipes",
     "discard",
     "drain",
     "enable_subreaper",
@@ -64,6 +66,7 @@ class _Proc:
     pgrp: int
     session: int
     zombie: bool
+    started: int  # clock ticks after boot: tells a pid from a later process that reuses it
 
 
 def _scan() -> dict[int, _Proc]:
@@ -82,21 +85,44 @@ def _scan() -> dict[int, _Proc]:
         finally:
             os.close(fd)
         # The command name may hold spaces and parentheses: fields start after the last ')'.
-        fields = raw[raw.rfind(b")") + 2 :].split(maxsplit=4)
-        if len(fields) < 4:
+        fields = raw[raw.rfind(b")") + 2 :].split(maxsplit=20)
+        if len(fields) < 20:
             continue
         procs[int(name)] = _Proc(
-            int(name), int(fields[1]), int(fields[2]), int(fields[3]), fields[0] == b"Z"
+            int(name),
+            int(fields[1]),
+            int(fields[2]),
+            int(fields[3]),
+            fields[0] == b"Z",
+            int(fields[19]),
         )
     return procs
 
 
-def _has_marker(pid: int, needle: bytes) -> bool:
+def _started(pid: int) -> int | None:
+    """The start time of ``pid`` if it exists (as a zombie or alive)."""
     try:
-        with open(f"/proc/{pid}/environ", "rb") as f:
-            return needle in f.read().split(b"\0")
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            raw = f.read()
     except OSError:
-        return False
+        return None
+    fields = raw[raw.rfind(b")") + 2 :].split(maxsplit=20)
+    return int(fields[19]) if len(fields) >= 20 else None
+
+
+def _has_marker(pid: int, needle: bytes) -> bool:
+    for attempt in range(1, 6):
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                env = f.read()
+        except OSError:
+            return False
+        if env:
+            return needle in env.split(b"\0")
+        # Empty: the process is half-way through an execve (the kernel shows no environment
+        # until the new program's is set up), or it has none at all. Look again shortly.
+        time.sleep(0.0005 * attempt)
+    return False
 
 
 class ProcessTracker:
@@ -106,7 +132,10 @@ class ProcessTracker:
         self.marker = marker
         self._needle = f"{MARKER_ENV}={marker}".encode()
         self.roots: set[int] = set()
-        self._unreaped: set[int] = set()
+        # Attributed processes we did not spawn, by pid, with their start time. Each is reaped
+        # by us once it is our child: an orphan is re-parented to us (the subreaper) only when
+        # its parent dies, which may be after we killed both.
+        self._unreaped: dict[int, int] = {}
         self._extras: dict[int, set[int]] = {}
         self.ever_spawned = False
 
@@ -174,8 +203,9 @@ class ProcessTracker:
         found = self.find(roots, seen)
         # Remembered: a dying process no longer shows its environment, yet is still ours.
         seen.update(p.pid for p in found)
-        # Adopted orphans (their parent died, we are the subreaper) are ours to reap.
-        self._unreaped.update(p.pid for p in found if p.ppid == me and p.pid not in _SPAWNED)
+        for p in found:
+            if p.pid not in _SPAWNED and p.pid != me:
+                self._unreaped.setdefault(p.pid, p.started)
         victims = [p for p in found if not p.zombie]
         for p in victims:
             try:
@@ -209,13 +239,15 @@ class ProcessTracker:
                 return
 
     def _reap_nowait(self) -> None:
-        for pid in list(self._unreaped):
+        for pid, started in list(self._unreaped.items()):
             try:
                 done, _ = os.waitpid(pid, os.WNOHANG)
             except ChildProcessError:
-                done = pid
+                # Not our child (yet): its own parent reaps it, unless that parent dies first.
+                # Keep waiting only while this very process still exists.
+                done = pid if _started(pid) != started else 0
             if done:
-                self._unreaped.discard(pid)
+                del self._unreaped[pid]
 
 
 class CappedBuffer:
@@ -295,6 +327,22 @@ async def exit_code(proc: asyncio.subprocess.Process, grace: float = 5.0) -> int
         return proc.returncode if proc.returncode is not None else -9
 
 
+def close_pipes(proc: asyncio.subprocess.Process) -> None:
+    """Close a finished or killed command's pipes now.
+
+    asyncio closes them when they reach end of file on a running loop. One still open when its
+    loop closes (a test's ``asyncio.run``, a run that is interrupted) raises "Event loop is
+    closed" from the transport's finalizer at some random later moment.
+    """
+    transport = getattr(proc, "_transport", None)  # private attribute; its methods are public
+    if transport is None:
+        return
+    for fd in (0, 1, 2):
+        pipe = transport.get_pipe_transport(fd)
+        if pipe is not None:
+            pipe.close()
+
+
 def discard(future: asyncio.Future[Any]) -> None:
     """Cancel a future nobody will await again (output readers of a killed command)."""
     future.cancel()
@@ -322,8 +370,11 @@ async def settle(
             await asyncio.wait_for(asyncio.shield(readers), DRAIN_GRACE)
         except TimeoutError:
             discard(readers)
-        return await exit_code(proc), timed_out
+        code = await exit_code(proc)
+        close_pipes(proc)
+        return code, timed_out
     except asyncio.CancelledError:
         kill_now()
         discard(readers)
+        close_pipes(proc)
         raise
