@@ -46,6 +46,34 @@ def test_a_program_that_cannot_start_is_a_start_error(
     run(go())
 
 
+def test_bwrap_failing_to_set_up_is_a_start_error_not_an_exit_1(tmp_path: Path) -> None:
+    # A mounted folder removed after the sandbox opened: bwrap exits 1 before the program runs.
+    shared = tmp_path / "shared"
+    shared.mkdir()
+
+    async def go() -> None:
+        async with Rig("bwrap", tmp_path, "echo ran", mounts=[str(shared)]) as rig:
+            outcome, _ = await rig.send("first")
+            assert outcome.message == "ran"
+            shared.rmdir()
+            with pytest.raises(HarnessStartError) as info:
+                await rig.send("second")
+            assert str(info.value).startswith(
+                "the bwrap sandbox could not start the program: bwrap: Can't find source path"
+            ), str(info.value)
+
+    run(go())
+
+
+def test_a_program_exiting_1_under_bwrap_is_recorded_not_a_start_error(tmp_path: Path) -> None:
+    async def go() -> None:
+        async with Rig("bwrap", tmp_path, "echo 'bwrap: a line that only looks like one' >&2; exit 1") as rig:
+            _, events = await rig.send("hi")
+            assert of_type(events, "process.exited")[0]["exit_code"] == 1
+
+    run(go())
+
+
 def test_exit_127_after_printing_is_recorded_not_a_start_error(tmp_path: Path) -> None:
     async def go() -> None:
         async with Rig("local", tmp_path, "echo 'done, then a missing tool'; missing-tool") as rig:

@@ -95,6 +95,24 @@ def test_a_missing_mount_is_a_sandbox_error(tmp_root: Path, tmp_path: Path) -> N
         run(BwrapSandbox(tmp_root=tmp_root).open(spec(mounts=[str(tmp_path / "nope")])))
 
 
+def test_exec_that_bwrap_could_not_set_up_is_a_sandbox_error(tmp_root: Path, tmp_path: Path) -> None:
+    # Not an exit 1 of the command: a check that never ran must not read as one that failed.
+    shared = tmp_path / "shared"
+    shared.mkdir()
+
+    async def go() -> None:
+        inst = await BwrapSandbox(tmp_root=tmp_root).open(spec(mounts=[str(shared)]))
+        try:
+            assert (await inst.exec("exit 1")).exit_code == 1
+            shared.rmdir()
+            with pytest.raises(SandboxError, match="could not start the program: bwrap: Can't find"):
+                await inst.exec("true")
+        finally:
+            await inst.close()
+
+    run(go())
+
+
 def test_the_network_is_closed_unless_the_variant_opens_it(
     tmp_root: Path, listener: Listener
 ) -> None:

@@ -163,3 +163,25 @@ def test_a_verifier_is_named_and_fits_the_protocol() -> None:
 def test_no_sandbox_is_void() -> None:
     o = asyncio.run(command("true").verify(None))
     assert (o.status, o.message) == ("void", "no sandbox to run in")
+
+
+def test_a_check_bwrap_could_not_start_is_void_not_failed(tmp_path: Path) -> None:
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    roots = tmp_path / "roots"
+    roots.mkdir()
+
+    async def go() -> VerifierOutcome:
+        inst = await BwrapSandbox(tmp_root=roots).open(
+            SandboxSpec(Variant(mounts=[str(shared)]), files(WORKSPACE), tmp_path)
+        )
+        try:
+            shared.rmdir()  # gone between the trial's start and its check
+            return await command("test -f in.txt").verify(inst)
+        finally:
+            await inst.close()
+
+    outcome = asyncio.run(go())
+    assert outcome.status == "void", outcome
+    assert "could not start the program: bwrap: Can't find source path" in outcome.message
+    assert list(roots.iterdir()) == []

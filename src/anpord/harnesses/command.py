@@ -409,6 +409,11 @@ class CommandSession:
         finally:
             self._proc = None
         run.finish_notes()
+        if not self._cancel_requested:
+            setup_failure = getattr(self.sandbox, "setup_failure", None)
+            failure = await setup_failure(proc, "\n".join(stderr_tail)) if setup_failure else None
+            if failure:
+                raise HarnessStartError(failure)
         if code in (126, 127) and run.stdout_lines == 0 and not self._cancel_requested:
             raise HarnessStartError(_start_failure(code, "\n".join(stderr_tail)))
         emit(

@@ -219,9 +219,18 @@ class BaseInstance:
         code, timed_out = await settle(
             proc, readers, lambda: self.kill_tree(proc), lambda: self.kill_tree_now(proc), timeout
         )
+        if not timed_out:
+            failure = await self.setup_failure(proc, err.text())
+            if failure:
+                raise SandboxError(failure)
         return ExecResult(
             -9 if timed_out else code, out.text(), err.text(), timed_out, time.monotonic() - started
         )
+
+    async def setup_failure(self, proc: asyncio.subprocess.Process, stderr: str = "") -> str | None:
+        """Why the sandbox could not start ``proc``'s program, once it has exited; ``None`` when
+        the program ran (whatever its exit code). Here it always runs: nothing wraps it."""
+        return None
 
     async def kill_tree(self, proc: asyncio.subprocess.Process) -> None:
         """Kill ``proc`` and everything it started (including setsid'd and double-forked ones)."""

@@ -82,7 +82,15 @@ class SandboxInstance(Protocol):
         ...
 
     async def exec(self, cmd: str, *, timeout: float = 60.0, env: Mapping[str, str] | None = None) -> ExecResult:
-        """Run ``cmd`` under ``bash -o pipefail -c`` inside the sandbox, in the workspace."""
+        """Run ``cmd`` under ``bash -o pipefail -c`` inside the sandbox, in the workspace.
+        Raises ``SandboxError`` when the sandbox itself could not start it."""
+        ...
+
+    async def setup_failure(self, proc: asyncio.subprocess.Process, stderr: str = "") -> str | None:
+        """After ``proc`` (from ``spawn``) exited: why the sandbox itself could not start its
+        program (a failed mount, say), given what it wrote on stderr; ``None`` when the program
+        ran, whatever its exit code. Callers make such a run ``void``, not a failure of the
+        program."""
         ...
 
     async def kill_all(self) -> None:

@@ -16,7 +16,7 @@ import glob
 import json
 import os
 import shutil
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ._instance import BaseInstance, open_instance
@@ -106,6 +106,7 @@ def _write_identity(etc: Path, home: Path) -> None:
 class BwrapInstance(BaseInstance):
     def __init__(self, root: Path, spec: SandboxSpec, binary: str, mounts: Sequence[Path]):
         self.binary = binary
+        self._status: dict[int, _Status] = {}  # by the pid of the bwrap that runs a command
         super().__init__(root, spec)
         etc = root / "etc"
         _write_identity(etc, self.home)
@@ -141,15 +142,16 @@ class BwrapInstance(BaseInstance):
     async def _start(
         self, argv: list[str], env: dict[str, str], cwd: Path, **kwargs: object
     ) -> asyncio.subprocess.Process:
-        # bwrap reports its sandbox's init (pid 1 inside) on --info-fd. That init can outlive
-        # bwrap itself for a moment while the namespace is torn down: it is killed, waited for
-        # and reaped with the command.
+        # bwrap reports on --json-status-fd its sandbox's init (pid 1 inside), which can outlive
+        # bwrap itself for a moment while the namespace is torn down (it is killed, waited for
+        # and reaped with the command), then the program's exit code. No exit code means the
+        # program never ran: bwrap's own set-up failed.
         read_fd, write_fd = os.pipe()
         try:
             wrapped = [
                 self.binary,
                 *self._args,
-                "--info-fd",
+                "--json-status-fd",
                 str(write_fd),
                 "--chdir",
                 str(cwd),
@@ -162,32 +164,82 @@ class BwrapInstance(BaseInstance):
             raise
         finally:
             os.close(write_fd)
-        self._watch_info(proc.pid, read_fd)
+        self._status[proc.pid] = _Status(proc.pid, read_fd, self._tracker.adopt)
         return proc
 
-    def _watch_info(self, root: int, fd: int) -> None:
-        loop = asyncio.get_running_loop()
-        chunks: list[bytes] = []
+    async def setup_failure(self, proc: asyncio.subprocess.Process, stderr: str = "") -> str | None:
+        status = self._status.pop(proc.pid, None)
+        if status is None:
+            return None
+        try:
+            await asyncio.wait_for(asyncio.shield(status.done), STATUS_GRACE)
+        except TimeoutError:
+            status.stop()
+            return None  # cannot tell: never claim a failure we did not see
+        if status.exit_code is not None:
+            return None
+        said = [line for line in stderr.splitlines() if line.startswith("bwrap: ")]
+        reason = said[-1] if said else f"bwrap exited with {proc.returncode} before starting it"
+        return f"the bwrap sandbox could not start the program: {reason}"
 
-        def readable() -> None:
-            try:
-                chunk = os.read(fd, 4096)
-            except OSError:
-                chunk = b""
-            if chunk:
-                chunks.append(chunk)
-                return
-            loop.remove_reader(fd)
-            os.close(fd)
-            try:
-                child = json.loads(b"".join(chunks) or b"{}").get("child-pid")
-            except ValueError:
-                child = None
-            if isinstance(child, int):
-                self._tracker.adopt(root, child)
+    async def close(self) -> None:
+        try:
+            await super().close()
+        finally:
+            for status in self._status.values():
+                status.stop()
+            self._status.clear()
 
+
+# How long bwrap's status pipe may take to report after the command's exit.
+STATUS_GRACE = 2.0
+
+
+class _Status:
+    """Reads bwrap's --json-status-fd for one command: a JSON document per line."""
+
+    def __init__(self, root: int, fd: int, adopt: Callable[[int, int], None]):
+        self.root, self.fd, self.adopt = root, fd, adopt
+        self.exit_code: int | None = None
+        self._buffer = b""
+        self._loop = asyncio.get_running_loop()
+        self.done: asyncio.Future[None] = self._loop.create_future()
         os.set_blocking(fd, False)
-        loop.add_reader(fd, readable)
+        self._loop.add_reader(fd, self._readable)
+
+    def _readable(self) -> None:
+        try:
+            chunk = os.read(self.fd, 4096)
+        except BlockingIOError:
+            return
+        except OSError:
+            chunk = b""
+        self._buffer += chunk
+        *lines, self._buffer = self._buffer.split(b"\n")
+        for line in lines:
+            self._take(line)
+        if not chunk:
+            self._take(self._buffer)
+            self.stop()
+
+    def _take(self, line: bytes) -> None:
+        try:
+            doc = json.loads(line) if line.strip() else {}
+        except ValueError:
+            return
+        if isinstance(doc.get("child-pid"), int):
+            self.adopt(self.root, doc["child-pid"])
+        if isinstance(doc.get("exit-code"), int):
+            self.exit_code = doc["exit-code"]
+
+    def stop(self) -> None:
+        if self.fd < 0:
+            return
+        self._loop.remove_reader(self.fd)
+        os.close(self.fd)
+        self.fd = -1
+        if not self.done.done():
+            self.done.set_result(None)
 
 
 def _resolve_mounts(spec: SandboxSpec) -> list[Path]:
