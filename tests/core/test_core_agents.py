@@ -174,3 +174,46 @@ def test_a_parked_sync_agent_does_not_starve_other_sessions(make_project: Any) -
     run = project.run("--harness", "python:agents.kit:sync_agent", "--max-concurrency", "1")
     assert run.code == 0, run.output
     assert_passed(run, "parked")
+
+
+
+def test_sys_exit_in_a_task_an_agent_or_test_started_fails_only_that_trial(
+    make_project: Any,
+) -> None:
+    # asyncio lets SystemExit and KeyboardInterrupt out of any task and would stop the run.
+    project = make_project({
+        "evals/agent_task.eval.py": eval_file("""
+            @define_eval
+            async def test(t):
+                await t.send("exit_in_task")
+                t.message_includes("answered")
+        """),
+        "evals/test_task.eval.py": eval_file(f"""
+            async def interrupt():
+                raise KeyboardInterrupt
+
+            @define_eval
+            async def test(t):
+                asyncio.ensure_future(interrupt())
+                await asyncio.sleep(0.05)
+                {END}
+        """),
+        "evals/fine.eval.py": eval_file(f"""
+            @define_eval
+            async def test(t):
+                await t.send("echo fine")
+                {END}
+        """),
+    })
+    run = project.run("--max-concurrency", "1")
+    assert run.code == 1, run.output
+    agent_task = run.result("agent_task")
+    assert agent_task["verdict"] == "failed", agent_task
+    assert agent_task["reason"] == "a task it started raised SystemExit: 3", agent_task
+    test_task = run.result("test_task")
+    assert test_task["verdict"] == "failed", test_task
+    assert test_task["reason"] == "a task it started raised KeyboardInterrupt", test_task
+    assert "sys.exit(code)" in run.trial("agent_task")["traceback"]
+    assert_passed(run, "fine")
+    assert len(run.results()) == 3
+    assert "Traceback" not in run.stdout + run.stderr

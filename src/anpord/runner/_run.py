@@ -196,8 +196,10 @@ async def _execute(plan: Plan, opts: RunOptions, reporters: _Reporters, writer: 
                    ) -> tuple[list[TrialResult], int | None]:
     """Run every trial; returns the results and the signal that stopped the run, if one did."""
     from ..sandboxes import get_sandbox
+    from ._contain import task_factory
 
     loop = asyncio.get_running_loop()
+    loop.set_task_factory(task_factory)  # type: ignore[arg-type]
     results: list[TrialResult] = []
     stop = asyncio.Event()
     sandbox_slots = asyncio.Semaphore(max_sandboxes) if max_sandboxes else None

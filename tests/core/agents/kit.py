@@ -18,6 +18,7 @@
     write_after PATH S  sleeps S seconds, then writes PATH (proves cancellation when absent)
     raise               raises RuntimeError
     exit                raises SystemExit
+    exit_in_task        starts a task that calls sys.exit(3), answers "answered anyway"
     print               prints to stdout and stderr
     secret              prints and answers with key-shaped strings
     usage               reports token usage
@@ -50,6 +51,11 @@ def get_weather(inp: dict[str, Any]) -> dict[str, Any]:
 async def lookup(inp: dict[str, Any]) -> str:
     await asyncio.sleep(0)
     return f"{inp['city']}, NY"
+
+
+async def _leave(code: int) -> None:
+    await asyncio.sleep(0)
+    sys.exit(code)
 
 
 def broken_tool(inp: Any) -> Any:
@@ -137,6 +143,10 @@ async def agent(turn: TurnContext) -> Any:
         raise RuntimeError("agent exploded")
     if cmd == "exit":
         raise SystemExit(3)
+    if cmd == "exit_in_task":
+        asyncio.ensure_future(_leave(3))  # fire and forget
+        await asyncio.sleep(0.05)
+        return "answered anyway"
     if cmd == "print":
         print("AGENT-STDOUT-LINE")
         print("AGENT-STDERR-LINE", file=sys.stderr)
