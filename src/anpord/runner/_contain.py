@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import inspect
 import traceback
 from collections.abc import Callable, Coroutine, Generator
 from typing import Any
@@ -33,13 +34,22 @@ def task_factory(
     context: contextvars.Context | None = None,
 ) -> asyncio.Task[Any]:
     report = context.get(CURRENT_FAULT) if context is not None else CURRENT_FAULT.get()
-    if report is None or not asyncio.iscoroutine(coro):
+    if report is None or not inspect.iscoroutine(coro):
         return asyncio.Task(coro, loop=loop, context=context)
     exited: list[bool] = []
     task = asyncio.Task(_contained(coro, report, exited), loop=loop, context=context)
-    # An exit was reported to the trial already: no "exception was never retrieved" later if
-    # nobody awaits the task. (Other exceptions keep asyncio's usual report.)
-    task.add_done_callback(lambda t: exited and t.exception())
+
+    def done(task: asyncio.Task[Any]) -> None:
+        if exited:
+            # Reported to the trial already: no "exception was never retrieved" if nobody
+            # awaits the task. (Other exceptions keep asyncio's usual report.)
+            task.exception()
+        elif inspect.getcoroutinestate(coro) == inspect.CORO_CREATED:
+            # Cancelled before it ran: the wrapper never started it. Close it quietly, as
+            # asyncio does with a task's coroutine, rather than let it warn "never awaited".
+            coro.close()
+
+    task.add_done_callback(done)
     return task
 
 
