@@ -110,10 +110,16 @@ def _started(pid: int) -> int | None:
     return int(fields[19]) if len(fields) >= 20 else None
 
 
-def _has_marker(pid: int, needle: bytes) -> bool:
+# Processes (pid, start time) seen with no environment even after waiting: not looked at again.
+_NO_ENVIRONMENT: set[tuple[int, int]] = set()
+
+
+def _has_marker(p: _Proc, needle: bytes) -> bool:
+    if (p.pid, p.started) in _NO_ENVIRONMENT:
+        return False
     for attempt in range(1, 6):
         try:
-            with open(f"/proc/{pid}/environ", "rb") as f:
+            with open(f"/proc/{p.pid}/environ", "rb") as f:
                 env = f.read()
         except OSError:
             return False
@@ -122,6 +128,9 @@ def _has_marker(pid: int, needle: bytes) -> bool:
         # Empty: the process is half-way through an execve (the kernel shows no environment
         # until the new program's is set up), or it has none at all. Look again shortly.
         time.sleep(0.0005 * attempt)
+    if len(_NO_ENVIRONMENT) > 10_000:
+        _NO_ENVIRONMENT.clear()
+    _NO_ENVIRONMENT.add((p.pid, p.started))
     return False
 
 
@@ -192,7 +201,7 @@ class ProcessTracker:
                 or p.session in roots
                 or p.ppid in orphan_parents
                 and not p.zombie
-                and _has_marker(p.pid, self._needle)
+                and _has_marker(p, self._needle)
             ):
                 take(p.pid)
         return [procs[pid] for pid in found]
