@@ -112,7 +112,7 @@ def test_a_start_cancelled_half_way_leaves_nothing(kind: str, tmp_root: Path) ->
                     await asyncio.sleep(0)
                 task.cancel()
                 # Promptly: nothing may wait on pipes that orphans hold open.
-                done, _ = await asyncio.wait({task}, timeout=4)
+                done, _ = await asyncio.wait({task}, timeout=8)
                 assert done and task.cancelled(), f"cancelled after {steps} steps: still running"
             assert await gone_or_present(t, present=0), live_with(t)
         finally:
