@@ -217,3 +217,52 @@ def test_sys_exit_in_a_task_an_agent_or_test_started_fails_only_that_trial(
     assert_passed(run, "fine")
     assert len(run.results()) == 3
     assert "Traceback" not in run.stdout + run.stderr
+
+
+def test_an_exit_in_an_awaited_task_is_reported_as_the_exit(make_project: Any) -> None:
+    project = make_project({
+        "evals/awaited.eval.py": eval_file(f"""
+            async def leave():
+                await asyncio.sleep(0)
+                sys.exit(4)
+
+            @define_eval
+            async def test(t):
+                await asyncio.gather(leave())
+                {END}
+        """, imports="import sys"),
+    })
+    run = project.run()
+    assert run.code == 1, run.output
+    line = run.result("awaited")
+    assert line["reason"] == "a task it started raised SystemExit: 4", line
+    assert "sys.exit(4)" in run.trial("awaited")["traceback"]
+
+
+def test_an_exit_in_a_task_that_outlives_its_trial_does_not_stop_the_run(
+    make_project: Any,
+) -> None:
+    project = make_project({
+        "evals/a_first.eval.py": eval_file(f"""
+            async def leave_later():
+                await asyncio.sleep(0.3)
+                sys.exit(5)
+
+            @define_eval
+            async def test(t):
+                asyncio.ensure_future(leave_later())
+                {END}
+        """, imports="import sys"),
+        "evals/b_second.eval.py": eval_file(f"""
+            @define_eval
+            async def test(t):
+                await asyncio.sleep(0.6)
+                {END}
+        """),
+    })
+    run = project.run("--max-concurrency", "1")
+    assert run.code == 0, run.output
+    assert_passed(run, "a_first")
+    assert_passed(run, "b_second")
+    # Not silent: asyncio reports the task's error, which says what happened.
+    assert "a task raised SystemExit: 5 after its trial had ended" in run.stderr

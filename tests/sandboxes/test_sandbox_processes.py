@@ -47,6 +47,42 @@ def test_exec_leaves_no_process_behind(kind: str, escape: str, tmp_root: Path) -
     run(go())
 
 
+def zombie_leaders_with_live_threads() -> set[int]:
+    """Processes whose main thread exited while other threads run on: "Z", yet alive."""
+    found = set()
+    for name in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{name}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if fields[0] == "Z" and int(fields[17]) > 1:
+            found.add(int(name))
+    return found
+
+
+def test_a_process_whose_main_thread_exited_is_still_killed(kind: str, tmp_root: Path) -> None:
+    # Looks like a zombie ("Z") while its other threads keep running.
+    program = (
+        "import ctypes, threading, time\n"
+        "threading.Thread(target=time.sleep, args=(60,)).start()\n"
+        "ctypes.CDLL(None).syscall(60, 0)  # exit the main thread only\n"
+    )
+    before = zombie_leaders_with_live_threads()
+
+    async def go() -> None:
+        inst = await make_sandbox(kind, tmp_root).open(spec())
+        try:
+            res = await inst.exec(f"(python3 -c '{program}' &); sleep 0.5; echo ok", timeout=30)
+            assert res.stdout == "ok\n", res.stderr
+            assert res.duration < 4  # not held until a kill gives up on it
+        finally:
+            await inst.close()
+
+    run(go())
+    assert zombie_leaders_with_live_threads() - before == set()
+
+
 def test_close_kills_a_running_tree(kind: str, tmp_root: Path) -> None:
     t = token()
 
@@ -111,6 +147,9 @@ def test_a_start_cancelled_half_way_leaves_nothing(kind: str, tmp_root: Path) ->
                 for _ in range(steps):
                     await asyncio.sleep(0)
                 task.cancel()
+                if steps % 2:  # and again, while the first cancellation is being handled
+                    await asyncio.sleep(0)
+                    task.cancel()
                 # Promptly: nothing may wait on pipes that orphans hold open.
                 done, _ = await asyncio.wait({task}, timeout=8)
                 assert done and task.cancelled(), f"cancelled after {steps} steps: still running"

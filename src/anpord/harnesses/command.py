@@ -274,6 +274,7 @@ class CommandSession:
         self._proc: asyncio.subprocess.Process | None = None
         self._turn_running = False  # from run_turn's start: a cancel may come before the spawn
         self._cancel_requested = False
+        self._closing = False
 
     # -- the harness protocol ---------------------------------------------------------------
 
@@ -328,6 +329,7 @@ class CommandSession:
         return True
 
     async def close(self) -> None:
+        self._closing = True  # a turn still running is killed: not a sandbox failure
         if self._proc is not None and self._proc.returncode is None:
             await self._kill(self._proc)
         from ..sandboxes._fill import remove_tree
@@ -409,7 +411,7 @@ class CommandSession:
         finally:
             self._proc = None
         run.finish_notes()
-        if not self._cancel_requested:
+        if not (self._cancel_requested or self._closing):
             setup_failure = getattr(self.sandbox, "setup_failure", None)
             failure = await setup_failure(proc, "\n".join(stderr_tail)) if setup_failure else None
             if failure:

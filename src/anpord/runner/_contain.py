@@ -3,8 +3,8 @@
 asyncio lets these two out of any task, and out of the event loop with them: one ``sys.exit()``
 in a fire-and-forget task that an agent or a test started would end the whole run. The runner
 installs ``task_factory`` on its loop; a task created while a trial runs (the trial's context
-holds ``CURRENT_FAULT``) is wrapped so that such an exit is reported to that trial, which fails,
-and then ends the task with an ordinary ``TaskExited`` error instead.
+holds an ``ExitLog`` in ``CURRENT_EXITS``) is wrapped so that such an exit is recorded for that
+trial, which fails, and the task ends with an ordinary ``TaskExited`` error instead.
 """
 
 from __future__ import annotations
@@ -13,36 +13,46 @@ import asyncio
 import contextvars
 import inspect
 import traceback
-from collections.abc import Callable, Coroutine, Generator
 from typing import Any
 
-__all__ = ["CURRENT_FAULT", "TaskExited", "task_factory"]
+__all__ = ["CURRENT_EXITS", "ExitLog", "TaskExited", "task_factory"]
 
-# Set by the runner for the duration of a trial: records an exit raised in one of its tasks.
-CURRENT_FAULT: contextvars.ContextVar[Callable[[str, str], None] | None] = contextvars.ContextVar(
-    "anpord_current_fault", default=None
+
+class ExitLog:
+    """The exits raised in one trial's tasks: (one-line summary, traceback) pairs."""
+
+    def __init__(self) -> None:
+        self.entries: list[tuple[str, str]] = []
+        self.open = True  # closed once the trial's verdict is decided
+
+    def record(self, summary: str, tb: str) -> bool:
+        if self.open:
+            self.entries.append((summary, tb))
+        return self.open
+
+
+CURRENT_EXITS: contextvars.ContextVar[ExitLog | None] = contextvars.ContextVar(
+    "anpord_current_exits", default=None
 )
 
 
 class TaskExited(Exception):
-    """A task raised SystemExit or KeyboardInterrupt; its trial has been failed for it."""
+    """A task raised SystemExit or KeyboardInterrupt (recorded for its trial, if still running)."""
 
 
-def task_factory(
-    loop: asyncio.AbstractEventLoop,
-    coro: Coroutine[Any, Any, Any] | Generator[Any, None, Any],
-    context: contextvars.Context | None = None,
-) -> asyncio.Task[Any]:
-    report = context.get(CURRENT_FAULT) if context is not None else CURRENT_FAULT.get()
-    if report is None or not inspect.iscoroutine(coro):
-        return asyncio.Task(coro, loop=loop, context=context)
-    exited: list[bool] = []
-    task = asyncio.Task(_contained(coro, report, exited), loop=loop, context=context)
+def task_factory(loop: asyncio.AbstractEventLoop, coro: Any, **kwargs: Any) -> asyncio.Task[Any]:
+    # kwargs: context (3.11+), name (3.13.3+), eager_start (3.14+), all handed on to the Task.
+    context = kwargs.get("context")
+    log = context.get(CURRENT_EXITS) if context is not None else CURRENT_EXITS.get()
+    if log is None or not inspect.iscoroutine(coro):
+        return asyncio.Task(coro, loop=loop, **kwargs)
+    recorded: list[bool] = []
+    task = asyncio.Task(_contained(coro, log, recorded), loop=loop, **kwargs)
 
     def done(task: asyncio.Task[Any]) -> None:
-        if exited:
-            # Reported to the trial already: no "exception was never retrieved" if nobody
-            # awaits the task. (Other exceptions keep asyncio's usual report.)
+        if recorded:
+            # The trial has it: no "exception was never retrieved" if nobody awaits the task.
+            # (Other exceptions, and exits after the trial ended, keep asyncio's usual report.)
             task.exception()
         elif inspect.getcoroutinestate(coro) == inspect.CORO_CREATED:
             # Cancelled before it ran: the wrapper never started it. Close it quietly, as
@@ -53,12 +63,13 @@ def task_factory(
     return task
 
 
-async def _contained(coro: Any, report: Callable[[str, str], None], exited: list[bool]) -> Any:
+async def _contained(coro: Any, log: ExitLog, recorded: list[bool]) -> Any:
     try:
         return await coro
     except (SystemExit, KeyboardInterrupt) as exc:
-        exited.append(True)
         text = str(exc).strip().splitlines()
-        name = type(exc).__name__
-        report(f"{name}: {text[0]}" if text else name, "".join(traceback.format_exception(exc)))
-        raise TaskExited(f"a task raised {name}") from None
+        summary = f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+        if log.record(summary, "".join(traceback.format_exception(exc))):
+            recorded.append(True)
+            raise TaskExited(f"a task raised {summary}") from exc
+        raise TaskExited(f"a task raised {summary} after its trial had ended") from exc

@@ -17,7 +17,7 @@ from ..harnesses import Harness, HarnessContext, HarnessStartError
 from ..results._model import TrialResult
 from ..sandboxes._protocol import SandboxError, SandboxInstance, SandboxSpec
 from ._capture import CURRENT_LOG, flush_partial
-from ._contain import CURRENT_FAULT
+from ._contain import CURRENT_EXITS, ExitLog
 from ._rewrite import CURRENT_RECORDER
 from ._validate import SandboxHolder, ValidateError, run_declarative
 from ._verdict import decide_verdict
@@ -90,8 +90,8 @@ async def run_trial(job: TrialJob, env: TrialEnv) -> tuple[TrialResult, list[Eve
     rec_token = CURRENT_RECORDER.set(recorder)
     log_token = CURRENT_LOG.set(log)
     # SystemExit/KeyboardInterrupt in a task the test or the agent started (see _contain).
-    task_exits: list[tuple[str, str]] = []
-    fault_token = CURRENT_FAULT.set(lambda message, tb: task_exits.append((message, tb)))
+    task_exits = ExitLog()
+    exits_token = CURRENT_EXITS.set(task_exits)
 
     skipped: str | None = None
     void_reason: str | None = None
@@ -213,11 +213,13 @@ async def run_trial(job: TrialJob, env: TrialEnv) -> tuple[TrialResult, list[Eve
             flush_partial(log)
             CURRENT_RECORDER.reset(rec_token)
             CURRENT_LOG.reset(log_token)
-            CURRENT_FAULT.reset(fault_token)
+            CURRENT_EXITS.reset(exits_token)
 
-    if task_exits and execution_error is None:
-        execution_error = f"a task it started raised {task_exits[0][0]}"
-        tb = tb or task_exits[0][1]
+    task_exits.open = False
+    # An exit in a task wins over the TaskExited that whoever awaited the task then raised.
+    if task_exits.entries and (execution_error is None or "TaskExited" in execution_error):
+        execution_error = f"a task it started raised {task_exits.entries[0][0]}"
+        tb = task_exits.entries[0][1]
 
     verdict, reason = decide_verdict(
         skipped=skipped, void_reason=void_reason, timed_out=timed_out,

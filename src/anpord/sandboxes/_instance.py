@@ -147,6 +147,7 @@ class BaseInstance:
         self.id = root.name
         self._tracker = ProcessTracker(self.id)
         self._procs: list[asyncio.subprocess.Process] = []
+        self._starting: set[asyncio.Future[asyncio.subprocess.Process]] = set()
         self._closed = False
         self._base_env = base_environment(spec, self.home, self._tmpdir())
         self._base_env[MARKER_ENV] = self.id
@@ -188,26 +189,36 @@ class BaseInstance:
         full_env = dict(env)
         full_env[MARKER_ENV] = self.id  # how escaped descendants are still found
         # Shielded: a start cancelled half-way may have forked already, and asyncio would kill
-        # only the direct child, orphaning what it started. Let it finish, then kill the tree.
+        # only the direct child, orphaning what it started. The start finishes on its own and
+        # its tree is killed then; close() waits for starts still under way.
         start = asyncio.ensure_future(self._start(list(argv), full_env, cwd or self.workspace))
+        self._starting.add(start)
+        start.add_done_callback(self._starting.discard)
         try:
             proc = await asyncio.shield(start)
         except asyncio.CancelledError:
-            await asyncio.wait({start})
-            if not start.cancelled() and start.exception() is None:
-                proc = start.result()
-                self._track(proc)
-                await self.kill_tree(proc)
-                close_pipes(proc)
+            start.add_done_callback(self._abandon)
             raise
         except OSError as exc:
             raise SandboxError(f"cannot start {argv[0]}: {exc.strerror or exc}") from exc
+        if self._closed:  # closed while it was starting
+            self._abandon(start)
+            raise SandboxError("sandbox is closed")
         self._track(proc)
         return proc
 
     def _track(self, proc: asyncio.subprocess.Process) -> None:
         self._tracker.track(proc.pid)
         self._procs.append(proc)
+
+    def _abandon(self, start: asyncio.Future[asyncio.subprocess.Process]) -> None:
+        """A start whose caller was cancelled: kill what it started, now that it has."""
+        if start.cancelled() or start.exception() is not None:
+            return
+        proc = start.result()
+        self._track(proc)  # close() reaps it
+        self.kill_tree_now(proc)
+        close_pipes(proc)
 
     async def exec(
         self, cmd: str, *, timeout: float = 60.0, env: Mapping[str, str] | None = None
@@ -265,6 +276,8 @@ class BaseInstance:
             return
         self._closed = True
         try:
+            if self._starting:  # what they start is killed as they finish (see spawn)
+                await asyncio.wait(set(self._starting))
             await self.kill_all()
         finally:
             await asyncio.to_thread(remove_tree, self.root)

@@ -65,7 +65,7 @@ class _Proc:
     ppid: int
     pgrp: int
     session: int
-    zombie: bool
+    dead: bool  # a zombie with no thread left (one whose other threads still run is alive)
     started: int  # clock ticks after boot: tells a pid from a later process that reuses it
 
 
@@ -93,44 +93,50 @@ def _scan() -> dict[int, _Proc]:
             int(fields[1]),
             int(fields[2]),
             int(fields[3]),
-            fields[0] == b"Z",
+            fields[0] == b"Z" and int(fields[17]) <= 1,
             int(fields[19]),
         )
     return procs
 
 
-def _started(pid: int) -> int | None:
-    """The start time of ``pid`` if it exists (as a zombie or alive)."""
+def _parent_and_start(pid: int) -> tuple[int, int] | None:
+    """The parent and start time of ``pid`` if it exists (as a zombie or alive)."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             raw = f.read()
     except OSError:
         return None
     fields = raw[raw.rfind(b")") + 2 :].split(maxsplit=20)
-    return int(fields[19]) if len(fields) >= 20 else None
+    return (int(fields[1]), int(fields[19])) if len(fields) >= 20 else None
 
 
-# Processes (pid, start time) seen with no environment even after waiting: not looked at again.
-_NO_ENVIRONMENT: set[tuple[int, int]] = set()
+# How long a process may show an empty environment before we take it as having none: an execve
+# in progress shows none until the new program's is set up, for microseconds.
+EMPTY_ENVIRONMENT_GRACE = 0.05
+_empty_since: dict[tuple[int, int], float] = {}
+_no_environment: set[tuple[int, int]] = set()  # (pid, start time): not looked at again
 
 
-def _has_marker(p: _Proc, needle: bytes) -> bool:
-    if (p.pid, p.started) in _NO_ENVIRONMENT:
+def _has_marker(p: _Proc, needle: bytes) -> bool | None:
+    """Whether ``p`` carries the marker; ``None`` while it cannot tell yet (no environment)."""
+    key = (p.pid, p.started)
+    if key in _no_environment:
         return False
-    for attempt in range(1, 6):
-        try:
-            with open(f"/proc/{p.pid}/environ", "rb") as f:
-                env = f.read()
-        except OSError:
-            return False
-        if env:
-            return needle in env.split(b"\0")
-        # Empty: the process is half-way through an execve (the kernel shows no environment
-        # until the new program's is set up), or it has none at all. Look again shortly.
-        time.sleep(0.0005 * attempt)
-    if len(_NO_ENVIRONMENT) > 10_000:
-        _NO_ENVIRONMENT.clear()
-    _NO_ENVIRONMENT.add((p.pid, p.started))
+    try:
+        with open(f"/proc/{p.pid}/environ", "rb") as f:
+            env = f.read()
+    except OSError:
+        return False
+    if env:
+        _empty_since.pop(key, None)
+        return needle in env.split(b"\0")
+    now = time.monotonic()
+    if now - _empty_since.setdefault(key, now) < EMPTY_ENVIRONMENT_GRACE:
+        return None
+    del _empty_since[key]
+    if len(_no_environment) > 10_000:
+        _no_environment.clear()
+    _no_environment.add(key)
     return False
 
 
@@ -147,6 +153,7 @@ class ProcessTracker:
         self._unreaped: dict[int, int] = {}
         self._extras: dict[int, set[int]] = {}
         self.ever_spawned = False
+        self.unsure = False  # the last find() met an orphan it could not attribute yet
 
     def track(self, pid: int) -> None:
         self.roots.add(pid)
@@ -193,21 +200,23 @@ class ProcessTracker:
             take(pid)
         foreign = _SPAWNED - roots
         orphan_parents = {me} if _subreaper else {me, 1}
+        self.unsure = False
         for p in procs.values():
             if p.pid in found or p.pid in foreign or p.pid == me:
                 continue
-            if (
-                p.pgrp in roots
-                or p.session in roots
-                or p.ppid in orphan_parents
-                and not p.zombie
-                and _has_marker(p, self._needle)
-            ):
+            if p.pgrp in roots or p.session in roots:
                 take(p.pid)
+            elif p.ppid in orphan_parents and not p.dead:
+                marked = _has_marker(p, self._needle)
+                if marked:
+                    take(p.pid)
+                elif marked is None:
+                    self.unsure = True  # an orphan mid-execve: look again on the next pass
         return [procs[pid] for pid in found]
 
     def _sweep(self, roots: set[int] | None, seen: set[int]) -> bool:
-        """One pass: find, remember, SIGKILL the live ones. Returns whether any was live."""
+        """One pass: find, remember, SIGKILL the live ones. Returns whether any was live (or
+        an orphan could not be told apart yet)."""
         me = os.getpid()
         found = self.find(roots, seen)
         # Remembered: a dying process no longer shows its environment, yet is still ours.
@@ -215,14 +224,14 @@ class ProcessTracker:
         for p in found:
             if p.pid not in _SPAWNED and p.pid != me:
                 self._unreaped.setdefault(p.pid, p.started)
-        victims = [p for p in found if not p.zombie]
+        victims = [p for p in found if not p.dead]
         for p in victims:
             try:
                 os.kill(p.pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
         self._reap_nowait()
-        return bool(victims)
+        return bool(victims) or self.unsure
 
     def kill_now(self, roots: set[int] | None = None) -> tuple[set[int], bool]:
         """SIGKILL the tree synchronously (safe inside a cancellation handler). Returns the pids
@@ -248,13 +257,18 @@ class ProcessTracker:
                 return
 
     def _reap_nowait(self) -> None:
+        me = os.getpid()
         for pid, started in list(self._unreaped.items()):
+            now = _parent_and_start(pid)
+            if now is None or now[1] != started:
+                del self._unreaped[pid]  # gone (its parent reaped it), or the pid is reused
+                continue
+            if now[0] != me:
+                continue  # its own parent reaps it, unless that parent dies first
             try:
                 done, _ = os.waitpid(pid, os.WNOHANG)
             except ChildProcessError:
-                # Not our child (yet): its own parent reaps it, unless that parent dies first.
-                # Keep waiting only while this very process still exists.
-                done = pid if _started(pid) != started else 0
+                done = pid
             if done:
                 del self._unreaped[pid]
 
