@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -47,18 +48,23 @@ def test_exec_leaves_no_process_behind(kind: str, escape: str, tmp_root: Path) -
     run(go())
 
 
-def zombie_leaders_with_live_threads() -> set[int]:
-    """Processes whose main thread exited while other threads run on: "Z", yet alive."""
-    found = set()
+def processes() -> Iterator[tuple[int, str, str, int, int]]:
+    """Every process now: (pid, name, state, parent pid, thread count), from /proc/<pid>/stat."""
     for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
         try:
             with open(f"/proc/{name}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
+                head, rest = f.read().rsplit(")", 1)
+        except (OSError, ValueError):
             continue
-        if fields[0] == "Z" and int(fields[17]) > 1:
-            found.add(int(name))
-    return found
+        fields = rest.split()
+        yield int(name), head.split("(", 1)[1], fields[0], int(fields[1]), int(fields[17])
+
+
+def zombie_leaders_with_live_threads() -> set[int]:
+    """Processes whose main thread exited while other threads run on: "Z", yet alive."""
+    return {pid for pid, _, state, _, threads in processes() if state == "Z" and threads > 1}
 
 
 def test_a_process_whose_main_thread_exited_is_still_killed(kind: str, tmp_root: Path) -> None:
@@ -178,15 +184,5 @@ def test_no_zombie_is_left_with_the_runner(kind: str, tmp_root: Path) -> None:
 
 def zombie_children() -> list[str]:
     """This process's unreaped children, as "pid (name)"."""
-    me = str(os.getpid())
-    found = []
-    for name in os.listdir("/proc"):
-        try:
-            with open(f"/proc/{name}/stat") as f:
-                head, rest = f.read().rsplit(")", 1)
-        except (OSError, ValueError):
-            continue
-        fields = rest.split()
-        if fields[1] == me and fields[0] == "Z":
-            found.append(f"{name} ({head.split('(', 1)[1]})")
-    return found
+    me = os.getpid()
+    return [f"{pid} ({name})" for pid, name, state, ppid, _ in processes() if ppid == me and state == "Z"]

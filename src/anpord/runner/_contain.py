@@ -15,6 +15,8 @@ import inspect
 import traceback
 from typing import Any
 
+from ._verdict import exception_line
+
 __all__ = ["CURRENT_EXITS", "ExitLog", "TaskExited", "task_factory"]
 
 
@@ -67,8 +69,7 @@ async def _contained(coro: Any, log: ExitLog, recorded: list[bool]) -> Any:
     try:
         return await coro
     except (SystemExit, KeyboardInterrupt) as exc:
-        text = str(exc).strip().splitlines()
-        summary = f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+        summary = exception_line(exc)
         if log.record(summary, "".join(traceback.format_exception(exc))):
             recorded.append(True)
             raise TaskExited(f"a task raised {summary}") from exc

@@ -20,7 +20,7 @@ from ._capture import CURRENT_LOG, flush_partial
 from ._contain import CURRENT_EXITS, ExitLog
 from ._rewrite import CURRENT_RECORDER
 from ._validate import SandboxHolder, ValidateError, run_declarative
-from ._verdict import decide_verdict
+from ._verdict import decide_verdict, exception_line
 
 if TYPE_CHECKING:
     from .discovery import Case
@@ -57,12 +57,6 @@ class _Exited(Exception):
     def __init__(self, original: BaseException):
         super().__init__(str(original))
         self.original = original
-
-
-def _one_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    first = text[0] if text else ""
-    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
 
 
 def _usage(events: list[Event]) -> dict[str, float]:
@@ -188,7 +182,7 @@ async def run_trial(job: TrialJob, env: TrialEnv) -> tuple[TrialResult, list[Eve
             except BaseException as exc:  # noqa: BLE001 - SystemExit etc. fail this trial, not the run
                 if isinstance(exc, _Exited):
                     exc = exc.original
-                execution_error = _one_line(exc)
+                execution_error = exception_line(exc)
                 tb = "".join(traceback.format_exception(exc))
         if execution_error is None and state.execution_errors:
             execution_error = state.execution_errors[0]
@@ -201,7 +195,7 @@ async def run_trial(job: TrialJob, env: TrialEnv) -> tuple[TrialResult, list[Eve
     except asyncio.CancelledError:
         raise
     except Exception as exc:  # noqa: BLE001 - an infrastructure fault voids this trial only
-        void_reason = f"internal error: {_one_line(exc)}"
+        void_reason = f"internal error: {exception_line(exc)}"
         tb = "".join(traceback.format_exception(exc))
     finally:
         try:

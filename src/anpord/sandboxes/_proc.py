@@ -69,6 +69,21 @@ class _Proc:
     started: int  # clock ticks after boot: tells a pid from a later process that reuses it
 
 
+def _parse_stat(pid: int, raw: bytes) -> _Proc | None:
+    # The command name may hold spaces and parentheses: fields start after the last ')'.
+    fields = raw[raw.rfind(b")") + 2 :].split(maxsplit=20)
+    if len(fields) < 20:
+        return None
+    return _Proc(
+        pid,
+        int(fields[1]),
+        int(fields[2]),
+        int(fields[3]),
+        fields[0] == b"Z" and int(fields[17]) <= 1,
+        int(fields[19]),
+    )
+
+
 def _scan() -> dict[int, _Proc]:
     procs: dict[int, _Proc] = {}
     for name in os.listdir("/proc"):
@@ -84,30 +99,19 @@ def _scan() -> dict[int, _Proc]:
             continue
         finally:
             os.close(fd)
-        # The command name may hold spaces and parentheses: fields start after the last ')'.
-        fields = raw[raw.rfind(b")") + 2 :].split(maxsplit=20)
-        if len(fields) < 20:
-            continue
-        procs[int(name)] = _Proc(
-            int(name),
-            int(fields[1]),
-            int(fields[2]),
-            int(fields[3]),
-            fields[0] == b"Z" and int(fields[17]) <= 1,
-            int(fields[19]),
-        )
+        proc = _parse_stat(int(name), raw)
+        if proc is not None:
+            procs[proc.pid] = proc
     return procs
 
 
-def _parent_and_start(pid: int) -> tuple[int, int] | None:
-    """The parent and start time of ``pid`` if it exists (as a zombie or alive)."""
+def _stat(pid: int) -> _Proc | None:
+    """``pid`` as it is now, if it exists (as a zombie or alive)."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
-            raw = f.read()
+            return _parse_stat(pid, f.read())
     except OSError:
         return None
-    fields = raw[raw.rfind(b")") + 2 :].split(maxsplit=20)
-    return (int(fields[1]), int(fields[19])) if len(fields) >= 20 else None
 
 
 # How long a process may show an empty environment before we take it as having none: an execve
@@ -131,6 +135,8 @@ def _has_marker(p: _Proc, needle: bytes) -> bool | None:
         _empty_since.pop(key, None)
         return needle in env.split(b"\0")
     now = time.monotonic()
+    if len(_empty_since) > 10_000:  # of processes that vanished while being looked at
+        _empty_since.clear()
     if now - _empty_since.setdefault(key, now) < EMPTY_ENVIRONMENT_GRACE:
         return None
     del _empty_since[key]
@@ -259,11 +265,11 @@ class ProcessTracker:
     def _reap_nowait(self) -> None:
         me = os.getpid()
         for pid, started in list(self._unreaped.items()):
-            now = _parent_and_start(pid)
-            if now is None or now[1] != started:
+            now = _stat(pid)
+            if now is None or now.started != started:
                 del self._unreaped[pid]  # gone (its parent reaped it), or the pid is reused
                 continue
-            if now[0] != me:
+            if now.ppid != me:
                 continue  # its own parent reaps it, unless that parent dies first
             try:
                 done, _ = os.waitpid(pid, os.WNOHANG)
