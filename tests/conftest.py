@@ -5,10 +5,14 @@ from __future__ import annotations
 import gc
 from collections.abc import Iterator
 
+from collections.abc import Callable
+from pathlib import Path
+
 import pytest
+from project_support import Project, build_project
 
 # The folders whose tests run sandboxed programs inside the test process (asyncio transports).
-_IN_PROCESS_SUBPROCESSES = {"sandboxes", "harness_command", "verifiers", "sources"}
+_IN_PROCESS_SUBPROCESSES = {"sandboxes", "command", "verifiers", "workspace"}
 
 
 @pytest.fixture(autouse=True)
@@ -23,3 +27,27 @@ def collect_garbage(request: pytest.FixtureRequest) -> Iterator[None]:
     yield
     if request.node.path.parent.name in _IN_PROCESS_SUBPROCESSES:
         gc.collect()
+
+
+@pytest.fixture
+def make_project(tmp_path: Path) -> Callable[..., Project]:
+    """``make_project(files, config=DEFAULT_CONFIG, agents=True)`` → a fresh project folder with
+    the example agents in ``agents/kit.py``; ``project.run("--json", ...)`` runs ``anpord eval``."""
+    return build_project_in(tmp_path)
+
+
+@pytest.fixture(scope="module")
+def make_module_project(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., Project]:
+    """The same, for a project (and a run) shared by the tests of one module."""
+    return build_project_in(tmp_path_factory.mktemp("project"))
+
+
+def build_project_in(base: Path) -> Callable[..., Project]:
+    count = 0
+
+    def make(*args, **kwargs) -> Project:  # type: ignore[no-untyped-def]
+        nonlocal count
+        count += 1
+        return build_project(base / f"project{count}", *args, **kwargs)
+
+    return make

@@ -31,6 +31,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, is_dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from ._render import PREVIEW_LIMIT, SCALARS as _SCALARS
+from ._render import clip as _clip
+from ._render import describe as _describe
+from ._render import describe_leaf as _describe_leaf
+from ._render import json_text as _json_text
+from ._render import preview as _preview
+from ._render import render as _render
+
 __all__ = [
     "MatchResult",
     "Matcher",
@@ -46,10 +54,6 @@ __all__ = [
 ]
 
 Kind = Literal["gate", "soft"]
-
-PREVIEW_LIMIT = 300
-
-_SCALARS = (str, int, float, bool, type(None))
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,97 +117,6 @@ class BaseMatcher:
 
     def _result(self, ok: bool, actual: Any, message: str, error: str | None = None) -> MatchResult:
         return MatchResult(ok, 1.0 if ok else 0.0, _describe(self), actual, message, error)
-
-
-# ---------------------------------------------------------------------------------------------
-# Previews: every failure message shows what was seen, cut to a readable length.
-
-
-def _json_text(value: Any) -> str:
-    """The JSON text of a value (what regexes and ``includes`` test on non-strings)."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, (bytes, bytearray)):
-        return bytes(value).decode("utf-8", "replace")
-    try:
-        return json.dumps(value, ensure_ascii=False, default=_json_fallback)
-    except (TypeError, ValueError):  # circular structures and the like
-        return repr(value)
-
-
-def _json_fallback(value: Any) -> Any:
-    if hasattr(value, "model_dump"):
-        return value.model_dump()
-    if is_dataclass(value) and not isinstance(value, type):
-        return asdict(value)
-    if isinstance(value, (set, frozenset, tuple)):
-        return list(value)
-    return repr(value)
-
-
-def _clip(text: str, limit: int = PREVIEW_LIMIT) -> str:
-    if len(text) <= limit:
-        return text
-    return f"{text[:limit]}… (+{len(text) - limit} chars)"
-
-
-def _preview(value: Any, limit: int = PREVIEW_LIMIT) -> str:
-    """A short, quoted rendering of a value for messages: strings quoted, the rest as JSON."""
-    if isinstance(value, str):
-        if len(value) > limit:  # quote only what is shown: a huge reply is not re-encoded whole
-            return f"{json.dumps(value[:limit], ensure_ascii=False)}… (+{len(value) - limit} chars)"
-        return json.dumps(value, ensure_ascii=False)
-    if value is None or isinstance(value, bool):
-        return repr(value)  # Python spelling at the top level; nested values read as JSON
-    if isinstance(value, (re.Pattern, BaseMatcher)) or (callable(value) and not _is_data(value)):
-        return _clip(_describe_leaf(value), limit)
-    return _clip(_json_text(value), limit)
-
-
-def _is_data(value: Any) -> bool:
-    return isinstance(value, (*_SCALARS, Mapping, list, tuple))
-
-
-def _describe_leaf(value: Any) -> str:
-    if isinstance(value, re.Pattern):
-        return f"/{value.pattern}/"
-    if is_matcher(value):
-        return str(value.description)
-    if isinstance(value, type):
-        return f"<instance of {value.__name__}>"
-    if callable(value):
-        return f"<predicate {getattr(value, '__name__', type(value).__name__)}>"
-    return repr(value)
-
-
-def _render(expected: Any, limit: int = PREVIEW_LIMIT) -> str:
-    """Expected values as a reader would write them: ``{"city": includes("York"), "n": 3}``."""
-    return _clip(_render_full(expected), limit)
-
-
-def _render_full(expected: Any) -> str:
-    if isinstance(expected, Mapping):
-        inner = ", ".join(
-            f"{json.dumps(str(k), ensure_ascii=False)}: {_render_full(v)}"
-            for k, v in expected.items()
-        )
-        return "{" + inner + "}"
-    if isinstance(expected, (list, tuple)):
-        return "[" + ", ".join(_render_full(v) for v in expected) + "]"
-    if isinstance(expected, _SCALARS):
-        return json.dumps(expected, ensure_ascii=False)
-    return _describe_leaf(expected)
-
-
-def _describe(expected: Any) -> Any:
-    """A JSON-able form of an expected value: matchers, regexes and predicates become text."""
-    if isinstance(expected, Mapping):
-        return {str(k): _describe(v) for k, v in expected.items()}
-    if isinstance(expected, (list, tuple)):
-        return [_describe(v) for v in expected]
-    if isinstance(expected, _SCALARS):
-        return expected
-    return _describe_leaf(expected)
 
 
 # ---------------------------------------------------------------------------------------------

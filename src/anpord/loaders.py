@@ -28,7 +28,8 @@ from typing import Any
 
 __all__ = ["LoaderError", "load_json", "load_yaml", "project_folder"]
 
-from .runner.discovery import CONFIG_NAME, UsageError, find_root, nearest_config_folder
+from ._errors import UsageError
+from ._project import CONFIG_NAME, find_root, nearest_config_folder
 
 
 class LoaderError(ValueError):

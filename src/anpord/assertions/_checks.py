@@ -21,7 +21,8 @@ from ..events import (
     TURN_FAILED,
     Event,
 )
-from ..expect import Match, _clip, _describe, _preview, _render, match_detail
+from ..expect import Match, match_detail
+from .._render import clip, describe, preview, render
 from ._tools import ToolCall, tool_calls_from_events
 
 # How many seen items a message lists before "… and N more".
@@ -51,9 +52,9 @@ def _listing(items: Sequence[str], limit: int = SHOW_ITEMS) -> str:
 
 
 def show_call(call: ToolCall) -> str:
-    text = f"{call.name}({_preview(call.input, 160) if call.input is not None else ''}) → {call.status}"
+    text = f"{call.name}({preview(call.input, 160) if call.input is not None else ''}) → {call.status}"
     if call.status == "failed" and call.error:
-        text += f" ({_clip(call.error, 120)})"
+        text += f" ({clip(call.error, 120)})"
     return text
 
 
@@ -64,7 +65,7 @@ def _calls_seen(calls: Sequence[ToolCall]) -> str:
 
 
 def _show_event(ev: Event) -> str:
-    return f"{ev.type} {_preview(dict(ev.data), 200)}"
+    return f"{ev.type} {preview(dict(ev.data), 200)}"
 
 
 def _types_seen(events: Sequence[Event]) -> str:
@@ -98,7 +99,7 @@ def _count_ok(count: Count, n: int) -> Match:
 
 
 def _describe_count(count: Count) -> Any:
-    return None if count is None else _describe(count)
+    return None if count is None else describe(count)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -118,7 +119,7 @@ def succeeded(statuses: Sequence[str], events: Sequence[Event]) -> Outcome:
         if ev.type == TURN_FAILED and ev.data.get("error")
     ]
     which = ", ".join(map(str, failed))
-    detail = f": {_listing([_clip(e, 200) for e in errors], 3)}" if errors else ""
+    detail = f": {_listing([clip(e, 200) for e in errors], 3)}" if errors else ""
     return Outcome(
         False,
         f"turn {which} of {len(statuses)} failed{detail} (statuses: {', '.join(statuses)})",
@@ -153,19 +154,19 @@ def message_includes(events: Sequence[Event], needle: Any) -> Outcome:
     texts = assistant_texts(events)
     if isinstance(needle, str):
         hit = any(needle in text for text in texts)
-        wanted = _preview(needle, 120)
+        wanted = preview(needle, 120)
     elif isinstance(needle, re.Pattern):
         hit = any(needle.search(text) for text in texts)
         wanted = f"a match for /{needle.pattern}/"
     else:
         err = f"message_includes takes a string or a compiled regex, not {type(needle).__name__}"
-        return Outcome(False, err, _describe(needle), None, err)
-    expected = _describe(needle)
+        return Outcome(False, err, describe(needle), None, err)
+    expected = describe(needle)
     if hit:
         return Outcome(True, "", expected, None)
     if not texts:
         return Outcome(False, f"no assistant message was seen (wanted {wanted})", expected, [])
-    seen = _listing([_preview(t, 200) for t in texts], 5)
+    seen = _listing([preview(t, 200) for t in texts], 5)
     return Outcome(
         False, f"no assistant message includes {wanted}; messages: {seen}", expected, texts[-5:]
     )
@@ -208,8 +209,8 @@ def called_tool(
         if v is not None
     ]
     expected = {
-        "name": _describe(name),
-        **{k: _describe(v) for k, v in filters},
+        "name": describe(name),
+        **{k: describe(v) for k, v in filters},
         "count": _describe_count(count),
     }
     actual = [_call_summary(c) for c in calls]
@@ -222,14 +223,14 @@ def called_tool(
         if m.ok:
             hits.append(call)
         elif not m.why.startswith("name"):
-            misses.append(f"call {call.name}({_preview(call.input, 120)}) {m.why}")
+            misses.append(f"call {call.name}({preview(call.input, 120)}) {m.why}")
     c = _count_ok(count, len(hits))
     if c.error:
         return Outcome(False, c.error, expected, actual, c.error)
     if c.ok:
         return Outcome(True, "", expected, actual)
-    label = name if isinstance(name, str) else _render(name)
-    wanted = "".join(f" {k}={_render(v, 120)}" for k, v in filters)
+    label = name if isinstance(name, str) else render(name)
+    wanted = "".join(f" {k}={render(v, 120)}" for k, v in filters)
     if not hits and not misses:
         message = f"{label} was not called; {_calls_seen(calls)}"
     elif not hits:
@@ -250,16 +251,16 @@ def not_called_tool(events: Sequence[Event], name: Any) -> Outcome:
     for call in calls:
         m = match_detail(name, call.name)
         if m.error:
-            return Outcome(False, m.error, _describe(name), None, m.error)
+            return Outcome(False, m.error, describe(name), None, m.error)
         if m.ok:
             hits.append(call)
     actual = [_call_summary(c) for c in hits]
     if not hits:
-        return Outcome(True, "", {"not": _describe(name)}, actual)
-    label = name if isinstance(name, str) else _render(name)
+        return Outcome(True, "", {"not": describe(name)}, actual)
+    label = name if isinstance(name, str) else render(name)
     shown = _listing([show_call(c) for c in hits])
     return Outcome(
-        False, f"{label} was called {_times(len(hits))}: {shown}", {"not": _describe(name)}, actual
+        False, f"{label} was called {_times(len(hits))}: {shown}", {"not": describe(name)}, actual
     )
 
 
@@ -282,7 +283,7 @@ def _in_order(items: Sequence[Any], steps: Sequence[Any], match: Callable[[Any, 
 
 def tool_order(events: Sequence[Event], steps: Sequence[Any]) -> Outcome:
     calls = tool_calls_from_events(events)
-    expected = _describe(list(steps))
+    expected = describe(list(steps))
     actual = [c.name for c in calls]
     parsed: list[tuple[Any, list[tuple[str, Any]]]] = []
     for i, step in enumerate(steps, 1):
@@ -298,7 +299,7 @@ def tool_order(events: Sequence[Event], steps: Sequence[Any]) -> Outcome:
     if error:
         return Outcome(False, error, expected, actual, error)
     if missing is not None:
-        step_text = _render(steps[missing - 1], 160)
+        step_text = render(steps[missing - 1], 160)
         return Outcome(
             False,
             f"step {missing} of {len(parsed)} ({step_text}) was not called after the steps before it; "
@@ -346,19 +347,19 @@ def no_failed_actions(statuses: Sequence[str], events: Sequence[Event]) -> Outco
         ):
             error = data.get("error")
             failures.append(
-                f"tool {data.get('name')} failed" + (f": {_clip(str(error), 160)}" if error else "")
+                f"tool {data.get('name')} failed" + (f": {clip(str(error), 160)}" if error else "")
             )
         elif ev.type == COMMAND_COMPLETED or ev.type == "process.exited":
             # process.exited: the agent program itself (command harness) ended with this code.
             code = data.get("exit_code")
             if isinstance(code, int) and not isinstance(code, bool) and code != 0:
                 what = "command" if ev.type == COMMAND_COMPLETED else "agent program"
-                failures.append(f"{what} {_preview(data.get('command'), 120)} exited {code}")
+                failures.append(f"{what} {preview(data.get('command'), 120)} exited {code}")
         elif ev.type in (TURN_FAILED, SESSION_FAILED):
             failed_turn_event = failed_turn_event or ev.type == TURN_FAILED
             error = data.get("error")
             what = "turn" if ev.type == TURN_FAILED else "session"
-            failures.append(f"{what} failed" + (f": {_clip(str(error), 160)}" if error else ""))
+            failures.append(f"{what} failed" + (f": {clip(str(error), 160)}" if error else ""))
     if not failed_turn_event and "failed" in statuses:
         failures.append("a turn failed")
     if not failures:
@@ -390,7 +391,7 @@ def _match_event(ev: Event, type_: Any, data: Any) -> Match:
 
 
 def event(events: Sequence[Event], type_: Any, data: Any = None, count: Count = None) -> Outcome:
-    expected = {"type": _describe(type_), "data": _describe(data), "count": _describe_count(count)}
+    expected = {"type": describe(type_), "data": describe(data), "count": _describe_count(count)}
     hits: list[Event] = []
     misses: list[str] = []
     for ev in events:
@@ -407,12 +408,12 @@ def event(events: Sequence[Event], type_: Any, data: Any = None, count: Count = 
         return Outcome(False, c.error, expected, actual, c.error)
     if c.ok:
         return Outcome(True, "", expected, actual)
-    label = type_ if isinstance(type_, str) else _render(type_)
+    label = type_ if isinstance(type_, str) else render(type_)
     if not hits and not misses:
         message = f"no {label} event; {_types_seen(events)}"
     elif not hits:
         message = (
-            f"no {label} event matched data={_render(data, 160)}; "
+            f"no {label} event matched data={render(data, 160)}; "
             f"{len(misses)} {label} event(s) seen: {_listing(misses, 4)}"
         )
     else:
@@ -421,7 +422,7 @@ def event(events: Sequence[Event], type_: Any, data: Any = None, count: Count = 
 
 
 def not_event(events: Sequence[Event], type_: Any, data: Any = None) -> Outcome:
-    expected = {"not": {"type": _describe(type_), "data": _describe(data)}}
+    expected = {"not": {"type": describe(type_), "data": describe(data)}}
     hits: list[Event] = []
     for ev in events:
         m = _match_event(ev, type_, data)
@@ -431,7 +432,7 @@ def not_event(events: Sequence[Event], type_: Any, data: Any = None) -> Outcome:
             hits.append(ev)
     if not hits:
         return Outcome(True, "", expected, [])
-    label = type_ if isinstance(type_, str) else _render(type_)
+    label = type_ if isinstance(type_, str) else render(type_)
     return Outcome(
         False,
         f"saw {len(hits)} {label} event(s): {_listing([_show_event(e) for e in hits], 4)}",
@@ -441,7 +442,7 @@ def not_event(events: Sequence[Event], type_: Any, data: Any = None) -> Outcome:
 
 
 def event_order(events: Sequence[Event], steps: Sequence[Any]) -> Outcome:
-    expected = _describe(list(steps))
+    expected = describe(list(steps))
     actual = [ev.type for ev in events]
     parsed: list[tuple[Any, Any]] = []
     for i, step in enumerate(steps, 1):
@@ -460,10 +461,10 @@ def event_order(events: Sequence[Event], steps: Sequence[Any]) -> Outcome:
         seen = ", ".join(actual[:60]) + (f", … ({len(actual) - 60} more)" if len(actual) > 60 else "")
         return Outcome(
             False,
-            f"step {missing} of {len(parsed)} ({_render(steps[missing - 1], 160)}) not seen after the steps "
+            f"step {missing} of {len(parsed)} ({render(steps[missing - 1], 160)}) not seen after the steps "
             f"before it; events in order: {seen or 'none'}",
             expected,
-            _clip(json.dumps(actual), 2000),
+            clip(json.dumps(actual), 2000),
         )
     return Outcome(True, "", expected, None)
 
@@ -495,10 +496,10 @@ def events_satisfy(
 
 def output_equals(output: Any, value: Any) -> Outcome:
     m = match_detail(value, output, exact=True)
-    expected = _describe(value)
+    expected = describe(value)
     if m.ok:
         return Outcome(True, "", expected, output)
-    message = m.why if not m.why.startswith("at ") else f"{m.why}; output was {_preview(output)}"
+    message = m.why if not m.why.startswith("at ") else f"{m.why}; output was {preview(output)}"
     return Outcome(False, f"output: {message}", expected, output, m.error)
 
 
@@ -545,7 +546,7 @@ def output_matches(output: Any, spec: Any) -> Outcome:
 def _spec_name(spec: Any) -> Any:
     if isinstance(spec, type):
         return spec.__name__
-    return _describe(spec)
+    return describe(spec)
 
 
 def _validate_pydantic(value: Any, output: Any, model: type) -> Outcome:
@@ -563,7 +564,7 @@ def _validate_pydantic(value: Any, output: Any, model: type) -> Outcome:
         )
         return Outcome(
             False,
-            f"output is not a valid {model.__name__}: {problems}; output was {_preview(output)}",
+            f"output is not a valid {model.__name__}: {problems}; output was {preview(output)}",
             model.__name__,
             output,
         )
@@ -574,7 +575,7 @@ def _validate_pydantic(value: Any, output: Any, model: type) -> Outcome:
 
 
 def _validate_schema(value: Any, output: Any, schema: Mapping[str, Any]) -> Outcome:
-    expected = _describe(schema)
+    expected = describe(schema)
     try:
         import jsonschema  # type: ignore[import-untyped, unused-ignore]
         from jsonschema.exceptions import best_match  # type: ignore[import-untyped, unused-ignore]
@@ -599,7 +600,7 @@ def _validate_schema(value: Any, output: Any, schema: Mapping[str, Any]) -> Outc
     )
     return Outcome(
         False,
-        f"output does not match the schema at {where}: {_clip(error.message, 300)}; output was {_preview(output)}",
+        f"output does not match the schema at {where}: {clip(error.message, 300)}; output was {preview(output)}",
         expected,
         output,
     )

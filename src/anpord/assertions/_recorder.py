@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ..expect import Matcher, MatchResult, _preview, equals, is_matcher
+from ..expect import Matcher, MatchResult, equals, is_matcher
+from .._render import preview
 from ..results._model import AssertionRecord
 from ._handle import AssertionHandle, decide_status
 
@@ -50,7 +51,7 @@ def check_value(value: Any, matcher: Any, *, scope: str = "run") -> AssertionRec
             threshold=m.default_threshold,
             expected=name,
             actual=clip_actual(value),
-            message=f"{name} raised {type(exc).__name__}: {exc} (on {_preview(value)})",
+            message=f"{name} raised {type(exc).__name__}: {exc} (on {preview(value)})",
             scope=scope,
         )
     record = AssertionRecord(

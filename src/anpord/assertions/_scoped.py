@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..events import Event
-from ..expect import _clip, _render
+from .._render import clip, render
 from ..results._model import AssertionRecord
 from . import _checks
 from ._checks import Count, Outcome
@@ -27,9 +27,9 @@ _NAME_LIMIT = 160
 
 def _call_name(fn: str, *args: Any, **kwargs: Any) -> str:
     """How the assertion reads in reports: ``called_tool("get_weather", input={"city": "NYC"})``."""
-    parts = [_render(a, 80) for a in args]
-    parts += [f"{k}={_render(v, 80)}" for k, v in kwargs.items() if v is not None]
-    return _clip(f"{fn}({', '.join(parts)})", _NAME_LIMIT)
+    parts = [render(a, 80) for a in args]
+    parts += [f"{k}={render(v, 80)}" for k, v in kwargs.items() if v is not None]
+    return clip(f"{fn}({', '.join(parts)})", _NAME_LIMIT)
 
 
 class ScopedAssertions:

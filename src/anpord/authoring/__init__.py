@@ -3,7 +3,7 @@
 from ..verifiers import command
 from ._config import DEFAULT_TIMEOUT, EvalConfig, JudgeConfig, Variant, define_eval_config
 from ._define import DefinitionError, Eval, Suite, define_eval, define_suite
-from ._sources import Directory, Files, Repo, Source, SourceError, directory, files, repo
+from ..workspace import Directory, Files, Repo, Source, SourceError, directory, files, repo
 
 __all__ = [
     "DEFAULT_TIMEOUT",

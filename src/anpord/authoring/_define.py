@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from ._config import Variant
-from ._sources import Source
+from ..workspace import Source
 
 __all__ = ["Eval", "Suite", "define_eval", "define_suite", "DefinitionError"]
 

@@ -332,7 +332,7 @@ class CommandSession:
         self._closing = True  # a turn still running is killed: not a sandbox failure
         if self._proc is not None and self._proc.returncode is None:
             await self._kill(self._proc)
-        from ..sandboxes._fill import remove_tree
+        from ..workspace import remove_tree
 
         remove_tree(self.dir)
 

@@ -107,7 +107,7 @@ async def run_trial(job: TrialJob, env: TrialEnv) -> tuple[TrialResult, list[Eve
         if needs_sandbox:
             await holder.get()
             if case.eval.declarative and holder.instance is not None:
-                from ..sandboxes._snapshot import snapshot as take_snapshot
+                from ..workspace import snapshot as take_snapshot
 
                 # Before the agent runs, for files_changed(); in a thread: a large workspace
                 # takes seconds to read, and the other trials must not stall meanwhile.

@@ -84,7 +84,7 @@ class ValidateContext:
                 paths.update(str(p) for p in e.data.get("paths") or ())
         inst = self._sandbox.instance
         if inst is not None and self._snapshot is not None:
-            from ..sandboxes._snapshot import changed_paths, snapshot
+            from ..workspace import changed_paths, snapshot
 
             paths.update(changed_paths(self._snapshot, snapshot(inst.workspace)))
         return sorted(paths)

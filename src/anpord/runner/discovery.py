@@ -16,7 +16,9 @@ from types import CodeType, ModuleType
 from typing import Any, Sequence
 
 from ..authoring import DefinitionError, Eval, EvalConfig, Suite, define_eval_config
+from .._errors import UsageError
 from .._ids import slug
+from .._project import CONFIG_NAME, EVAL_SUFFIX, find_root, nearest_config_folder
 from ..authoring._config import Variant
 from ._rewrite import ASSERT_HELPERS, rewrite_asserts
 
@@ -32,12 +34,6 @@ __all__ = [
     "slug",
 ]
 
-CONFIG_NAME = "evals.config.py"
-EVAL_SUFFIX = ".eval.py"
-
-
-class UsageError(Exception):
-    """A usage, config or discovery error: one line, exit 2."""
 
 
 @dataclass
@@ -88,36 +84,6 @@ def _rel(path: Path) -> str:
 
 
 # -- the root and its config -----------------------------------------------------------------
-
-
-def nearest_config_folder(start: Path) -> Path | None:
-    start = start.resolve()
-    for folder in [start, *start.parents]:
-        if (folder / CONFIG_NAME).is_file():
-            return folder
-    return None
-
-
-def find_root(args: Sequence[str]) -> Path:
-    for arg in args:
-        p = Path(arg)
-        if p.exists():
-            found = nearest_config_folder(p if p.is_dir() else p.parent)
-            if found is not None:
-                return found
-            if p.is_dir() and (p / "evals" / CONFIG_NAME).is_file():
-                return (p / "evals").resolve()  # a project folder: `anpord eval my-project`
-            break
-    default = Path("evals") / CONFIG_NAME
-    if default.is_file():
-        return default.parent.resolve()
-    found = nearest_config_folder(Path.cwd())
-    if found is not None:
-        return found
-    raise UsageError(
-        f"no {CONFIG_NAME} found: create evals/{CONFIG_NAME} (an empty `config = define_eval_config()` "
-        "suffices) or run `anpord init`"
-    )
 
 
 def _put_on_path(project_root: Path) -> None:

@@ -19,7 +19,7 @@ import weakref
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from ._fill import remove_tree
+from ..workspace import SourceError, remove_tree
 from ._proc import (
     MARKER_ENV,
     CappedBuffer,
@@ -288,8 +288,6 @@ async def open_instance(
     instance_type: type[BaseInstance], spec: SandboxSpec, tmp_root: Path | None, **kwargs: object
 ) -> BaseInstance:
     """Create an instance and fill its workspace; on any failure nothing is left behind."""
-    from ..authoring._sources import SourceError
-
     root = make_root(tmp_root)
     try:
         inst = instance_type(root, spec, **kwargs)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Mapping, Protocol, Sequence, runtime_checkable
 
 if TYPE_CHECKING:
     from ..authoring._config import Variant
-    from ..authoring._sources import Source
+    from ..workspace import Source
 
 __all__ = ["Sandbox", "SandboxInstance", "SandboxSpec", "ExecResult", "SandboxError"]
 

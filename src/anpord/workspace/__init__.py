@@ -1,0 +1,37 @@
+"""Workspaces: the sources that fill a trial's fresh workspace, how a tree is copied into it, and
+snapshots of it for ``context.files_changed()``.
+
+Depends on nothing else in anpord, so authoring (which declares sources) and sandboxes (which
+fill workspaces) both import it without importing each other.
+"""
+
+from ._fill import copy_tree, remove_tree
+from ._snapshot import Snapshot, changed_paths, snapshot
+from ._sources import (
+    Directory,
+    Files,
+    Repo,
+    Source,
+    SourceError,
+    directory,
+    files,
+    repo,
+    safe_relative_path,
+)
+
+__all__ = [
+    "Directory",
+    "Files",
+    "Repo",
+    "Snapshot",
+    "Source",
+    "SourceError",
+    "changed_paths",
+    "copy_tree",
+    "directory",
+    "files",
+    "remove_tree",
+    "repo",
+    "safe_relative_path",
+    "snapshot",
+]

@@ -1,0 +1,102 @@
+"""Ctrl-C: a real run gets SIGINT; scheduling stops, finished trials are kept, exit 130."""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+from typing import Any
+
+from project_support import END, eval_file
+
+SLOW = eval_file(f"""
+    @define_eval(each=list(range(10)))
+    async def test(t, row):
+        await t.send("slow 0.6")
+        {END}
+""")
+
+
+def test_ctrl_c_keeps_finished_trials_and_exits_130(make_project: Any) -> None:
+    project = make_project({"evals/slow.eval.py": SLOW})
+    proc = project.popen("--max-concurrency", "1")
+    try:
+        deadline = time.monotonic() + 20
+        lines: list[str] = []
+        while time.monotonic() < deadline:
+            run_dir = project.latest_run_dir()
+            results = run_dir / "results.jsonl" if run_dir else None
+            if results is not None and results.is_file():
+                lines = [x for x in results.read_text().splitlines() if x.strip()]
+                if len(lines) >= 2:
+                    break
+            assert proc.poll() is None, proc.communicate()
+            time.sleep(0.05)
+        assert len(lines) >= 2, "the run never finished two trials"
+        sent_at = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=15)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    waited = time.monotonic() - sent_at
+    assert proc.returncode == 130, (stdout, stderr)
+    assert waited < 6, waited  # a grace period, not the remaining eight cases
+    assert "Traceback" not in stderr
+
+    run_dir = project.latest_run_dir()
+    assert run_dir is not None
+    finished = [json.loads(x) for x in (run_dir / "results.jsonl").read_text().splitlines() if x.strip()]
+    assert 2 <= len(finished) < 10  # scheduling stopped
+    for line in finished:
+        assert (run_dir / line["artifact"]).is_file()
+        assert (run_dir / line["artifact"].replace(".json", ".events.ndjson")).is_file()
+    passed = [line for line in finished if line["verdict"] == "passed"]
+    assert len(passed) >= 2
+
+    info = json.loads((run_dir / "run.json").read_text())
+    assert info["status"] == "interrupted"
+    assert info["exit_code"] == 130
+    assert info["totals"]["trials"] == len(finished)
+
+    closing = stdout.strip().splitlines()[-1]
+    failed = sum(1 for line in finished if line["verdict"] in ("failed", "timed_out"))
+    assert closing.startswith(f"{len(passed)} passed, {failed} failed"), stdout
+
+
+def test_a_second_ctrl_c_forces_the_exit(make_project: Any) -> None:
+    project = make_project({"evals/stuck.eval.py": eval_file("""
+        @define_eval
+        async def test(t):
+            Path(__file__).with_name("started").write_text("yes")
+            try:
+                await t.send("slow 30")
+            finally:
+                await asyncio.sleep(30)  # a body that ignores the first interrupt's cancellation
+    """)})
+    proc = project.popen()
+    try:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and not project.path("evals/started").exists():
+            time.sleep(0.05)
+        assert project.path("evals/started").exists(), "the trial never started"
+        time.sleep(0.1)
+        proc.send_signal(signal.SIGINT)
+        time.sleep(0.3)
+        assert proc.poll() is None  # still in its grace period
+        sent_at = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130
+    assert time.monotonic() - sent_at < 2
+    # Even a forced exit leaves run.json saying so, not "running".
+    run_dir = project.latest_run_dir()
+    assert run_dir is not None
+    info = json.loads((run_dir / "run.json").read_text())
+    assert info["status"] == "interrupted" and info["forced"] is True
+    assert info["totals"]["trials"] == 0
