@@ -31,8 +31,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, is_dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from ._render import PREVIEW_LIMIT, SCALARS as _SCALARS
-from ._render import clip as _clip
+from ._render import SCALARS as _SCALARS
 from ._render import describe as _describe
 from ._render import describe_leaf as _describe_leaf
 from ._render import json_text as _json_text

@@ -6,7 +6,7 @@ import json
 import xml.etree.ElementTree as ET
 from typing import Any
 
-from project_support import END, Project, eval_file
+from project_support import Project, eval_file
 
 QUOTED = 'pa"ss\\word42'  # JSON escapes both characters: the raw value is not in JSON text
 ACCENTED = "clé-sécrète-42"  # ASCII-only JSON writes it as \u00e9

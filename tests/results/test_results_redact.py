@@ -12,7 +12,8 @@ from results_factories import gate_failure, summary_for, trial
 
 from anpord.events import Event
 from anpord.results import summary_json, write_junit
-from anpord.results.artifacts import Redactor, RunWriter, _has_key_prefix
+from anpord.results._redact import Redactor, _has_key_prefix
+from anpord.results.artifacts import RunWriter
 
 QUOTED = 'pa"ss\\word42'
 ACCENTED = "clé-sécrète-42"

@@ -111,8 +111,18 @@ class HarnessSession(Protocol):
 
 @runtime_checkable
 class Harness(Protocol):
+    """Resolved once per run (per process that runs trials) from a spec string.
+
+    The executor calls ``setup`` once before the first session it opens in that process and
+    ``teardown`` once after the last one closed — also after an interrupt — so a harness (or the
+    agent it wraps) can share one HTTP session or connection pool across all its trials."""
+
     spec: str
     # Whether this harness runs programs that need a sandbox instance (a workspace) per trial.
     needs_sandbox: bool
+
+    async def setup(self) -> None: ...
+
+    async def teardown(self) -> None: ...
 
     async def open_session(self, ctx: HarnessContext, session_id: str) -> HarnessSession: ...

@@ -19,7 +19,6 @@ import itertools
 import json
 import os
 import re
-import signal
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -68,6 +67,12 @@ class CommandHarness:
             raise HarnessSpecError("command harness needs a command: 'command:<shell command>'")
         self.command = command
         self.spec = f"command:{command}"
+
+    async def setup(self) -> None:
+        pass  # each turn is its own process: nothing is shared across trials
+
+    async def teardown(self) -> None:
+        pass
 
     async def open_session(self, ctx: HarnessContext, session_id: str) -> CommandSession:
         if ctx.sandbox is None:
@@ -263,7 +268,7 @@ class CommandSession:
         self.ctx = ctx
         self.sandbox = ctx.sandbox
         self.session_id = session_id
-        state = getattr(self.sandbox, "state_dir", None) or self.sandbox.home / ".anpord"
+        state = self.sandbox.state_dir
         safe = re.sub(r"[^\w.-]", "_", session_id)[:80] or "session"
         self.dir = Path(state) / "sessions" / safe
         self.dir.mkdir(parents=True, exist_ok=True)
@@ -363,21 +368,10 @@ class CommandSession:
         return self.sandbox.environment(extra)
 
     async def _kill(self, proc: asyncio.subprocess.Process) -> None:
-        kill_tree = getattr(self.sandbox, "kill_tree", None)
-        if kill_tree is not None:
-            await kill_tree(proc)
-        else:
-            await self.sandbox.kill_all()
+        await self.sandbox.kill_tree(proc)
 
     def _kill_now(self, proc: asyncio.subprocess.Process) -> None:
-        kill_now = getattr(self.sandbox, "kill_tree_now", None)
-        if kill_now is not None:
-            kill_now(proc)
-            return
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+        self.sandbox.kill_tree_now(proc)
 
     async def _run(self, turn: dict[str, Any], emit: Emit) -> TurnOutcome:
         from ..sandboxes._proc import settle
@@ -412,8 +406,7 @@ class CommandSession:
             self._proc = None
         run.finish_notes()
         if not (self._cancel_requested or self._closing):
-            setup_failure = getattr(self.sandbox, "setup_failure", None)
-            failure = await setup_failure(proc, "\n".join(stderr_tail)) if setup_failure else None
+            failure = await self.sandbox.setup_failure(proc, "\n".join(stderr_tail))
             if failure:
                 raise HarnessStartError(failure)
         if code in (126, 127) and run.stdout_lines == 0 and not self._cancel_requested:

@@ -163,8 +163,27 @@ class PythonHarness:
             self._pool = _DaemonPool(size)
         return self._pool
 
+    async def setup(self) -> None:
+        """Run the agent's own ``setup`` hook, if it has one (an agent object's method, or an
+        attribute set on the function): once per run, before its first turn."""
+        await _call_hook(self.agent, "setup")
+
+    async def teardown(self) -> None:
+        """Run the agent's ``teardown`` hook, if it has one: once, when the run ends."""
+        await _call_hook(self.agent, "teardown")
+
     async def open_session(self, ctx: HarnessContext, session_id: str) -> "PythonSession":
         return PythonSession(self, ctx, session_id)
+
+
+async def _call_hook(agent: Any, name: str) -> None:
+    # The agent is user code, not a protocol object: its hooks are optional.
+    hook = getattr(agent, name, None)
+    if hook is None or not callable(hook):
+        return
+    result = hook()
+    if inspect.isawaitable(result):
+        await result
 
 
 class PythonSession:

@@ -18,7 +18,7 @@ from typing import Any, Sequence
 from ..authoring import DefinitionError, Eval, EvalConfig, Suite, define_eval_config
 from .._errors import UsageError
 from .._ids import slug
-from .._project import CONFIG_NAME, EVAL_SUFFIX, find_root, nearest_config_folder
+from .._project import CONFIG_NAME, EVAL_SUFFIX, find_root
 from ..authoring._config import Variant
 from ._rewrite import ASSERT_HELPERS, rewrite_asserts
 

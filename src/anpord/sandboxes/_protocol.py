@@ -63,8 +63,11 @@ class SandboxSpec:
 
 @runtime_checkable
 class SandboxInstance(Protocol):
-    workspace: Path
-    home: Path
+    workspace: Path  # the agent's working folder, filled from the case's source
+    home: Path  # a private, empty HOME
+    # Harness files kept outside the workspace (prompt, history, answers); programs inside the
+    # sandbox can read it.
+    state_dir: Path
 
     def environment(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
         """The environment a process inside the sandbox gets (already scrubbed), plus ``extra``."""
@@ -91,6 +94,14 @@ class SandboxInstance(Protocol):
         program (a failed mount, say), given what it wrote on stderr; ``None`` when the program
         ran, whatever its exit code. Callers make such a run ``void``, not a failure of the
         program."""
+        ...
+
+    async def kill_tree(self, proc: asyncio.subprocess.Process) -> None:
+        """Kill ``proc`` (from ``spawn``) and everything it started, and wait until they are gone."""
+        ...
+
+    def kill_tree_now(self, proc: asyncio.subprocess.Process) -> None:
+        """The synchronous part of ``kill_tree`` (SIGKILL now), for cancellation handlers."""
         ...
 
     async def kill_all(self) -> None:

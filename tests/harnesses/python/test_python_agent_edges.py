@@ -4,7 +4,6 @@ structured message everywhere."""
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from project_support import END, assert_passed, eval_file
