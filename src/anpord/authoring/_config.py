@@ -54,6 +54,10 @@ class Variant:
     env: dict[str, str] = field(default_factory=dict)
     secrets: Sequence[str] = ()
     mounts: Sequence[str] = ()
+    # Harness settings that are not a model or a sandbox (a model loop's base_url, system prompt,
+    # tools by import path, temperature...): plain data, so a trial can be described to another
+    # process. Each harness documents the keys it reads.
+    options: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for key in ("harness", "model", "sandbox", "name", "profile"):
@@ -64,6 +68,8 @@ class Variant:
             raise TypeError(f"Variant network= must be True or False, got {self.network!r}")
         if not isinstance(self.env, Mapping):
             raise TypeError(f"Variant env= must be a dict of names to values, got {type(self.env).__name__}")
+        if not isinstance(self.options, Mapping) or not all(isinstance(k, str) for k in self.options):
+            raise TypeError(f"Variant options= must be a dict of names to values, got {self.options!r}")
         # A lone string would otherwise be read one character at a time.
         object.__setattr__(self, "secrets", _names("secrets", self.secrets))
         object.__setattr__(self, "mounts", _names("mounts", self.mounts, paths=True))
@@ -95,6 +101,7 @@ class Variant:
             "env": sorted(self.env),  # names only: values may be sensitive
             "secrets": list(self.secrets),
             "mounts": list(self.mounts),
+            "options": dict(self.options),
         }
 
 
