@@ -88,16 +88,26 @@ class Run:
         """The trial's assertions by label (falling back to name)."""
         return {a["label"] or a["name"]: a for a in self.result(case_id, trial)["assertions"]}
 
+    def reading(self) -> Any:
+        """The run read back through the public reader (``anpord.results.read_run``)."""
+        from anpord.results import read_run
+
+        assert self.run_dir is not None, f"no run folder was written\n{self.output}"
+        return read_run(self.run_dir)
+
     def trial(self, case_id: str, trial: int = 0) -> dict[str, Any]:
-        line = self.result(case_id, trial)
-        assert self.run_dir is not None
-        return json.loads((self.run_dir / line["artifact"]).read_text())
+        """The trial's record as the reader gives it, with its traceback and logs loaded (also
+        when they were kept in files under trials/)."""
+        reading = self.reading()
+        record = reading.trial(case_id, index=trial)
+        out = record.to_dict()
+        out["traceback"] = reading.traceback(record)
+        out["logs"] = reading.logs(record)
+        return out
 
     def events(self, case_id: str, trial: int = 0) -> list[dict[str, Any]]:
-        record = self.trial(case_id, trial)
-        assert self.run_dir is not None
-        text = (self.run_dir / record["events"]).read_text()
-        return [json.loads(line) for line in text.splitlines() if line.strip()]
+        reading = self.reading()
+        return [e.to_dict() for e in reading.events(reading.trial(case_id, index=trial))]
 
     def json(self) -> dict[str, Any]:
         return json.loads(self.stdout)

@@ -141,20 +141,26 @@ def test_run_json(run: Run) -> None:
     assert info["variants"][0]["secrets"] == ["CORE_TEST_TOKEN"]
     assert info["totals"]["passed"] == 3 and info["totals"]["failed"] == 2
     assert {c["case_id"] for c in info["cells"]} == set(CASES)
-    assert all(c["trials"] == 1 and "pass_rate" in c for c in info["cells"])
+    assert all(c["trials"] == 1 and "pass_rate" in c["summary"] for c in info["cells"])
+    assert info["format"] == 1 and info["owner"]["pid"] > 0
+    assert all(len(c["case_hash"]) == 16 for c in info["cells"])
 
 
-def test_results_jsonl_and_trial_files(run: Run) -> None:
+def test_results_jsonl_lines_point_at_their_events(run: Run) -> None:
     lines = run.results()
     assert len(lines) == 5
     assert {line["case_id"] for line in lines} == set(CASES)
+    offsets = []
     for line in lines:
-        for key in ("variant", "trial", "verdict", "reason", "duration", "assertions", "usage", "tags", "file"):
+        for key in ("v", "variant", "trial", "verdict", "reason", "duration", "assertions", "usage",
+                    "tags", "file", "events", "seed"):
             assert key in line, key
         record = run.trial(line["case_id"])
         assert record["verdict"] == line["verdict"]
-        assert record["artifact"] == line["artifact"] == f"trials/{line['case_id']}/main/0.json"
-        assert (run.run_dir / record["events"]).is_file()  # type: ignore[operator]
+        offsets.append((line["events"]["offset"], line["events"]["length"]))
+    # Each trial's block is contiguous and blocks never overlap.
+    offsets.sort()
+    assert all(a + n <= b for (a, n), (b, _) in zip(offsets, offsets[1:]))
     tools = run.trial("tools")
     assert tools["logs"] == ["a line from the test"]
     assert tools["usage"] == {"input_tokens": 12, "output_tokens": 3, "cost": 0.002}
@@ -182,25 +188,22 @@ def test_events_ndjson(run: Run) -> None:
     assert all("ts" in e and e["session_id"] for e in events)
 
 
-def test_ids_that_clean_to_the_same_folder_keep_their_own_artifacts(make_project: Any) -> None:
+def test_ids_that_clean_to_the_same_name_keep_their_own_trial_files(make_project: Any) -> None:
     project = make_project({
-        "evals/cities.eval.py": eval_file(f"""
+        "evals/cities.eval.py": eval_file("""
             @define_eval(each=["東京", "大阪", "a:b", "a_b"], id=lambda row: row)
             async def test(t, row):
-                t.log(row)
-                {END}
+                raise ValueError(f"broke on {row}")
         """),
     })
     run = project.run()
-    assert run.code == 0, run.output
+    assert run.code == 1, run.output
     lines = run.results()
     assert len(lines) == 4
-    assert len({line["artifact"] for line in lines}) == 4
-    for line in lines:
-        assert run.trial(line["case_id"])["case_id"] == line["case_id"]
-    logs = sorted(run.trial(line["case_id"])["logs"][0] for line in lines)
-    assert logs == sorted(["東京", "大阪", "a:b", "a_b"])  # none overwrote another
-    assert run.result("cities/a_b")["artifact"].startswith("trials/cities/a_b/")  # clean ids stay readable
+    files = {line["files"]["traceback"] for line in lines}
+    assert len(files) == 4 and all(f.startswith("trials/") for f in files)
+    broke = {run.trial(line["case_id"])["traceback"].splitlines()[-1] for line in lines}
+    assert broke == {f"ValueError: broke on {row}" for row in ["東京", "大阪", "a:b", "a_b"]}  # none overwrote another
 
 
 def test_a_raising_test_body_keeps_its_traceback_in_the_artifact(run: Run) -> None:

@@ -11,6 +11,7 @@ from anpord.results import (
     VERDICTS,
     AssertionRecord,
     ConsoleReporter,
+    ErrorInfo,
     PlannedCell,
     RunInfo,
     RunSummary,
@@ -32,6 +33,13 @@ class TTYStringIO(io.StringIO):
 def trial(
     case_id: str, verdict: str = "passed", variant: str = "small", n: int = 0, **kw: Any
 ) -> TrialResult:
+    """A trial record. ``error="Type: message"`` (with ``traceback=``) becomes the typed error of a
+    raising test; ``artifact=`` names the file its traceback was kept in."""
+    error, tb = kw.pop("error", None), kw.pop("traceback", None)
+    if error is not None:
+        kw["error"] = ErrorInfo("test", error, tb)
+    if "artifact" in kw:
+        kw["files"] = {"traceback": kw.pop("artifact")}
     return TrialResult(case_id=case_id, variant=variant, trial=n, verdict=verdict, **kw)  # type: ignore[arg-type]
 
 

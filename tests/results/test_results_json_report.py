@@ -19,7 +19,8 @@ def results() -> list:
             "small",
             0,
             reason="no 'Sunny'",
-            artifact="trials/weather/rain/small/0.json",
+            error="AssertionError: no 'Sunny'",
+            artifact="trials/weather_rain_small_0.traceback.txt",
         ),
         trial("weather/rain", "void", "large", 0, reason="judge could not answer"),
         trial("weather/tone", "scored", "large", 0, score=0.62),
@@ -32,9 +33,9 @@ def test_top_level_keys_and_totals() -> None:
     doc = json.loads(summary_json(summary, rs))
     assert list(doc) == [
         "schema", "run_id", "run_dir", "exit_code", "fail_on", "interrupted", "duration",
-        "totals", "closing_line", "variants", "cells",
+        "totals", "usage", "closing_line", "variants", "cells",
     ]  # fmt: skip
-    assert doc["schema"] == SCHEMA_VERSION == 1
+    assert doc["schema"] == SCHEMA_VERSION == 2
     assert doc["run_id"] == summary.run_id and doc["run_dir"] == summary.run_dir
     assert doc["exit_code"] == 1 and doc["interrupted"] is False
     assert doc["totals"] == {
@@ -54,7 +55,8 @@ def test_cells_carry_distributions_and_each_trial_in_order() -> None:
     assert [t["trial"] for t in rain["results"]] == [0, 1]
     assert rain["results"][0] == {
         "trial": 0, "verdict": "failed", "reason": "no 'Sunny'", "score": None, "duration": 0.0,
-        "error": None, "artifact": "trials/weather/rain/small/0.json",
+        "error": "AssertionError: no 'Sunny'", "error_kind": "test", "usage": {},
+        "files": {"traceback": "trials/weather_rain_small_0.traceback.txt"},
     }  # fmt: skip
 
 

@@ -111,8 +111,8 @@ def test_verdicts_map_to_failure_error_and_skipped(tmp_path: Path) -> None:
     assert [child.tag for child in passed] == ["properties"]
     verdict = passed.find("properties/property[@name='verdict']")
     assert verdict is not None and verdict.get("value") == "passed"
-    artifact = rain.find("properties/property[@name='artifact']")
-    assert artifact is not None and artifact.get("value") == "trials/weather/rain/small/0.json"
+    traceback = rain.find("properties/property[@name='traceback']")
+    assert traceback is not None and traceback.get("value") == "trials/weather/rain/small/0.json"
 
 
 def test_scored_passes_with_its_score_unless_strict(tmp_path: Path) -> None:

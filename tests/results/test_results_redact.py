@@ -13,6 +13,7 @@ from results_factories import gate_failure, summary_for, trial
 from anpord.events import Event
 from anpord.results import summary_json, write_junit
 from anpord.results._redact import Redactor, _has_key_prefix
+from anpord.results import RunRecord
 from anpord.results.artifacts import RunWriter
 
 QUOTED = 'pa"ss\\word42'
@@ -61,12 +62,13 @@ def test_key_prefixes_are_exact() -> None:
 
 def test_results_jsonl_trial_files_and_events_hold_no_escaped_secret(tmp_path: Path) -> None:
     writer = RunWriter(tmp_path / "run", Redactor([QUOTED, ACCENTED]))
-    r = trial("c", "failed", error=f"ValueError: {QUOTED} {ACCENTED}", logs=[QUOTED, ACCENTED])
+    r = trial("c", "failed", error=f"ValueError: {QUOTED} {ACCENTED}", logs=[QUOTED, ACCENTED],
+              traceback=f"Traceback: ValueError: {QUOTED} {ACCENTED}")
     writer.write_trial(r, [Event("log", {"message": f"{QUOTED} {ACCENTED}"})])
-    writer.write_run({"note": QUOTED, "cells": []})
+    writer.write_run(RunRecord(run_id="r", status="finished", started_at=0.0, note=QUOTED))
     writer.close()
     files = [p for p in (tmp_path / "run").rglob("*") if p.is_file()]
-    assert len(files) == 4
+    assert len(files) == 4  # run.json, results.jsonl, events.ndjson, the traceback file
     for path in files:
         text = path.read_text(encoding="utf-8")
         assert "[REDACTED]" in text, path
@@ -112,7 +114,7 @@ def test_reports_and_artifacts_get_an_ordinary_file_mode(tmp_path: Path) -> None
         write_junit(tmp_path / "junit.xml", summary_for(rs), rs)
         writer = RunWriter(tmp_path / "run")
         writer.write_trial(rs[0], [])
-        writer.write_run({"cells": []})
+        writer.write_run(RunRecord(run_id="r", status="finished", started_at=0.0))
         writer.close()
     finally:
         os.umask(umask)
@@ -121,6 +123,6 @@ def test_reports_and_artifacts_get_an_ordinary_file_mode(tmp_path: Path) -> None
         for p in [tmp_path / "junit.xml", *(tmp_path / "run").rglob("*")]
         if p.is_file()
     }
-    assert set(modes) == {"junit.xml", "run.json", "results.jsonl", "0.json", "0.events.ndjson"}
+    assert set(modes) == {"junit.xml", "run.json", "results.jsonl", "events.ndjson"}
     assert set(modes.values()) == {0o640}, modes
     assert not [p for p in tmp_path.rglob("*.tmp")]

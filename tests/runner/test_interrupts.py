@@ -49,9 +49,12 @@ def test_ctrl_c_keeps_finished_trials_and_exits_130(make_project: Any) -> None:
     assert run_dir is not None
     finished = [json.loads(x) for x in (run_dir / "results.jsonl").read_text().splitlines() if x.strip()]
     assert 2 <= len(finished) < 10  # scheduling stopped
-    for line in finished:
-        assert (run_dir / line["artifact"]).is_file()
-        assert (run_dir / line["artifact"].replace(".json", ".events.ndjson")).is_file()
+    from anpord.results import read_run
+
+    reading = read_run(run_dir)
+    assert reading.problems == []
+    for trial in reading.trials:  # each finished trial's events were written before its line
+        assert [e.type for e in reading.events(trial)][:2] == ["session.started", "turn.started"]
     passed = [line for line in finished if line["verdict"] == "passed"]
     assert len(passed) >= 2
 

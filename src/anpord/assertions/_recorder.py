@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from typing import Any
 
+from .._errors import exception_line
+
 from ..expect import Matcher, MatchResult, equals, is_matcher
 from .._render import preview
-from ..results._model import AssertionRecord
+from ..results._model import AssertionRecord, Judgment
 from ._handle import AssertionHandle, decide_status
 
 __all__ = ["GateFailed", "Recorder", "check_value", "clip_actual"]
@@ -88,12 +91,41 @@ def _clamp(score: Any) -> float:
 
 
 class Recorder:
-    """Collects a trial's assertion records in the order they were made."""
+    """Collects a trial's assertion records in the order they were made, the judgments behind
+    the judged ones, and the checks still being measured (a judge call in flight): the runner
+    settles those before it decides the verdict."""
 
-    __slots__ = ("_records",)
+    __slots__ = ("_records", "judgments", "pending")
 
     def __init__(self) -> None:
         self._records: list[AssertionRecord] = []
+        self.judgments: list[Judgment] = []
+        # (handle, task) for checks measured asynchronously; each handle's record stays `void`
+        # until its task settles it, so a check that is lost never counts as passed.
+        self.pending: list[tuple[AssertionHandle, asyncio.Future[Any]]] = []
+
+    def defer(self, handle: AssertionHandle, task: asyncio.Future[Any]) -> AssertionHandle:
+        """Register a check that ``task`` will settle (``handle._settle``) later."""
+        self.pending.append((handle, task))
+        return handle
+
+    async def settle(self, timeout: float | None) -> None:
+        """Wait for the checks still being measured, at most ``timeout`` seconds; any not done
+        then, or whose task raised, is ``void`` with the reason."""
+        if not self.pending:
+            return
+        tasks = {task for _, task in self.pending}
+        done, late = await asyncio.wait(tasks, timeout=timeout) if tasks else (set(), set())
+        for task in late:
+            task.cancel()
+        for handle, task in self.pending:
+            if task in late:
+                handle._settle(status="void", message="not measured before the trial's deadline")
+            elif task.cancelled():
+                handle._settle(status="void", message="its measurement was cancelled")
+            elif (exc := task.exception()) is not None:
+                handle._settle(status="void", message=f"could not measure: {exception_line(exc)}")
+        self.pending.clear()
 
     def record(self, rec: AssertionRecord) -> AssertionHandle:
         self._records.append(rec)

@@ -117,6 +117,10 @@ class EvalConfig:
     timeout: float = DEFAULT_TIMEOUT
     judge: JudgeConfig | None = None
     reporters: tuple[Any, ...] = ()
+    executor: str = "local"
+
+
+EXECUTORS = ("local", "ray")
 
 
 def define_eval_config(
@@ -131,6 +135,7 @@ def define_eval_config(
     timeout: float = DEFAULT_TIMEOUT,
     judge: JudgeConfig | None = None,
     reporters: Sequence[Any] = (),
+    executor: str = "local",
 ) -> EvalConfig:
     """Build the run-wide config. ``define_eval_config()`` with no arguments is enough."""
     _positive_int("trials", trials)
@@ -151,6 +156,8 @@ def define_eval_config(
             raise TypeError(f"variants must hold Variant(...) values, got {type(v).__name__}")
     if judge is not None and not isinstance(judge, JudgeConfig):
         raise TypeError(f"judge must be JudgeConfig(...), got {type(judge).__name__}")
+    if executor not in EXECUTORS:
+        raise ValueError(f"executor must be one of {', '.join(EXECUTORS)}, got {executor!r}")
     return EvalConfig(
         harness=harness,
         model=model,
@@ -162,4 +169,5 @@ def define_eval_config(
         timeout=float(timeout),
         judge=judge,
         reporters=tuple(reporters),
+        executor=executor,
     )

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TextIO
 
@@ -53,37 +55,62 @@ def main(argv: list[str]) -> int:
     if fail_on == "regressed":
         return _fail("--fail-on regressed needs a baseline to compare with, and baselines are not available yet")
     if args.junit:
-        parent = Path(args.junit).expanduser().resolve().parent
+        # Resolved now, against the caller's folder: an agent that changes the working folder
+        # during the run must not move where the report goes.
+        args.junit_path = Path(args.junit).expanduser().resolve()
+        parent = args.junit_path.parent
         if not parent.is_dir():
             return _fail(f"--junit {args.junit}: folder {parent} does not exist")
 
-    if not args.json:
-        return _run(args, fail_on, sys.stdout)
-    # With --json, stdout carries the document alone. Python-level prints (an eval file or agent
-    # module printing as it is imported, a print outside any trial) go to stderr, and so does
-    # anything written straight to file descriptor 1 (a subprocess, os.write(1, ...)): fd 1
-    # points at stderr for the run, and the document goes to a duplicate of the real stdout.
-    original = sys.stdout
-    original.flush()
-    try:
-        saved = os.dup(1)
-    except OSError:  # no fd 1 to keep apart
-        return _run(args, fail_on, original)
-    out = open(  # noqa: SIM115 - closed below, after fd 1 is restored
-        saved, "w", encoding=original.encoding or "utf-8", errors=original.errors, closefd=False
-    )
-    sys.stdout = sys.stderr
-    try:
-        os.dup2(2, 1)
+    with _guarded_streams(args.json) as out:
         return _run(args, fail_on, out)
-    finally:
-        sys.stdout = original
+
+
+@contextlib.contextmanager
+def _guarded_streams(as_json: bool) -> Iterator[TextIO]:
+    """Stdout and stderr for the run, on private copies of file descriptors 1 and 2.
+
+    An agent runs in this process and may write to fd 1 or close fds 1 and 2; the console, the
+    ``--json`` document and anpord's own messages must survive both. With ``--json`` the document
+    goes to the copy of fd 1 alone, and fd 1 itself points at stderr for the run, so a
+    subprocess or ``os.write(1, ...)`` cannot corrupt it. Yields the stream the document (or,
+    without ``--json``, the console) is written to; both descriptors are put back at the end."""
+    original_out, original_err = sys.stdout, sys.stderr
+    for stream in (original_out, original_err):
         try:
-            out.flush()
-        finally:
-            out.close()
-            os.dup2(saved, 1)
-            os.close(saved)
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    try:
+        saved_out, saved_err = os.dup(1), os.dup(2)
+    except OSError:  # no fd 1 or 2 to keep apart: run with what there is
+        yield original_out
+        return
+
+    def text(fd: int, like: TextIO) -> TextIO:
+        return open(  # noqa: SIM115 - closed below, before the descriptors are put back
+            fd, "w", encoding=getattr(like, "encoding", None) or "utf-8",
+            errors=getattr(like, "errors", None) or "strict", closefd=False, buffering=1,
+        )
+
+    out, err = text(saved_out, original_out), text(saved_err, original_err)
+    sys.stdout, sys.stderr = (err if as_json else out), err
+    try:
+        if as_json:
+            os.dup2(2, 1)
+        yield out
+    finally:
+        sys.stdout, sys.stderr = original_out, original_err
+        for stream in (out, err):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+            stream.close()
+        os.dup2(saved_out, 1)
+        os.dup2(saved_err, 2)
+        os.close(saved_out)
+        os.close(saved_err)
 
 
 def _run(args: argparse.Namespace, fail_on: str, out: TextIO) -> int:
@@ -91,6 +118,7 @@ def _run(args: argparse.Namespace, fail_on: str, out: TextIO) -> int:
 
     try:
         project = find_project(args.targets)
+        _sweep(project.folder)
         files = select_files(project, args.targets)
         loaded = load_cases(files)
         cases = filter_tags(loaded, args.tag, args.exclude_tag)
@@ -123,34 +151,38 @@ def _run(args: argparse.Namespace, fail_on: str, out: TextIO) -> int:
 
     console_stream = sys.stderr if args.json else sys.stdout
     reporters = [ConsoleReporter(console_stream, verbose=args.verbose), *project.config.reporters]
-    summary_holder: dict[str, object] = {}
-
-    class _Collect:
-        def on_run_end(self, summary: object, results: object) -> None:
-            summary_holder["summary"], summary_holder["results"] = summary, results
-
-    summary = execute(plan, opts, [*reporters, _Collect()])
-    results = summary_holder.get("results", [])
+    result = execute(plan, opts, reporters)
+    summary, results = result.summary, result.trials
     if not (args.junit or args.json):
         return summary.exit_code
     # Reports leave the run folder too: the same secrets are kept out of them as of artifacts.
-    from ..results.artifacts import Redactor
-    from ..runner._run import _secret_values
+    from ..results._redact import Redactor
+    from ..runner._run import secret_values
 
-    redact = Redactor(_secret_values(plan))
+    redact = Redactor(secret_values(plan))
+    code = summary.exit_code
     if args.junit:
         from ..results.junit import write_junit
 
         try:
-            write_junit(args.junit, summary, results, strict=(fail_on == "strict"), redact=redact)  # type: ignore[arg-type]
+            write_junit(args.junit_path, summary, results, strict=(fail_on == "strict"), redact=redact)
         except (OSError, ValueError) as exc:
+            # The --json document is still printed: a CI step parsing it loses nothing.
             print(f"anpord eval: cannot write --junit {args.junit}: {exc}", file=sys.stderr)
-            return 2
+            code = 2
     if args.json:
         from ..results.json_report import summary_json
 
-        out.write(summary_json(summary, results, redact=redact) + "\n")  # type: ignore[arg-type]
-    return summary.exit_code
+        out.write(summary_json(summary, results, redact=redact) + "\n")
+    return code
+
+
+def _sweep(project_folder: Path) -> None:
+    """What earlier runs killed with SIGKILL left behind: runs still marked ``running`` become
+    ``crashed``. Cheap (only runs that left a marker are read), and never fails the command."""
+    from ..results._reader import mark_crashed_runs
+
+    mark_crashed_runs(project_folder)
 
 
 def _list(cases: list, as_json: bool, out: TextIO) -> int:  # type: ignore[type-arg]

@@ -35,6 +35,7 @@ from ..harnesses import (
     TurnOutcome,
     TurnRequest,
 )
+from ..results._model import ErrorInfo
 from ._turn import InputRequest, Turn
 
 __all__ = ["Session", "LiveTurn", "TrialState", "EventNotSeen", "DriveError"]
@@ -70,11 +71,22 @@ class TrialState:
         self.events: list[Event] = []
         self.sessions: list[Session] = []
         self.turns: list[Turn] = []  # every settled turn, in settling order
-        self.execution_errors: list[str] = []
+        # Turns that failed through the agent's fault, until the test says it expected one.
+        self.agent_failures: dict[int, ErrorInfo] = {}  # by id() of the Turn
         self.start_error: str | None = None  # a session's agent could not be started
 
     def record_event(self, event: Event) -> None:
+        """Add an event to the trial's log from outside any turn (a judge, a tool mock): it is
+        in ``t.events``, run-level checks and the artifacts, but in no session's events."""
         self.events.append(event)
+
+    def expect_failure(self, turn: Turn) -> None:
+        self.agent_failures.pop(id(turn), None)
+
+    @property
+    def unexpected_failure(self) -> ErrorInfo | None:
+        """The first turn failure the test did not say it expected."""
+        return next(iter(self.agent_failures.values()), None)
 
     async def close(self) -> None:
         for session in self.sessions:
@@ -147,8 +159,6 @@ class LiveTurn:
             self._emit(Event(SESSION_WAITING, {"pending_input_requests": len(session._pending)}))
         else:
             self._emit(Event(TURN_FAILED, {"turn": self.index, "error": outcome.error}))
-            if outcome.error and outcome.error.startswith("agent raised"):
-                session.state.execution_errors.append(outcome.error)
         turn = Turn(
             index=self.index,
             session_id=self.session_id,
@@ -157,8 +167,12 @@ class LiveTurn:
             data=outcome.data,
             events=tuple(self.events),
             error=outcome.error,
+            failure=outcome.failure,
             _recorder=session.state.recorder,
+            _state=session.state,
         )
+        if outcome.status == "failed" and outcome.failure is not None:
+            session.state.agent_failures[id(turn)] = outcome.failure
         session._settled(turn)
         self._changed.set()
         return turn

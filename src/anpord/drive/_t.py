@@ -27,13 +27,14 @@ class T(ScopedAssertions):
     """Drives the primary session; run-level assertions see every session's events."""
 
     def __init__(self, state: TrialState, *, deadline: float = math.inf,
-                 workspace: Path | None = None, row: Any = None):
+                 workspace: Path | None = None, row: Any = None, seed: int | None = None):
         self._state = state
         self._primary = Session(state)
         self.deadline = deadline  # time.time() at which the trial times out (set as its timer starts)
         self.signal = asyncio.Event()  # set when the deadline passes
         self.workspace = workspace
         self.row = row
+        self.seed = seed  # stable per trial: the same trial gets the same seed in every run
 
     # -- sessions ---------------------------------------------------------------------------
 

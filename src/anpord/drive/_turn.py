@@ -8,9 +8,11 @@ from typing import TYPE_CHECKING, Any, Sequence
 from ..assertions import Recorder, ScopedAssertions, tool_calls_from_events
 from ..events import INPUT_REQUESTED, Event
 from ..harnesses import InputResponse
+from ..results._model import ErrorInfo
 
 if TYPE_CHECKING:
-    from ..assertions import ToolCall
+    from ..assertions import AssertionHandle, ToolCall
+    from ._session import TrialState
 
 __all__ = ["Turn", "InputRequest", "TurnFailedError"]
 
@@ -71,7 +73,9 @@ class Turn(ScopedAssertions):
     data: Any
     events: tuple[Event, ...]
     error: str | None = None
+    failure: ErrorInfo | None = field(default=None, repr=False)
     _recorder: Recorder | None = field(default=None, repr=False, compare=False)
+    _state: TrialState | None = field(default=None, repr=False, compare=False)
 
     @property
     def tool_calls(self) -> list["ToolCall"]:
@@ -86,6 +90,34 @@ class Turn(ScopedAssertions):
         if self.status == "failed":
             raise TurnFailedError(f"turn {self.index} failed: {self.error or 'no error given'}")
         return self
+
+    def expect_failed(self, error: Any = None) -> "AssertionHandle":
+        """Say this turn was meant to fail (the agent should refuse, or fail gracefully): a gate
+        that passes when the turn failed — and, given ``error`` (a substring, regex or matcher),
+        when its error matches. The failure then no longer fails the trial by itself: the
+        trial's verdict comes from its checks."""
+        from ..expect import includes, is_matcher, match_value
+
+        failed = self.status == "failed"
+        ok, why = failed, ""
+        if failed and error is not None:
+            matcher = includes(error) if isinstance(error, str) else error
+            if is_matcher(matcher):
+                result = matcher.evaluate(self.error or "")
+                ok, why = result.ok, result.message
+            else:
+                ok, why = match_value(matcher, self.error or "")
+        if not failed:
+            why = f"turn {self.index} {self.status}, it did not fail"
+        name = "expect_failed(" + (repr(error) if error is not None else "") + ")"
+        handle = self._assert_recorder().add(
+            name, ok, why, scope=self._assert_scope(),
+            expected="a failed turn" + (f" with an error matching {error!r}" if error is not None else ""),
+            actual={"status": self.status, "error": self.error},
+        )
+        if failed and self._state is not None:
+            self._state.expect_failure(self)
+        return handle
 
     # -- ScopedAssertions -------------------------------------------------------------------
     def _assert_events(self) -> Sequence[Event]:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable, Literal, Protocol, runtime_chec
 if TYPE_CHECKING:
     from ..authoring._config import Variant
     from ..events import Event
+    from ..results._model import ErrorInfo
     from ..sandboxes._protocol import SandboxInstance
 
 __all__ = [
@@ -69,10 +70,17 @@ class TurnRequest:
 
 @dataclass(frozen=True)
 class TurnOutcome:
+    """How a turn settled. ``error`` says why a turn failed, in one line. ``failure`` is set when
+    it failed through the agent's own fault (it raised, its stream reported an error or stopped
+    short, it looped past its step limit): such a turn fails the trial unless the test said it
+    expected it (``turn.expect_failed()``). A turn refused for the eval's misuse (answering a
+    request that is not pending) has ``error`` but no ``failure``."""
+
     status: TurnStatus
     message: str | None = None
     error: str | None = None
     data: Any = None  # structured output, when the agent returned one
+    failure: ErrorInfo | None = None
 
 
 @dataclass
@@ -85,7 +93,9 @@ class HarnessContext:
     log: Callable[[str], None]
     trial_id: str = "trial"
     max_concurrency: int = 8
-    extra: dict[str, Any] = field(default_factory=dict)
+    seed: int | None = None  # the trial's seed, for harnesses that pass one to a model
+    cache_dir: Path | None = None  # set when the run reuses model calls (``--cache``)
+    trial_index: int = 0  # which trial of its cell: part of a cache key, so trials stay independent
 
     @property
     def workspace(self) -> Path | None:

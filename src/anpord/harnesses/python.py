@@ -22,7 +22,9 @@ import traceback
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from .._errors import exception_line
 from ..agent import SyncTurnContext, TurnCancelled, TurnContext
+from ..results._model import ErrorInfo
 from ..events import (
     INPUT_REQUESTED,
     INPUT_RESOLVED,
@@ -273,19 +275,16 @@ class PythonSession:
             self._task = asyncio.ensure_future(self._guarded(turn))
         return await self._settle()
 
-    async def _guarded(self, turn: TurnContext) -> tuple[str, Any, str | None]:
+    async def _guarded(self, turn: TurnContext) -> tuple[str, Any, ErrorInfo | None]:
         """Run the agent; never let its exceptions (even SystemExit) escape the task."""
         try:
             value = await self._invoke(turn)
-        except asyncio.CancelledError:
-            return ("cancelled", None, "cancelled")
-        except TurnCancelled:
-            return ("cancelled", None, "cancelled")
+        except (asyncio.CancelledError, TurnCancelled):
+            return ("cancelled", None, None)
         except BaseException as exc:  # noqa: BLE001 - SystemExit/KeyboardInterrupt fail the trial only
             tb = "".join(traceback.format_exception(exc))
             self.ctx.log(f"agent raised:\n{tb}")
-            self.ctx.extra.setdefault("traceback", tb)  # the trial's artifact keeps the first
-            return ("failed", None, f"agent raised {type(exc).__name__}: {exc}")
+            return ("failed", None, ErrorInfo("agent", f"agent raised {exception_line(exc)}", tb))
         return ("completed", value, None)
 
     async def _settle(self) -> TurnOutcome:
@@ -320,11 +319,13 @@ class PythonSession:
         if self._task.cancelled():
             # Cancelled before it ran a step: _guarded never saw the CancelledError to report it.
             return TurnOutcome("cancelled", error="cancelled")
-        status, value, error = self._task.result()
+        status, value, failure = self._task.result()
         if self._cancel_requested and status != "completed":
-            status = "cancelled"
-        if status != "completed":
-            return TurnOutcome(status, error=error)  # type: ignore[arg-type]
+            status, failure = "cancelled", None
+        if status == "cancelled":
+            return TurnOutcome("cancelled", error="cancelled")
+        if failure is not None:
+            return TurnOutcome("failed", error=failure.message, failure=failure)
         if value is None:
             return TurnOutcome("completed")
         if isinstance(value, str):

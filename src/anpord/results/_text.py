@@ -147,19 +147,36 @@ def failure_lines(result: TrialResult, run_dir: str | None = None) -> list[str]:
             lines.append(f"  expected: {_show(a.expected)}")
             lines.append(f"  actual:   {_show(a.actual)}")
         lines.extend("  " + m for m in (a.message or "").splitlines())
-    if result.error:
-        lines.append(f"error: {result.error}")
-    if result.artifact and (result.error or result.traceback):
-        path = os.path.join(run_dir, result.artifact) if run_dir else result.artifact
-        lines.append(f"traceback: {display_path(path)}")
+    if result.error is not None:
+        lines.append(f"error: {result.error.message}")
+        if result.error.where:
+            lines.extend(_source_lines(result.error.where))
+    if result.files.get("traceback"):
+        rel = result.files["traceback"]
+        lines.append(f"traceback: {display_path(os.path.join(run_dir, rel) if run_dir else rel)}")
     return lines
+
+
+def _source_lines(where: str) -> list[str]:
+    """``at evals/x.eval.py:12`` and that line of the eval file, as pytest shows where a test
+    raised."""
+    import linecache
+
+    path, _, line = where.rpartition(":")
+    out = [f"at {display_path(path)}:{line}"]
+    if line.isdigit():
+        text = linecache.getline(path, int(line)).strip()
+        if text:
+            out.append(f"  > {text}")
+    return out
 
 
 def group_reasons(results: Iterable[TrialResult]) -> list[tuple[str, str]]:
     """``[(reason, "#0, #2"), ...]``: trials grouped by their one-line reason, first seen first."""
     groups: dict[str, list[int]] = {}
     for r in results:
-        groups.setdefault(r.reason or r.error or "no reason given", []).append(r.trial)
+        error = r.error.message if r.error is not None else None
+        groups.setdefault(r.reason or error or "no reason given", []).append(r.trial)
     return [
         (reason, ", ".join(trial_label(t) for t in sorted(ts))) for reason, ts in groups.items()
     ]

@@ -1,29 +1,41 @@
-"""Run artifacts: ``run.json``, ``results.jsonl`` and one JSON + events NDJSON per trial.
+"""Writing a run folder (DESIGN §8; format in docs/results.md).
 
-``results.jsonl`` is appended and flushed as each trial finishes, so a killed run loses at most
-its in-flight trials. Secrets declared by variants and key-shaped strings are redacted.
+    .anpord/runs/<run-id>/
+      run.json         the run record, written at the start and rewritten at the end
+      results.jsonl    one line per finished trial, appended as each trial ends
+      events.ndjson    every trial's events, each trial's block contiguous, appended before its line
+      trials/          only what does not fit a line: tracebacks, logs over LOG_INLINE_LIMIT
+
+A trial costs two appends (its events block, then its line, each one ``write`` on a file opened
+``O_APPEND``): nothing is buffered in the process, so a ``kill -9`` loses at most the trials still
+in flight, and a line only ever points at events already written. Declared secrets and key-shaped
+strings are redacted from everything written.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 import secrets
 import time
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Sequence
 
 from .._fs import write_atomic
-from ..events import Event, _json_default
-from ._model import TrialResult
-
+from ..events import Event
+from ._encode import encode
+from ._model import EventsRef, TrialResult
 from ._redact import Redactor
+from ._run_record import RunRecord
 
-__all__ = ["Redactor", "RunWriter", "new_run_id", "safe_segment"]
+__all__ = ["LOG_INLINE_LIMIT", "Redactor", "RunWriter", "new_run_id", "safe_segment"]
 
+# A trial's log lines beyond this many bytes go to a file under trials/ instead of its line.
+LOG_INLINE_LIMIT = 64 << 10
 _UNSAFE = re.compile(r"[^\w.@+=-]+")  # \w keeps Unicode letters: 東京 stays readable
+
+
 def new_run_id() -> str:
     return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(3)
 
@@ -39,86 +51,91 @@ def safe_segment(text: str) -> str:
     return s
 
 
-# One encoder for every artifact: json.dumps with keywords builds a new encoder per call.
-_ENCODE = json.JSONEncoder(ensure_ascii=False, default=_json_default).encode
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:  # a write may be partial
+        view = view[os.write(fd, view) :]
 
 
-def _write(path: str, text: str) -> None:
-    """Write a trial file in place, not through a temp file and a rename (DESIGN §9 asks for
-    atomic writes): each is a new file, written once, by this run only, and nothing points to
-    it until its results.jsonl line is written after it — so a killed run leaves at most an
-    unreferenced partial file of an in-flight trial, which it loses anyway. The rename would
-    add a syscall per file on the runner's hottest path."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o666)
+def _cut_torn_tail(path: Path) -> None:
+    """A line half-written when its run was killed: cut it, so appending goes on after the last
+    whole line (the trial it belonged to counts as not run)."""
     try:
-        view = memoryview(text.encode("utf-8"))
-        while view:  # a write may be partial
-            view = view[os.write(fd, view) :]
-    finally:
-        os.close(fd)
+        size = path.stat().st_size
+    except FileNotFoundError:
+        return
+    if size == 0:
+        return
+    with open(path, "rb+") as f:
+        f.seek(max(0, size - (1 << 20)))
+        tail = f.read()
+        if tail.endswith(b"\n"):
+            return
+        cut = tail.rfind(b"\n")
+        f.truncate(size - len(tail) + cut + 1 if cut >= 0 else 0)
 
 
 class RunWriter:
-    """Writes one run's folder. Per-trial files are written before the results.jsonl line."""
+    """Writes one run's folder. ``resume=True`` appends to an existing run's files."""
 
-    def __init__(self, run_dir: Path, redactor: Redactor | None = None):
+    def __init__(self, run_dir: Path, redactor: Redactor | None = None, *, resume: bool = False):
         self.run_dir = run_dir
-        self.trials_dir = run_dir / "trials"
         self.redact = redactor or Redactor()
-        run_dir.mkdir(parents=True, exist_ok=True)
-        self._results = open(run_dir / "results.jsonl", "a", encoding="utf-8")
-        self._root = str(run_dir)
-        self._folders: dict[tuple[str, str], str] = {}
-        self._made: set[str] = set()
+        run_dir.mkdir(parents=True, exist_ok=resume)
+        results, events = run_dir / "results.jsonl", run_dir / "events.ndjson"
+        if resume:
+            _cut_torn_tail(results)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC
+        self._results = os.open(results, flags, 0o666)
+        self._events = os.open(events, flags, 0o666)
+        self._offset = os.fstat(self._events).st_size  # where the next events block starts
+        self._trials_dir: Path | None = None
 
-    def write_run(self, info: dict[str, Any]) -> None:
+    def write_run(self, record: RunRecord) -> None:
         # Pretty for people; compact when a huge grid would make indenting the slow part.
-        indent = 2 if len(info.get("cells", ())) <= 500 else None
-        text = json.dumps(info, ensure_ascii=False, indent=indent, default=_json_default)
+        import json
+
+        data = record.to_dict()
+        text = json.dumps(data, ensure_ascii=False, indent=2) if len(record.cells) <= 500 else None
+        text = text if text is not None else encode(data).decode("utf-8", "surrogatepass")
         write_atomic(self.run_dir / "run.json", self.redact(text) + "\n")
 
-    def trial_base(self, result: TrialResult) -> str:
-        """``trials/<case-id>/<variant>/<n>`` relative to the run folder (no extension)."""
-        key = (result.case_id, result.variant)
-        rel = self._folders.get(key)
-        if rel is None:
-            parts = [safe_segment(p) for p in result.case_id.split("/")] + [safe_segment(result.variant)]
-            rel = "trials/" + "/".join(parts)
-            # mkdir each level once per run (a failed mkdir costs as much as a good one).
-            path = self._root
-            for part in ["trials", *parts]:
-                path = os.path.join(path, part)
-                if path not in self._made:
-                    try:
-                        os.mkdir(path)
-                    except FileExistsError:
-                        pass
-                    self._made.add(path)
-            self._folders[key] = rel
-        return f"{rel}/{result.trial}"
+    def _spill(self, result: TrialResult, what: str, text: str) -> str:
+        if self._trials_dir is None:
+            self._trials_dir = self.run_dir / "trials"
+            self._trials_dir.mkdir(exist_ok=True)
+        name = safe_segment(f"{result.case_id} {result.variant} {result.trial}")
+        if result.attempt:
+            name += f".attempt{result.attempt}"
+        rel = f"trials/{name}.{what}.txt"
+        write_atomic(self.run_dir / rel, self.redact(text))
+        return rel
 
-    def write_trial(self, result: TrialResult, events: Sequence[Event], extra: dict[str, Any] | None = None) -> None:
-        rel = self.trial_base(result)
-        result.artifact = f"{rel}.json"
-        encode = _ENCODE
-        # The trial record is the results.jsonl line plus more fields: encode the line once and
-        # splice the rest onto it, rather than encoding the shared part twice.
-        line = self.redact(encode(result.to_line()))
-        more: dict[str, Any] = {
-            "traceback": result.traceback,
-            "logs": result.logs,
-            "started_at": result.started_at,
-            "events": f"{rel}.events.ndjson",
-        }
-        if extra:
-            more.update(extra)
-        record = line[:-1] + ", " + self.redact(encode(more))[1:]
-        base = os.path.join(self._root, rel)
-        events_text = "".join([encode(e.to_dict()) + "\n" for e in events])
-        _write(f"{base}.events.ndjson", self.redact(events_text))
-        _write(f"{base}.json", record + "\n")
-        self._results.write(line + "\n")
-        self._results.flush()
+    def write_trial(self, result: TrialResult, events: Sequence[Event]) -> None:
+        """Append the trial's events, then its line (which points at them). Sets
+        ``result.events`` and ``result.files``."""
+        block = self.redact(
+            b"".join([encode(e.to_dict()) + b"\n" for e in events]).decode("utf-8", "surrogatepass")
+        ).encode("utf-8", "surrogatepass")
+        _write_all(self._events, block)
+        result.events = EventsRef(self._offset, len(block), len(events))
+        self._offset += len(block)
+
+        line = result.to_dict()
+        if result.error is not None and result.error.traceback:
+            result.files["traceback"] = self._spill(result, "traceback", result.error.traceback)
+            line["error"] = {**line["error"], "traceback": None}
+        if result.logs and sum(len(x) for x in result.logs) > LOG_INLINE_LIMIT:
+            result.files["logs"] = self._spill(result, "log", "\n".join(result.logs) + "\n")
+            line["logs"] = []
+        line["files"] = dict(result.files)
+        text = self.redact(encode(line).decode("utf-8", "surrogatepass"))
+        _write_all(self._results, (text + "\n").encode("utf-8", "surrogatepass"))
 
     def close(self) -> None:
-        self._results.close()
+        for fd in (self._results, self._events):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self._results = self._events = -1

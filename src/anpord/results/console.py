@@ -210,7 +210,7 @@ class ConsoleReporter:
         if v == "scored":
             return [(f"  {score_text(r)}", SGR[v])]
         label = "timed out" if v == "timed_out" else v
-        reason = r.reason or r.error or ""
+        reason = r.reason or (r.error.message if r.error is not None else "")
         failing = [a for a in r.assertions if a.status == "error" or (a.kind == "gate" and a.status == "failed")]
         if v == "failed" and failing and reason.startswith(failing[0].display_name):
             # The details below carry each check's message: the headline only names them.

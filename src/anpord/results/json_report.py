@@ -14,7 +14,7 @@ from ._model import VERDICTS, RunSummary, TrialResult
 
 __all__ = ["SCHEMA_VERSION", "summary_dict", "summary_json"]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 def _num(value: float | None) -> float | None:
@@ -31,8 +31,10 @@ def _trial(r: TrialResult) -> dict[str, Any]:
         "reason": r.reason,
         "score": _num(r.score),
         "duration": round(r.duration, 6),
-        "error": r.error,
-        "artifact": r.artifact,
+        "error": r.error.message if r.error is not None else None,
+        "error_kind": r.error.kind if r.error is not None else None,
+        "usage": dict(r.usage),
+        "files": dict(r.files),
     }
 
 
@@ -88,6 +90,7 @@ def summary_dict(summary: RunSummary, results: Sequence[TrialResult]) -> dict[st
         "interrupted": summary.interrupted,
         "duration": round(summary.duration, 4),
         "totals": totals,
+        "usage": {k: _num(v) if isinstance(v, float) else v for k, v in summary.usage.items()},
         "closing_line": summary.closing_line(),
         "variants": list(variants.values()),
         "cells": cells,

@@ -110,11 +110,12 @@ def _testcase(
     ET.SubElement(props, "property", name="verdict", value=r.verdict)
     if r.score is not None:
         ET.SubElement(props, "property", name="score", value=f"{r.score:.4f}")
-    if r.artifact:
-        ET.SubElement(props, "property", name="artifact", value=clean(r.artifact))
+    if r.files.get("traceback"):
+        ET.SubElement(props, "property", name="traceback", value=clean(r.files["traceback"]))
 
     details = clean("\n".join(failure_lines(r, run_dir)))
-    message = clean(r.reason or r.error or r.verdict.replace("_", " "))
+    error = r.error.message if r.error is not None else None
+    message = clean(r.reason or error or r.verdict.replace("_", " "))
     outcome: str | None = None
     if r.verdict in ("failed", "timed_out") or (r.verdict == "scored" and strict):
         el = ET.SubElement(case, "failure", message=message, type=r.verdict)

@@ -11,12 +11,19 @@ from typing import TYPE_CHECKING, Any
 _EXPORTS = {
     "CHECKED_NOTHING": "._verdict",
     "decide_verdict": "._verdict",
-    "FAIL_ON": "._run",
-    "Plan": "._run",
-    "RunOptions": "._run",
-    "build_plan": "._run",
+    "FAIL_ON": "._planning",
+    "Plan": "._planning",
+    "PlannedCase": "._planning",
+    "RunOptions": "._planning",
+    "build_plan": "._planning",
+    "RunResult": "._run",
     "execute": "._run",
     "exit_code_for": "._run",
+    "Executor": "._executor",
+    "TrialSink": "._executor",
+    "LocalExecutor": "._local",
+    "TrialSpec": "._spec",
+    "load_case": "._spec",
     "Case": ".discovery",
     "EvalFile": ".discovery",
     "Project": ".discovery",
@@ -30,12 +37,19 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ._run import FAIL_ON as FAIL_ON
-    from ._run import Plan as Plan
-    from ._run import RunOptions as RunOptions
-    from ._run import build_plan as build_plan
+    from ._executor import Executor as Executor
+    from ._executor import TrialSink as TrialSink
+    from ._local import LocalExecutor as LocalExecutor
+    from ._planning import FAIL_ON as FAIL_ON
+    from ._planning import Plan as Plan
+    from ._planning import PlannedCase as PlannedCase
+    from ._planning import RunOptions as RunOptions
+    from ._planning import build_plan as build_plan
+    from ._run import RunResult as RunResult
     from ._run import execute as execute
     from ._run import exit_code_for as exit_code_for
+    from ._spec import TrialSpec as TrialSpec
+    from ._spec import load_case as load_case
     from ._verdict import CHECKED_NOTHING as CHECKED_NOTHING
     from ._verdict import decide_verdict as decide_verdict
     from .discovery import Case as Case

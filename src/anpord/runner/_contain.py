@@ -15,9 +15,9 @@ import inspect
 import traceback
 from typing import Any
 
-from ._verdict import exception_line
+from .._errors import exception_line
 
-__all__ = ["CURRENT_EXITS", "ExitLog", "TaskExited", "task_factory"]
+__all__ = ["CURRENT_EXITS", "CURRENT_TRIAL", "ExitLog", "TaskExited", "task_factory"]
 
 
 class ExitLog:
@@ -36,6 +36,11 @@ class ExitLog:
 CURRENT_EXITS: contextvars.ContextVar[ExitLog | None] = contextvars.ContextVar(
     "anpord_current_exits", default=None
 )
+# The label of the trial whose code is running: tasks are tagged with it when created, so a
+# stall of the event loop can be blamed on the trial that caused it (see _stalls).
+CURRENT_TRIAL: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "anpord_current_trial", default=None
+)
 
 
 class TaskExited(Exception):
@@ -50,6 +55,8 @@ def task_factory(loop: asyncio.AbstractEventLoop, coro: Any, **kwargs: Any) -> a
         return asyncio.Task(coro, loop=loop, **kwargs)
     recorded: list[bool] = []
     task = asyncio.Task(_contained(coro, log, recorded), loop=loop, **kwargs)
+    # Which trial's code this task runs, for blaming a stall of the loop on it (see _stalls).
+    task._anpord_trial = context.get(CURRENT_TRIAL) if context is not None else CURRENT_TRIAL.get()  # type: ignore[attr-defined]
 
     def done(task: asyncio.Task[Any]) -> None:
         if recorded:

@@ -1,4 +1,11 @@
-"""A run: plan the grid of cells, schedule trials, write artifacts, tell reporters, exit code."""
+"""A run: turn the plan into trial specs, hand them to an executor, record and report what comes
+back, and decide the exit code.
+
+The driver owns everything that is about the run as a whole — the run folder, the reporters,
+signals, totals — and nothing about where a trial runs (that is the executor's; see
+``_executor``). ``execute`` returns a ``RunResult``: the run record as written, the summary the
+exit code comes from, and every trial's record.
+"""
 
 from __future__ import annotations
 
@@ -8,152 +15,60 @@ import platform
 import signal
 import sys
 import time
-from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Sequence
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Callable
 
-from ..authoring._config import Variant
+from .._owner import current_owner
 from ..events import Event
-from ..harnesses import Harness, HarnessSpecError, resolve_harness
-from ..results._model import VERDICTS, RunSummary, TrialResult, summarize_cell
+from ..results._model import VERDICTS, RunSummary, TrialResult, summarize_cell, usage_totals
 from ..results._reporter import PlannedCell, RunInfo
+from ..results._run_record import CellRecord, RunRecord
 from ..results.artifacts import Redactor, RunWriter, new_run_id
-from ..sandboxes._protocol import SandboxSpec
 from ._capture import captured_output
+from ._executor import Executor
+from ._planning import FAIL_ON, Plan, RunOptions, build_plan, trial_seed
+from ._spec import TrialSpec
 from ._unawaited import unawaited_calls_fail
-from ._trial import TrialEnv, TrialJob, run_trial
-from .discovery import Case, Project, UsageError
 
-__all__ = ["RunOptions", "Plan", "build_plan", "execute", "exit_code_for", "FAIL_ON"]
+__all__ = [
+    "FAIL_ON",
+    "Plan",
+    "RunOptions",
+    "RunResult",
+    "build_plan",
+    "execute",
+    "exit_code_for",
+    "secret_values",
+]
 
-FAIL_ON = ("failures", "strict", "regressed", "never")
 # After the first Ctrl-C, running trials get this long before they are cancelled.
 INTERRUPT_GRACE = 2.0
+_SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP")
 
 
 @dataclass
-class RunOptions:
-    trials: int | None = None
-    timeout: float | None = None
-    max_concurrency: int | None = None
-    variants: Sequence[str] = ()
-    harness: str | None = None
-    model: str | None = None
-    sandbox: str | None = None
-    fail_on: str = "failures"
-    artifacts: bool = True
+class RunResult:
+    """What ``execute`` returns: the run record (as in ``run.json``), the summary the exit code
+    comes from, and every finished trial's record (in the order they finished)."""
 
-
-@dataclass
-class PlannedCase:
-    case: Case
-    variant: Variant
-    trials: int
-    timeout: float
-
-
-@dataclass
-class Plan:
-    project: Project
-    cells: list[PlannedCase]
-    harnesses: dict[str, Harness] = field(default_factory=dict)
-    max_concurrency: int = 8
+    record: RunRecord
+    summary: RunSummary
+    trials: list[TrialResult] = field(default_factory=list)
 
     @property
-    def variant_labels(self) -> list[str]:
-        seen: dict[str, None] = {}
-        for c in self.cells:
-            seen.setdefault(c.variant.label, None)
-        return list(seen)
+    def exit_code(self) -> int:
+        return self.summary.exit_code
 
 
-def _variants_for(case: Case, project: Project, opts: RunOptions) -> list[Variant]:
-    cfg = project.config
-    declared = list(case.variants or cfg.variants or (Variant(),))
-    if opts.harness:
-        # One variant with the new harness. It keeps where and how the first declared variant
-        # ran (sandbox, network, env, secrets, mounts): those describe the machine, not the agent.
-        first = declared[0]
-        base = [replace(first, harness=opts.harness, model=None, name=None, profile=None)]
-    else:
-        base = declared
-    out = []
-    for v in base:
-        v = v.with_defaults(cfg.harness, cfg.model, cfg.sandbox)
-        if opts.model is not None:
-            v = replace(v, model=opts.model)
-        if opts.sandbox is not None:
-            v = replace(v, sandbox=opts.sandbox)
-        out.append(v)
-    labels = [v.label for v in out]
-    dups = sorted({x for x in labels if labels.count(x) > 1})
-    if dups:
-        raise UsageError(f"{case.id}: several variants share the label {', '.join(dups)}; give them name=")
-    return out
-
-
-def _select_variants(wanted: Sequence[str], variants: Sequence[Variant]) -> set[str] | None:
-    """``--variant`` values to labels. A value is a full label, or a variant's name, model,
-    harness or profile when that names exactly one label; otherwise exit 2 listing the labels."""
-    if not wanted:
-        return None
-    labels: dict[str, Variant] = {}
-    for v in variants:
-        labels.setdefault(v.label, v)
-    listing = ", ".join(labels) or "none"
-    chosen: set[str] = set()
-    for w in wanted:
-        if w in labels:
-            chosen.add(w)
-            continue
-        hits = sorted(label for label, v in labels.items() if w in (v.name, v.model, v.harness, v.profile))
-        if not hits:
-            raise UsageError(f"unknown variant {w}; the variants are: {listing}")
-        if len(hits) > 1:
-            raise UsageError(f"ambiguous variant {w}: it names {', '.join(hits)}; give a full label")
-        chosen.add(hits[0])
-    return chosen
-
-
-def build_plan(project: Project, cases: Sequence[Case], opts: RunOptions, *, resolve: bool = True) -> Plan:
-    cfg = project.config
-    cells: list[PlannedCase] = []
-    per_case = [(case, _variants_for(case, project, opts)) for case in cases]
-    selected = _select_variants(opts.variants, [v for _, vs in per_case for v in vs])
-    for case, variants in per_case:
-        if selected is not None:
-            variants = [v for v in variants if v.label in selected]
-        ev = case.eval
-        suite = case.suite
-        trials = opts.trials or ev.trials or (suite.trials if suite else None) or cfg.trials
-        timeout = opts.timeout or ev.timeout or (suite.timeout if suite else None) or cfg.timeout
-        for v in variants:
-            cells.append(PlannedCase(case, v, trials, float(timeout)))
-    plan = Plan(project=project, cells=cells, max_concurrency=opts.max_concurrency or cfg.max_concurrency)
-    if resolve:
-        for cell in cells:
-            spec = cell.variant.harness
-            if spec and spec not in plan.harnesses:
-                try:
-                    plan.harnesses[spec] = resolve_harness(spec, project.folder)
-                except HarnessSpecError as exc:
-                    raise UsageError(str(exc)) from None
-        for cell in cells:
-            _check_sandbox(cell.variant.sandbox or "local")
-    return plan
-
-
-def _check_sandbox(name: str) -> None:
-    from ..sandboxes import get_sandbox
-
-    try:
-        get_sandbox(name)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
-
-
-def exit_code_for(totals: dict[str, int], fail_on: str) -> int:
+def exit_code_for(summary: RunSummary | dict[str, int], fail_on: str, comparison: Any = None) -> int:
+    """The gate (DESIGN §7): 1 when a trial failed, timed out or was void (``strict``: also a
+    scored one; ``regressed``: a cell regressed against its baseline), else 0; ``never``: 0."""
     if fail_on == "never":
         return 0
+    if fail_on == "regressed":
+        return 1 if comparison is not None and comparison.regressed else 0
+    totals = summary.totals if isinstance(summary, RunSummary) else summary
     bad = totals.get("failed", 0) + totals.get("timed_out", 0) + totals.get("void", 0)
     if fail_on == "strict":
         bad += totals.get("scored", 0)
@@ -169,7 +84,7 @@ class _Reporters:
 
     def call(self, method: str, *args: Any) -> None:
         for r in list(self.reporters):
-            fn = getattr(r, method, None)
+            fn = getattr(r, method, None)  # reporters implement the methods they need
             if fn is None:
                 continue
             try:
@@ -185,236 +100,307 @@ def _versions() -> dict[str, str]:
     return {"anpord": __version__, "python": platform.python_version(), "platform": platform.platform()}
 
 
-def _secret_values(plan: Plan) -> list[str]:
-    names = {n for c in plan.cells for n in c.variant.secrets}
+def secret_values(plan: Plan) -> list[str]:
+    """The values of every secret the plan's variants declare, for redaction."""
+    names = {n for v in plan.variants for n in v.secrets}
     return [os.environ[n] for n in names if os.environ.get(n)]
-
-
-async def _execute(plan: Plan, opts: RunOptions, reporters: _Reporters, writer: RunWriter | None,
-                   info: RunInfo, max_sandboxes: int | None,
-                   on_forced_exit: Callable[[list[TrialResult]], None] = lambda _: None,
-                   ) -> tuple[list[TrialResult], int | None]:
-    """Run every trial; returns the results and the signal that stopped the run, if one did."""
-    from ..sandboxes import get_sandbox
-    from ._contain import task_factory
-
-    loop = asyncio.get_running_loop()
-    loop.set_task_factory(task_factory)  # type: ignore[arg-type]
-    results: list[TrialResult] = []
-    stop = asyncio.Event()
-    sandbox_slots = asyncio.Semaphore(max_sandboxes) if max_sandboxes else None
-    sandboxes: dict[str, Any] = {}
-
-    async def open_sandbox(variant: Variant, spec: SandboxSpec) -> Any:
-        name = variant.sandbox or "local"
-        sb = sandboxes.get(name)
-        if sb is None:
-            sb = sandboxes[name] = get_sandbox(name)
-        if sandbox_slots is None:
-            return await sb.open(spec)
-        await sandbox_slots.acquire()
-        try:
-            inst = await sb.open(spec)
-        except BaseException:
-            sandbox_slots.release()
-            raise
-        return _SlotReleasing(inst, sandbox_slots)
-
-    env = TrialEnv(
-        open_sandbox=open_sandbox,
-        on_log=lambda c, v, i, m: reporters.call("on_log", c, v, i, m),
-        max_concurrency=plan.max_concurrency,
-    )
-
-    def jobs() -> Any:
-        for cell in plan.cells:
-            spec = cell.variant.harness
-            harness = plan.harnesses.get(spec) if spec else None
-            error = None if spec else "no harness: set harness= in evals.config.py or pass --harness"
-            for i in range(cell.trials):
-                yield TrialJob(cell.case, cell.variant, i, cell.timeout, harness, error)
-
-    queue = jobs()
-
-    def finish(result: TrialResult, events: list[Event]) -> None:
-        if writer is not None:
-            writer.write_trial(result, events)
-        results.append(result)
-        reporters.call("on_trial_end", result)
-
-    async def worker() -> None:
-        for job in queue:
-            if stop.is_set():
-                return
-            reporters.call("on_trial_start", job.case.id, job.variant.label, job.index)
-            result, events = await run_trial(job, env)
-            finish(result, events)
-
-    signals: list[int] = []  # received so far; the first one names the exit code
-    forced = False
-    installed: list[int] = []
-
-    def on_signal(signum: int) -> None:
-        nonlocal forced
-        signals.append(signum)
-        if len(signals) >= 2:
-            # Forced exit: no finally blocks run, so remove sandboxes (folders, processes) first.
-            from ..sandboxes import cleanup_all
-
-            try:
-                on_forced_exit(results)  # run.json says "interrupted", not "running"
-            finally:
-                cleanup_all()
-                os._exit(128 + signals[0])
-        # Ctrl-C lets running trials finish within a grace period; SIGTERM/SIGHUP (a supervisor,
-        # a closed terminal) cancel them at once, so their sandboxes close before a SIGKILL follows.
-        forced = signum != signal.SIGINT
-        stop.set()
-
-    for name in ("SIGINT", "SIGTERM", "SIGHUP"):
-        sig = getattr(signal, name, None)
-        if sig is None:
-            continue
-        try:
-            loop.add_signal_handler(sig, on_signal, int(sig))
-            installed.append(int(sig))
-        except (NotImplementedError, RuntimeError, ValueError):
-            pass
-    workers = [asyncio.ensure_future(worker()) for _ in range(plan.max_concurrency)]
-    try:
-        all_done: asyncio.Future[Any] = asyncio.gather(*workers)
-        stopper: asyncio.Future[Any] = asyncio.ensure_future(stop.wait())
-        await asyncio.wait([all_done, stopper], return_when=asyncio.FIRST_COMPLETED)
-        if stop.is_set() and not all_done.done():
-            # Stop scheduling (workers check `stop`), give running trials a grace period unless
-            # forced, then cancel them: their finally blocks close the sandboxes.
-            if not forced:
-                await asyncio.wait({all_done}, timeout=INTERRUPT_GRACE)
-            for w in workers:
-                w.cancel()
-            await asyncio.wait({all_done})
-            if not all_done.cancelled():
-                all_done.exception()  # the cancellations are expected: not an unretrieved error
-        else:
-            await all_done
-        stopper.cancel()
-    finally:
-        for installed_sig in installed:
-            loop.remove_signal_handler(installed_sig)
-    return results, signals[0] if signals else None
-
-
-class _SlotReleasing:
-    """A sandbox instance that gives back its max_sandboxes slot when closed."""
-
-    def __init__(self, inner: Any, slots: asyncio.Semaphore):
-        self._inner = inner
-        self._slots = slots
-        self._released = False
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
-
-    async def close(self) -> None:
-        try:
-            await self._inner.close()
-        finally:
-            if not self._released:
-                self._released = True
-                self._slots.release()
-
-
-def execute(plan: Plan, opts: RunOptions, reporters: Sequence[Any]) -> RunSummary:
-    """Run the plan to completion (or until Ctrl-C, SIGTERM or SIGHUP: exit 128 + the signal).
-    Returns the summary; artifacts are on disk."""
-    project = plan.project
-    run_id = new_run_id()
-    run_dir = project.folder / ".anpord" / "runs" / run_id
-    info = RunInfo(
-        run_id=run_id,
-        run_dir=str(run_dir),
-        variants=plan.variant_labels,
-        cells=[PlannedCell(c.case.id, c.variant.label, c.trials, str(c.case.file.path)) for c in plan.cells],
-    )
-    writer = RunWriter(run_dir, Redactor(_secret_values(plan))) if opts.artifacts else None
-    started = time.time()
-    cfg = project.config
-    planned: list[dict[str, Any]] = [
-        {"case_id": c.case.id, "variant": c.variant.label, "trials": c.trials, "timeout": c.timeout,
-         "file": str(c.case.file.path)} for c in plan.cells
-    ]
-    snapshot = {
-        "run_id": run_id,
-        "status": "running",
-        "started_at": started,
-        "argv": sys.argv[1:],
-        "evals_root": str(project.root),
-        "versions": _versions(),
-        "config": {
-            "harness": cfg.harness, "model": cfg.model, "sandbox": cfg.sandbox, "trials": cfg.trials,
-            "max_concurrency": plan.max_concurrency, "timeout": cfg.timeout, "max_sandboxes": cfg.max_sandboxes,
-        },
-        "options": {
-            "trials": opts.trials, "timeout": opts.timeout, "variants": list(opts.variants),
-            "harness": opts.harness, "model": opts.model, "sandbox": opts.sandbox, "fail_on": opts.fail_on,
-        },
-        "variants": _unique_variants(plan),
-        "cells": planned,
-    }
-    if writer is not None:
-        writer.write_run(snapshot)
-    fan = _Reporters(list(reporters), sys.stderr)
-    with captured_output(), unawaited_calls_fail():
-        fan.call("on_run_start", info)
-        try:
-            def on_forced_exit(done: list[TrialResult]) -> None:
-                if writer is not None:
-                    snapshot.update(status="interrupted", forced=True, finished_at=time.time(),
-                                    totals=_totals(done))
-                    writer.write_run(snapshot)
-
-            results, stopped_by = asyncio.run(
-                _execute(plan, opts, fan, writer, info, cfg.max_sandboxes, on_forced_exit)
-            )
-        finally:
-            if writer is not None:
-                writer.close()
-        totals = _totals(results)
-        by_cell: dict[tuple[str, str], list[TrialResult]] = {}
-        for r in sorted(results, key=lambda r: r.trial):
-            by_cell.setdefault(r.cell_key, []).append(r)
-        cells = [summarize_cell(by_cell[(c.case.id, c.variant.label)]) for c in plan.cells
-                 if (c.case.id, c.variant.label) in by_cell]
-        interrupted = stopped_by is not None
-        code = 128 + stopped_by if stopped_by is not None else exit_code_for(totals, opts.fail_on)
-        summary = RunSummary(
-            run_id=run_id, run_dir=str(run_dir), totals=totals, cells=cells, exit_code=code,
-            fail_on=opts.fail_on, duration=time.time() - started, interrupted=interrupted,
-        )
-        if writer is not None:
-            # Each planned cell (its timeout, file) gains its distribution; cells never started
-            # (an interrupted run) keep only their plan.
-            dist = {(c.case_id, c.variant): c.to_dict() for c in cells}
-            finished = [{**p, **dist.get((p["case_id"], p["variant"]), {})} for p in planned]
-            snapshot.update(status="interrupted" if interrupted else "finished", finished_at=time.time(),
-                            totals=totals, exit_code=code, cells=finished)
-            writer.write_run(snapshot)
-        fan.call("on_run_end", summary, results)
-    return summary
 
 
 def _totals(results: Sequence[TrialResult]) -> dict[str, int]:
     """Trials per verdict, and ``trials`` in all."""
-    totals: dict[str, int] = {v: 0 for v in VERDICTS}
+    totals: dict[str, int] = dict.fromkeys(VERDICTS, 0)
     for r in results:
         totals[r.verdict] += 1
     totals["trials"] = len(results)
     return totals
 
 
-def _unique_variants(plan: Plan) -> list[dict[str, Any]]:
-    seen: dict[str, dict[str, Any]] = {}
-    for c in plan.cells:
-        seen.setdefault(c.variant.label, c.variant.snapshot())
-    return list(seen.values())
+def _specs(plan: Plan, run_id: str, cache_dir: str | None,
+           done: set[tuple[str, str, int]]) -> Iterator[TrialSpec]:
+    root = str(plan.project.root)
+    for cell in plan.cells:
+        case, variant = cell.case, cell.variant
+        label = variant.label
+        for i in range(cell.trials):
+            if (case.id, label, i) in done:
+                continue
+            yield TrialSpec(
+                run_id=run_id, evals_root=root, file=str(case.file.path), file_id=case.file.id,
+                case_id=case.id, variant=variant, trial=i, timeout=cell.timeout,
+                seed=trial_seed(case.id, label, i), case_hash=cell.case_hash, judge=cell.judge,
+                cache_dir=cache_dir,
+            )
+
+
+class _Signals:
+    """SIGINT, SIGTERM and SIGHUP for the whole of a run, from planning to the last write.
+
+    Plain ``signal.signal`` handlers, never the event loop's: those are removed when the loop
+    closes, and a signal landing in the run's last moments would then kill the process instead of
+    ending it with the documented exit code and a final run.json. The first signal stops the run
+    (``on_first``); a second forces the exit (``on_second``, which does not return).
+    """
+
+    def __init__(self, on_first: Callable[[int], None], on_second: Callable[[int], None]):
+        self.received: list[int] = []
+        self._on_first, self._on_second = on_first, on_second
+        self._previous: dict[int, Any] = {}
+
+    def __enter__(self) -> _Signals:
+        for name in _SIGNALS:
+            sig = getattr(signal, name, None)
+            if sig is None:
+                continue
+            try:
+                self._previous[sig] = signal.signal(sig, self._handle)
+            except (ValueError, OSError):  # not the main thread: the caller handles signals
+                pass
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for sig, previous in self._previous.items():
+            try:
+                signal.signal(sig, previous)
+            except (ValueError, OSError):
+                pass
+
+    def _handle(self, signum: int, frame: object) -> None:
+        self.received.append(signum)
+        if len(self.received) >= 2:
+            self._on_second(self.received[0])
+        else:
+            self._on_first(signum)
+
+    @property
+    def first(self) -> int | None:
+        return self.received[0] if self.received else None
+
+
+class _Run:
+    """One run's driver state."""
+
+    def __init__(self, plan: Plan, opts: RunOptions, reporters: Sequence[Any],
+                 executor: Executor | None, resume: Any = None):
+        self.plan, self.opts = plan, opts
+        project = plan.project
+        self.resume = resume
+        if resume is not None:
+            self.record: RunRecord = resume.record
+            self.run_dir = resume.run_dir
+            self.results: list[TrialResult] = list(resume.trials)
+        else:
+            run_id = new_run_id()
+            self.run_dir = project.folder / ".anpord" / "runs" / run_id
+            self.record = self._new_record(run_id)
+            self.results = []
+        self.done = {r.key for r in self.results}
+        self.fan = _Reporters(list(reporters), sys.stderr)
+        self.writer: RunWriter | None = None
+        self.executor = executor
+        self.started = time.time()
+        self.stop: asyncio.Event | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.forced_by: int | None = None
+
+    def _new_record(self, run_id: str) -> RunRecord:
+        plan, opts, cfg = self.plan, self.opts, self.plan.project.config
+        return RunRecord(
+            run_id=run_id,
+            status="running",
+            started_at=time.time(),
+            argv=sys.argv[1:],
+            evals_root=str(plan.project.root),
+            versions=_versions(),
+            owner=current_owner(),
+            executor=plan.executor,
+            config={
+                "harness": cfg.harness, "model": cfg.model, "sandbox": cfg.sandbox, "trials": cfg.trials,
+                "max_concurrency": plan.max_concurrency, "timeout": cfg.timeout,
+                "max_sandboxes": cfg.max_sandboxes, "executor": plan.executor,
+                "judge": None if cfg.judge is None else {
+                    "model": cfg.judge.model, "base_url": cfg.judge.base_url, "api_key_env": cfg.judge.api_key_env},
+            },
+            options={
+                "trials": opts.trials, "timeout": opts.timeout, "variants": list(opts.variants),
+                "harness": opts.harness, "model": opts.model, "sandbox": opts.sandbox,
+                "fail_on": opts.fail_on, "cache": opts.cache, "executor": opts.executor,
+            },
+            variants=[v.snapshot() for v in plan.variants],
+            cells=[CellRecord(c.case.id, c.variant.label, c.trials, c.timeout, str(c.case.file.path),
+                              c.case_hash) for c in plan.cells],
+        )
+
+    # -- the sink the executor reports to ----------------------------------------------------
+
+    def trial_started(self, spec: TrialSpec) -> None:
+        self.fan.call("on_trial_start", spec.case_id, spec.variant.label, spec.trial)
+
+    def trial_log(self, spec: TrialSpec, message: str) -> None:
+        self.fan.call("on_log", spec.case_id, spec.variant.label, spec.trial, message)
+
+    def trial_finished(self, spec: TrialSpec, result: TrialResult, events: Sequence[Event]) -> None:
+        if self.writer is not None:
+            self.writer.write_trial(result, events)
+        self.results.append(result)
+        self.fan.call("on_trial_end", result)
+
+    # -- signals -----------------------------------------------------------------------------
+
+    def on_first_signal(self, signum: int) -> None:
+        loop, stop = self.loop, self.stop
+        if loop is not None and stop is not None and not loop.is_closed():
+            try:
+                loop.call_soon_threadsafe(self._stop_soon, signum)
+            except RuntimeError:
+                pass
+
+    def _stop_soon(self, signum: int) -> None:
+        assert self.stop is not None
+        # Ctrl-C lets running trials finish within a grace period; SIGTERM/SIGHUP (a supervisor,
+        # a closed terminal) cancel them at once, so their sandboxes close before a SIGKILL.
+        self.forced_by = None if signum == signal.SIGINT else signum
+        self.stop.set()
+
+    def on_second_signal(self, first: int) -> None:
+        # Forced exit: no finally blocks run, so write run.json and remove sandboxes first.
+        from ..sandboxes import cleanup_all
+
+        try:
+            self.finish(interrupted=True, forced=True, code=128 + first)
+        except Exception:  # noqa: BLE001 - exiting regardless
+            pass
+        finally:
+            cleanup_all()
+            os._exit(128 + first)
+
+    # -- running -----------------------------------------------------------------------------
+
+    async def drive(self) -> None:
+        from ._contain import task_factory
+        from ._local import LocalExecutor
+        from ._stalls import StallMonitor
+
+        loop = asyncio.get_running_loop()
+        loop.set_task_factory(task_factory)  # type: ignore[arg-type]
+        self.loop, self.stop = loop, asyncio.Event()
+        executor = self.executor
+        monitor = None
+        if executor is None:
+            executor = LocalExecutor(
+                {c.case.id: c.case for c in self.plan.cells}, self.plan.harnesses,
+                max_concurrency=self.plan.max_concurrency, max_sandboxes=self.plan.max_sandboxes,
+                host=None,
+            )
+        if isinstance(executor, LocalExecutor):
+            monitor = executor.monitor = StallMonitor(loop)
+            monitor.start()
+        cache_dir = str(self.plan.project.folder / ".anpord" / "cache" / "calls") if self.opts.cache else None
+        specs = _specs(self.plan, self.record.run_id, cache_dir, self.done)
+        work = asyncio.ensure_future(executor.run(specs, self, self.stop))
+        stopper = asyncio.ensure_future(self.stop.wait())
+        try:
+            await asyncio.wait([work, stopper], return_when=asyncio.FIRST_COMPLETED)
+            if self.stop.is_set() and not work.done():
+                # Stop scheduling (the executor checks `stop`), give running trials a grace
+                # period unless forced, then cancel them: their finally blocks close sandboxes.
+                if self.forced_by is None:
+                    await asyncio.wait({work}, timeout=INTERRUPT_GRACE)
+                work.cancel()
+                await asyncio.wait({work})
+                if not work.cancelled() and work.exception() is not None:
+                    work.exception()  # the cancellation is expected: not an unretrieved error
+            else:
+                await work
+        finally:
+            stopper.cancel()
+            if monitor is not None:
+                monitor.stop()
+
+    def finish(self, *, interrupted: bool, forced: bool = False, code: int | None = None) -> RunSummary:
+        results = self.results
+        totals = _totals(results)
+        by_cell: dict[tuple[str, str], list[TrialResult]] = {}
+        for r in sorted(results, key=lambda r: r.trial):
+            by_cell.setdefault(r.cell_key, []).append(r)
+        cells = [summarize_cell(by_cell[k]) for k in dict.fromkeys((c.case.id, c.variant.label) for c in self.plan.cells)
+                 if k in by_cell]
+        summary = RunSummary(
+            run_id=self.record.run_id, run_dir=str(self.run_dir), totals=totals, cells=cells,
+            exit_code=code if code is not None else exit_code_for(totals, self.opts.fail_on),
+            fail_on=self.opts.fail_on, duration=time.time() - self.started, interrupted=interrupted,
+            usage=usage_totals(results),
+        )
+        record = self.record
+        record.status = "interrupted" if interrupted else "finished"
+        record.finished_at = time.time()
+        record.totals, record.usage = totals, summary.usage
+        record.exit_code, record.forced = summary.exit_code, forced
+        dist = {(c.case_id, c.variant): c for c in cells}
+        for cell in record.cells:
+            cell.summary = dist.get((cell.case_id, cell.variant))
+        if self.writer is not None:
+            self.writer.write_run(record)
+            try:
+                (self.plan.project.folder / ".anpord" / "running" / record.run_id).unlink()
+            except OSError:
+                pass
+        return summary
+
+    def start_writer(self) -> None:
+        if not self.opts.artifacts:
+            return
+        self.writer = RunWriter(self.run_dir, Redactor(secret_values(self.plan)), resume=self.resume is not None)
+        if self.resume is not None:
+            self.record.status = "running"
+            self.record.owner = current_owner()
+            self.record.resumed_at.append(time.time())
+            self.record.finished_at = None
+        self.writer.write_run(self.record)
+        marker = self.plan.project.folder / ".anpord" / "running" / self.record.run_id
+        try:
+            marker.parent.mkdir(parents=True, exist_ok=True)
+            marker.touch()
+        except OSError:
+            pass
+
+    def info(self) -> RunInfo:
+        return RunInfo(
+            run_id=self.record.run_id,
+            run_dir=str(self.run_dir),
+            variants=self.plan.variant_labels,
+            cells=[PlannedCell(c.case.id, c.variant.label, c.trials, str(c.case.file.path)) for c in self.plan.cells],
+        )
+
+
+def execute(plan: Plan, opts: RunOptions, reporters: Sequence[Any], *,
+            executor: Executor | None = None, resume: Any = None) -> RunResult:
+    """Run the plan to completion, or until SIGINT (exit 130), SIGTERM (143) or SIGHUP (129).
+
+    ``executor`` defaults to the local worker pool. ``resume`` (a ``RunReading`` of a run that did
+    not finish) runs only its missing trials, appending to the same run folder."""
+    run = _Run(plan, opts, reporters, executor, resume)
+    with _Signals(run.on_first_signal, run.on_second_signal) as signals:
+        run.start_writer()
+        try:
+            with captured_output(), unawaited_calls_fail():
+                run.fan.call("on_run_start", run.info())
+                if resume is not None:
+                    for r in resume.trials:  # trials of the earlier attempt, for the console's grid
+                        run.fan.call("on_trial_end", r)
+                try:
+                    if signals.first is None:
+                        asyncio.run(run.drive())
+                finally:
+                    if run.writer is not None:
+                        run.writer.close()
+                stopped_by = signals.first
+                summary = run.finish(
+                    interrupted=stopped_by is not None and len(run.results) < plan.total_trials,
+                    code=128 + stopped_by if stopped_by is not None else None,
+                )
+                run.fan.call("on_run_end", summary, run.results)
+        finally:
+            if run.writer is not None:
+                run.writer.close()
+    return RunResult(run.record, summary, run.results)
 

@@ -1,4 +1,13 @@
-"""Running one trial: sandbox, sessions, the test body under a deadline, then the verdict."""
+"""Running one trial, in phases that each return what they found:
+
+1. **prepare** — open the sandbox when the case or the harness needs one, snapshot the workspace
+   for ``files_changed()``, build ``t``;
+2. **drive** — run the test body (or the declarative prompt and checks) under the deadline →
+   ``BodyOutcome``: skipped, void, timed out, or the error that ended it;
+3. **settle** — wait for checks still being measured (judge calls), within the time left;
+4. **close** — end the sessions, close the sandbox (always, whatever happened before);
+5. **decide** — the verdict from all of the above (``decide_verdict``) → ``TrialResult``.
+"""
 
 from __future__ import annotations
 
@@ -7,47 +16,66 @@ import inspect
 import time
 import traceback
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
+from .._errors import exception_line
 from ..assertions import GateFailed, Recorder
 from ..authoring._config import Variant
 from ..drive import Skipped, T, TrialState
 from ..events import USAGE, Event
 from ..harnesses import Harness, HarnessContext, HarnessStartError
-from ..results._model import TrialResult
+from ..results._model import ErrorInfo, TrialResult
 from ..sandboxes._protocol import SandboxError, SandboxInstance, SandboxSpec
 from ._capture import CURRENT_LOG, flush_partial
-from ._contain import CURRENT_EXITS, ExitLog
+from ._contain import CURRENT_EXITS, CURRENT_TRIAL, ExitLog, TaskExited
 from ._rewrite import CURRENT_RECORDER
 from ._validate import SandboxHolder, ValidateError, run_declarative
-from ._verdict import decide_verdict, exception_line
+from ._verdict import decide_verdict
 
 if TYPE_CHECKING:
+    from ._spec import TrialSpec
     from .discovery import Case
 
-__all__ = ["TrialJob", "TrialEnv", "run_trial", "TIMEOUT_GRACE"]
+__all__ = ["TrialJob", "TrialEnv", "BodyOutcome", "run_trial", "TIMEOUT_GRACE", "LOG_CAP"]
 
 # After the deadline, how long the body gets to unwind once cancelled.
 TIMEOUT_GRACE = 2.0
+# Bytes of log a trial keeps (what a Python agent prints, t.log): past it, lines are counted only.
+LOG_CAP = 1 << 20
 
 
 @dataclass
 class TrialJob:
-    case: "Case"
-    variant: Variant
-    index: int
-    timeout: float
+    spec: TrialSpec
+    case: Case
     harness: Harness | None
-    harness_error: str | None = None
+    harness_error: str | None = None  # why there is no harness: every session's start fails with it
 
 
 @dataclass
 class TrialEnv:
     """Run-wide services a trial uses."""
 
-    open_sandbox: Callable[[Variant, SandboxSpec], Any]  # async → SandboxInstance
-    on_log: Callable[[str, str, int, str], None]
+    open_sandbox: Callable[[Variant, SandboxSpec], Awaitable[SandboxInstance]]
+    on_log: Callable[[TrialSpec, str], None]
+    sandbox_closed: Callable[[], None] = lambda: None  # gives back a max_sandboxes slot
     max_concurrency: int = 8
+    host: str | None = None
+    # Seconds of event-loop stall caused by other trials since a moment: deadlines do not count
+    # them against this trial (see _stalls).
+    lost_time: Callable[[str, float], float] = lambda _trial, _since: 0.0
+    stalls_caused: Callable[[str], list[Any]] = lambda _trial: []
+
+
+@dataclass
+class BodyOutcome:
+    """How the body ended. At most one of these is set, or none when it ran to its end."""
+
+    skipped: str | None = None
+    void: str | None = None  # could not be measured: the agent or its sandbox could not start
+    timed_out: str | None = None
+    error: ErrorInfo | None = None
 
 
 class _Exited(Exception):
@@ -59,183 +87,289 @@ class _Exited(Exception):
         self.original = original
 
 
-def _usage(events: list[Event]) -> dict[str, float]:
-    total: dict[str, float] = {}
+def _usage(events: list[Event]) -> dict[str, float | None]:
+    total: dict[str, float | None] = {}
     for e in events:
-        if e.type == USAGE:
-            for key in ("input_tokens", "output_tokens", "cost"):
-                v = e.data.get(key)
-                if isinstance(v, (int, float)):
-                    total[key] = total.get(key, 0) + v
+        if e.type != USAGE:
+            continue
+        for key in ("input_tokens", "output_tokens"):
+            v = e.data.get(key)
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                total[key] = (total.get(key) or 0) + v
+        # Cost: unknown (None) as soon as one model call has no known price.
+        cost = e.data.get("cost")
+        known = isinstance(cost, (int, float)) and not isinstance(cost, bool)
+        if "cost" not in total:
+            total["cost"] = cost if known else None
+        elif total["cost"] is not None:
+            total["cost"] = total["cost"] + cost if known else None  # type: ignore[operator]
     return total
 
 
-async def run_trial(job: TrialJob, env: TrialEnv) -> tuple[TrialResult, list[Event]]:
-    case, variant = job.case, job.variant
-    started_wall = time.time()
-    started = time.monotonic()
-    logs: list[str] = []
+def _where(exc: BaseException, case: Case) -> str | None:
+    """``file:line`` of the eval file's innermost frame in the traceback."""
+    path = str(case.file.path)
+    for frame in reversed(traceback.extract_tb(exc.__traceback__)):
+        if frame.filename == path:
+            return f"{path}:{frame.lineno}"
+    return None
 
-    def log(message: str) -> None:
-        logs.append(message)
-        env.on_log(case.id, variant.label, job.index, message)
 
-    recorder = Recorder()
-    rec_token = CURRENT_RECORDER.set(recorder)
-    log_token = CURRENT_LOG.set(log)
-    # SystemExit/KeyboardInterrupt in a task the test or the agent started (see _contain).
-    task_exits = ExitLog()
-    exits_token = CURRENT_EXITS.set(task_exits)
+class _Trial:
+    """One trial's state across its phases."""
 
-    skipped: str | None = None
-    void_reason: str | None = None
-    timed_out: str | None = None
-    execution_error: str | None = None
-    tb: str | None = None
+    def __init__(self, job: TrialJob, env: TrialEnv):
+        self.job, self.env = job, env
+        self.case, self.spec = job.case, job.spec
+        self.started_wall = time.time()
+        self.started = time.monotonic()
+        self.logs: list[str] = []
+        self._log_bytes = 0
+        self._dropped = 0
+        self.recorder = Recorder()
+        self.exits = ExitLog()
+        self.state: TrialState | None = None
+        self.t: T | None = None
+        self.holder: SandboxHolder | None = None
+        self.snapshot: Any = None
+        self.deadline_at = 0.0  # loop time at which the deadline is due
 
-    spec = SandboxSpec(variant=variant, source=case.source, source_base=case.file.path.parent,
-                       label=f"{case.id} {variant.label} #{job.index}")
+    def log(self, message: str) -> None:
+        size = len(message)
+        if self._log_bytes + size > LOG_CAP:
+            self._dropped += size
+            return
+        self._log_bytes += size
+        self.logs.append(message)
+        self.env.on_log(self.spec, message)
 
-    async def opener() -> SandboxInstance:
-        return await env.open_sandbox(variant, spec)
+    # -- 1. prepare --------------------------------------------------------------------------
 
-    holder = SandboxHolder(opener, None)
-    state: TrialState | None = None
-    snapshot: Any = None
-    try:
-        needs_sandbox = case.source is not None or bool(job.harness and job.harness.needs_sandbox)
-        if needs_sandbox:
-            await holder.get()
-            if case.eval.declarative and holder.instance is not None:
-                from ..workspace import snapshot as take_snapshot
+    async def prepare(self) -> None:
+        case, spec, job = self.case, self.spec, self.job
+        sandbox_spec = SandboxSpec(variant=spec.variant, source=case.source,
+                                   source_base=case.file.path.parent, label=spec.label)
+
+        async def opener() -> SandboxInstance:
+            return await self.env.open_sandbox(spec.variant, sandbox_spec)
+
+        self.holder = holder = SandboxHolder(opener, None)
+        if case.source is not None or (job.harness is not None and job.harness.needs_sandbox):
+            instance = await holder.get()
+            if case.eval.declarative:
+                from ..workspace import snapshot
 
                 # Before the agent runs, for files_changed(); in a thread: a large workspace
                 # takes seconds to read, and the other trials must not stall meanwhile.
-                snapshot = await asyncio.to_thread(take_snapshot, holder.instance.workspace)
+                self.snapshot = await asyncio.to_thread(snapshot, instance.workspace)
         ctx = None
         if job.harness is not None:
             ctx = HarnessContext(
-                variant=variant, model=variant.model, sandbox=holder.instance, log=log,
-                trial_id=spec.label, max_concurrency=env.max_concurrency,
+                variant=spec.variant, model=spec.variant.model, sandbox=holder.instance, log=self.log,
+                trial_id=spec.label, max_concurrency=self.env.max_concurrency, seed=spec.seed,
+                cache_dir=None if spec.cache_dir is None else Path(spec.cache_dir),
+                trial_index=spec.trial,
             )
-        state = TrialState(
-            harness=job.harness, harness_ctx=ctx, recorder=recorder, base_dir=case.file.path.parent,
-            log=log, harness_error=job.harness_error,
+        self.state = TrialState(
+            harness=job.harness, harness_ctx=ctx, recorder=self.recorder,
+            base_dir=case.file.path.parent, log=self.log, harness_error=job.harness_error,
         )
-        t = T(state, workspace=holder.instance.workspace if holder.instance else None, row=case.row)
+        self.t = T(self.state, workspace=holder.instance.workspace if holder.instance else None,
+                   row=case.row, seed=spec.seed)
 
-        async def body() -> None:
-            ev = case.eval
-            try:
-                if ev.declarative:
-                    await run_declarative(t, case.id, ev.prompt, ev.validate, holder, snapshot)
-                    return
-                assert ev.test is not None
-                result = ev.test(t, case.row) if case.has_row else ev.test(t)
-                if inspect.isawaitable(result):
-                    await result
-            except (SystemExit, KeyboardInterrupt) as exc:
-                raise _Exited(exc) from None
+    # -- 2. drive ----------------------------------------------------------------------------
 
-        task = asyncio.ensure_future(body())
+    async def _body(self) -> None:
+        ev, case, t = self.case.eval, self.case, self.t
+        assert t is not None and self.holder is not None
+        try:
+            if ev.declarative:
+                await run_declarative(t, case.id, ev.prompt, ev.validate, self.holder, self.snapshot)
+                return
+            assert ev.test is not None
+            result = ev.test(t, case.row) if case.has_row else ev.test(t)
+            if inspect.isawaitable(result):
+                await result
+        except (SystemExit, KeyboardInterrupt) as exc:
+            raise _Exited(exc) from None
+
+    async def drive(self) -> BodyOutcome:
+        t = self.t
+        assert t is not None
+        task = asyncio.ensure_future(self._body())
         loop = asyncio.get_running_loop()
         # One waiter resolved by the body finishing, or by the grace period after a timeout:
         # cheaper than asyncio.wait per trial, and a body that swallows cancellation is abandoned.
         waiter = loop.create_future()
+        timed_out: list[str] = []
+        timeout = self.spec.timeout
+        started = loop.time()
 
         def wake(_: object = None) -> None:
             if not waiter.done():
                 waiter.set_result(None)
 
         def on_deadline() -> None:
-            nonlocal timed_out
             if task.done():
                 return  # finished in the same loop iteration: its own result stands
-            timed_out = f"timed out after {job.timeout:g}s"
+            # Time the loop spent stalled by other trials does not count against this one.
+            lost = self.env.lost_time(self.spec.label, started)
+            remaining = timeout + lost - (loop.time() - started)
+            if remaining > 0.001:
+                timers.append(loop.call_later(remaining, on_deadline))
+                return
+            timed_out.append(f"timed out after {timeout:g}s")
             t.signal.set()
             task.cancel()
             loop.call_later(TIMEOUT_GRACE, wake)
 
         task.add_done_callback(wake)
-        t.deadline = time.time() + job.timeout  # from now, not from before the sandbox opened
-        timer = loop.call_later(job.timeout, on_deadline)
+        t.deadline = time.time() + timeout  # from now, not from before the sandbox opened
+        self.deadline_at = started + timeout
+        timers = [loop.call_later(timeout, on_deadline)]
         try:
             await waiter
         except asyncio.CancelledError:
             task.cancel()
             raise
         finally:
-            timer.cancel()
-        if timed_out is None:
+            for timer in timers:
+                timer.cancel()
+        if timed_out:
+            return BodyOutcome(timed_out=timed_out[0])
+        return self._classify(task)
+
+    def _classify(self, task: asyncio.Future[None]) -> BodyOutcome:
+        try:
+            task.result()
+        except Skipped as exc:
+            return BodyOutcome(skipped=exc.reason)
+        except GateFailed:
+            return BodyOutcome()  # recorded already; the verdict reads it
+        except (HarnessStartError, SandboxError) as exc:
+            return BodyOutcome(void=str(exc) or type(exc).__name__)
+        except ValidateError as exc:
+            return BodyOutcome(error=ErrorInfo("validate", str(exc)))
+        except asyncio.CancelledError:
+            return BodyOutcome(error=ErrorInfo("test", "the test was cancelled"))
+        except BaseException as exc:  # noqa: BLE001 - SystemExit etc. fail this trial, not the run
+            original = exc.original if isinstance(exc, _Exited) else exc
+            kind = "task_exit" if isinstance(original, TaskExited) else "test"
+            return BodyOutcome(error=ErrorInfo(
+                kind, exception_line(original), "".join(traceback.format_exception(original)),
+                _where(original, self.case),
+            ))
+        return BodyOutcome()
+
+    # -- 3. settle ---------------------------------------------------------------------------
+
+    async def settle_checks(self) -> None:
+        """Checks still being measured (judge calls) get the time left before the deadline, at
+        least the grace period; whatever is not measured then is ``void``."""
+        if not self.recorder.pending:
+            return
+        left = self.deadline_at - asyncio.get_running_loop().time()
+        await self.recorder.settle(max(left, TIMEOUT_GRACE))
+
+    # -- 4. close ----------------------------------------------------------------------------
+
+    async def close(self) -> None:
+        try:
+            if self.state is not None:
+                await self.state.close()
+        finally:
             try:
-                task.result()
-            except Skipped as exc:
-                skipped = exc.reason
-            except GateFailed:
-                pass  # recorded already; the verdict reads it
-            except (HarnessStartError, SandboxError) as exc:
-                void_reason = str(exc) or type(exc).__name__
-            except ValidateError as exc:
-                execution_error = str(exc)
-            except asyncio.CancelledError:
-                execution_error = "the test was cancelled"
-            except BaseException as exc:  # noqa: BLE001 - SystemExit etc. fail this trial, not the run
-                if isinstance(exc, _Exited):
-                    exc = exc.original
-                execution_error = exception_line(exc)
-                tb = "".join(traceback.format_exception(exc))
-        if execution_error is None and state.execution_errors:
-            execution_error = state.execution_errors[0]
-            if tb is None and ctx is not None:
-                tb = ctx.extra.get("traceback")
-        if skipped is None and void_reason is None and state.start_error is not None:
-            void_reason = state.start_error  # even when the test caught the error and went on
+                instance = self.holder.instance if self.holder is not None else None
+                if instance is not None:
+                    try:
+                        await instance.close()
+                    finally:
+                        self.env.sandbox_closed()
+            finally:
+                flush_partial(self.log)
+
+    # -- 5. decide ---------------------------------------------------------------------------
+
+    def decide(self, body: BodyOutcome) -> tuple[TrialResult, list[Event]]:
+        state, spec, case = self.state, self.spec, self.case
+        void, error = body.void, body.error
+        if error is None and state is not None:
+            error = state.unexpected_failure  # an agent failure the test did not expect
+        if body.skipped is None and void is None and state is not None and state.start_error is not None:
+            void = state.start_error  # even when the test caught the error and went on
+        self.exits.open = False
+        # An exit in a task wins over the TaskExited that whoever awaited the task then raised.
+        if self.exits.entries and (error is None or error.kind == "task_exit"):
+            summary, tb = self.exits.entries[0]
+            error = ErrorInfo("task_exit", f"a task it started raised {summary}", tb)
+        verdict, reason = decide_verdict(
+            skipped=body.skipped, void_reason=void, timed_out=body.timed_out,
+            execution_error=error.message if error is not None else None,
+            records=self.recorder.records,
+        )
+        if self._dropped:
+            self.logs.append(f"[{self._dropped} bytes of log not kept: cap {LOG_CAP} bytes per trial]")
+        stalls = self.env.stalls_caused(spec.label)
+        if stalls:
+            worst = max(s.duration for s in stalls)
+            blame = (f"its code blocked the event loop for {worst:.1f} s, stalling every trial — use a "
+                     "sync agent (it runs in a thread) or await instead of blocking")
+            self.logs.append(blame)
+            if verdict != "passed":
+                reason = f"{reason}; {blame}" if reason else blame
+        events = state.events if state is not None else []
+        soft = [r.score for r in self.recorder.records if r.kind == "soft"]
+        result = TrialResult(
+            case_id=case.id,
+            variant=spec.variant.label,
+            trial=spec.trial,
+            verdict=verdict,
+            reason=reason,
+            duration=round(time.monotonic() - self.started, 6),
+            started_at=self.started_wall,
+            assertions=list(self.recorder.records),
+            judgments=list(self.recorder.judgments),
+            score=sum(soft) / len(soft) if soft else None,
+            error=error,
+            logs=self.logs,
+            usage=_usage(events),
+            tags=case.tags,
+            file=str(case.file.path),
+            seed=spec.seed,
+            attempt=spec.attempt,
+            host=self.env.host,
+        )
+        return result, events
+
+
+async def run_trial(job: TrialJob, env: TrialEnv) -> tuple[TrialResult, list[Event]]:
+    trial = _Trial(job, env)
+    tokens = (
+        CURRENT_RECORDER.set(trial.recorder),
+        CURRENT_LOG.set(trial.log),
+        # SystemExit/KeyboardInterrupt in a task the test or the agent started (see _contain).
+        CURRENT_EXITS.set(trial.exits),
+        CURRENT_TRIAL.set(job.spec.label),
+    )
+    body = BodyOutcome()
+    try:
+        await trial.prepare()
+        body = await trial.drive()
+        if body.timed_out is None:
+            await trial.settle_checks()
     except (HarnessStartError, SandboxError) as exc:
-        void_reason = str(exc) or type(exc).__name__
+        body = BodyOutcome(void=str(exc) or type(exc).__name__)
     except asyncio.CancelledError:
         raise
     except Exception as exc:  # noqa: BLE001 - an infrastructure fault voids this trial only
-        void_reason = f"internal error: {exception_line(exc)}"
-        tb = "".join(traceback.format_exception(exc))
+        body = BodyOutcome(void=f"internal error: {exception_line(exc)}", error=ErrorInfo(
+            "internal", exception_line(exc), "".join(traceback.format_exception(exc))))
     finally:
         try:
-            if state is not None:
-                await state.close()
+            await trial.close()
         finally:
-            if holder.instance is not None:
-                await holder.instance.close()
-            flush_partial(log)
-            CURRENT_RECORDER.reset(rec_token)
-            CURRENT_LOG.reset(log_token)
-            CURRENT_EXITS.reset(exits_token)
-
-    task_exits.open = False
-    # An exit in a task wins over the TaskExited that whoever awaited the task then raised.
-    if task_exits.entries and (execution_error is None or "TaskExited" in execution_error):
-        execution_error = f"a task it started raised {task_exits.entries[0][0]}"
-        tb = task_exits.entries[0][1]
-
-    verdict, reason = decide_verdict(
-        skipped=skipped, void_reason=void_reason, timed_out=timed_out,
-        execution_error=execution_error, records=recorder.records,
-    )
-    events = state.events if state is not None else []
-    soft = [r.score for r in recorder.records if r.kind == "soft"]
-    result = TrialResult(
-        case_id=case.id,
-        variant=variant.label,
-        trial=job.index,
-        verdict=verdict,
-        reason=reason,
-        duration=time.monotonic() - started,
-        assertions=list(recorder.records),
-        score=sum(soft) / len(soft) if soft else None,
-        error=execution_error,
-        traceback=tb,
-        logs=logs,
-        usage=_usage(events),
-        tags=case.tags,
-        file=str(case.file.path),
-        started_at=started_wall,
-    )
-    return result, events
+            CURRENT_RECORDER.reset(tokens[0])
+            CURRENT_LOG.reset(tokens[1])
+            CURRENT_EXITS.reset(tokens[2])
+            CURRENT_TRIAL.reset(tokens[3])
+    return trial.decide(body)

@@ -4,18 +4,12 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from .._errors import exception_line
 from ..results._model import AssertionRecord, Verdict
 
 __all__ = ["decide_verdict", "exception_line", "CHECKED_NOTHING"]
 
 CHECKED_NOTHING = "this case checked nothing"
-
-
-def exception_line(exc: BaseException) -> str:
-    """An exception as a reason: its type and the first line of its message."""
-    text = str(exc).strip().splitlines()
-    first = text[0] if text else ""
-    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
 
 
 def _describe(rec: AssertionRecord) -> str:

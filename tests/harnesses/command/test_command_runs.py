@@ -212,6 +212,8 @@ def test_what_a_command_agent_prints_reaches_the_trial_log(tmp_path: Path) -> No
     done, _ = run(folder, "--verbose")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "cases | [stderr] starting" in done.stdout and "cases | the answer" in done.stdout
-    (trial,) = (run_dir(folder) / "trials").rglob("0.json")
+    from anpord.results import read_run
+
+    (trial,) = read_run(run_dir(folder)).trials
     # stdout and stderr are read side by side, so their relative order is not fixed.
-    assert sorted(json.loads(trial.read_text())["logs"]) == ["[stderr] starting", "the answer"]
+    assert sorted(trial.logs) == ["[stderr] starting", "the answer"]

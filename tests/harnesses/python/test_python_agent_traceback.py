@@ -18,7 +18,7 @@ def test_an_agents_traceback_lands_in_the_trial_artifact(make_project: Any) -> N
     run = project.run()
     assert run.code == 1
     trial = run.trial("boom")
-    assert trial["verdict"] == "failed" and trial["error"].startswith("agent raised")
+    assert trial["verdict"] == "failed" and trial["error"]["message"].startswith("agent raised")
     assert trial["traceback"].startswith("Traceback (most recent call last):")
     assert "agents/kit.py" in trial["traceback"]
-    assert "traceback: " in run.stdout and trial["artifact"].split("/")[-1] in run.stdout
+    assert "traceback: " in run.stdout and trial["files"]["traceback"] in run.stdout

@@ -1,0 +1,141 @@
+"""The run record: what ``run.json`` holds — what ran, where, how it ended, and its cells.
+
+Written when the run starts (status ``running``), rewritten when it ends (``finished`` or
+``interrupted``), and marked ``crashed`` by the next anpord command that finds its process gone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from ._model import FORMAT_VERSION, CellSummary, RecordError, _need, check_version
+
+__all__ = ["RunStatus", "RUN_STATUSES", "CellRecord", "RunRecord"]
+
+RunStatus = Literal["running", "finished", "interrupted", "crashed"]
+RUN_STATUSES: tuple[RunStatus, ...] = ("running", "finished", "interrupted", "crashed")
+
+
+@dataclass
+class CellRecord:
+    """One planned cell: the case on a variant, its planned trials and timeout, the eval file, a
+    hash of the case's content (the eval file's text and the case's row), and once trials have
+    finished, its distribution."""
+
+    case_id: str
+    variant: str
+    trials: int
+    timeout: float
+    file: str | None = None
+    case_hash: str | None = None
+    summary: CellSummary | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "case_id": self.case_id,
+            "variant": self.variant,
+            "trials": self.trials,
+            "timeout": self.timeout,
+            "file": self.file,
+            "case_hash": self.case_hash,
+            "summary": self.summary.to_dict() if self.summary is not None else None,
+        }
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any]) -> CellRecord:
+        summary = raw.get("summary")
+        return cls(
+            case_id=_need(raw, "case_id", "cell"),
+            variant=_need(raw, "variant", "cell"),
+            trials=_need(raw, "trials", "cell"),
+            timeout=_need(raw, "timeout", "cell"),
+            file=raw.get("file"),
+            case_hash=raw.get("case_hash"),
+            summary=CellSummary.from_dict(summary) if summary is not None else None,
+        )
+
+
+@dataclass
+class RunRecord:
+    """``run.json``. ``variants`` are the variants' snapshots (environment names only, never
+    values); ``owner`` identifies the process that writes the run (pid, its start time in clock
+    ticks, host), so a reader can tell a live run from a crashed one."""
+
+    run_id: str
+    status: RunStatus
+    started_at: float
+    finished_at: float | None = None
+    argv: list[str] = field(default_factory=list)
+    evals_root: str | None = None
+    versions: dict[str, str] = field(default_factory=dict)
+    owner: dict[str, Any] = field(default_factory=dict)
+    executor: str = "local"
+    config: dict[str, Any] = field(default_factory=dict)
+    options: dict[str, Any] = field(default_factory=dict)
+    variants: list[dict[str, Any]] = field(default_factory=list)
+    cells: list[CellRecord] = field(default_factory=list)
+    totals: dict[str, int] = field(default_factory=dict)
+    usage: dict[str, float | None] = field(default_factory=dict)
+    exit_code: int | None = None
+    forced: bool = False
+    resumed_at: list[float] = field(default_factory=list)  # each `--resume` of this run
+    rerun_of: str | None = None  # the run whose failed trials this run re-ran
+    note: str | None = None  # how a crash was found, say
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "format": FORMAT_VERSION,
+            "run_id": self.run_id,
+            "status": self.status,
+            "started_at": self.started_at,
+            "finished_at": self.finished_at,
+            "argv": list(self.argv),
+            "evals_root": self.evals_root,
+            "versions": dict(self.versions),
+            "owner": dict(self.owner),
+            "executor": self.executor,
+            "config": dict(self.config),
+            "options": dict(self.options),
+            "variants": [dict(v) for v in self.variants],
+            "cells": [c.to_dict() for c in self.cells],
+            "totals": dict(self.totals),
+            "usage": dict(self.usage),
+            "exit_code": self.exit_code,
+            "forced": self.forced,
+            "resumed_at": list(self.resumed_at),
+            "rerun_of": self.rerun_of,
+            "note": self.note,
+        }
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any]) -> RunRecord:
+        if not isinstance(raw, Mapping):
+            raise RecordError(f"run.json holds a JSON object, got {type(raw).__name__}")
+        check_version(raw, "format", "run.json")
+        status = _need(raw, "status", "run.json")
+        if status not in RUN_STATUSES:
+            raise RecordError(f"run.json: unknown status {status!r}")
+        return cls(
+            run_id=_need(raw, "run_id", "run.json"),
+            status=status,
+            started_at=_need(raw, "started_at", "run.json"),
+            finished_at=raw.get("finished_at"),
+            argv=list(raw.get("argv") or ()),
+            evals_root=raw.get("evals_root"),
+            versions=dict(raw.get("versions") or {}),
+            owner=dict(raw.get("owner") or {}),
+            executor=raw.get("executor", "local"),
+            config=dict(raw.get("config") or {}),
+            options=dict(raw.get("options") or {}),
+            variants=[dict(v) for v in raw.get("variants") or ()],
+            cells=[CellRecord.from_dict(c) for c in raw.get("cells") or ()],
+            totals=dict(raw.get("totals") or {}),
+            usage=dict(raw.get("usage") or {}),
+            exit_code=raw.get("exit_code"),
+            forced=bool(raw.get("forced", False)),
+            resumed_at=list(raw.get("resumed_at") or ()),
+            rerun_of=raw.get("rerun_of"),
+            note=raw.get("note"),
+        )

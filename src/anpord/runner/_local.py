@@ -1,0 +1,169 @@
+"""``LocalExecutor``: trials run on this process's event loop, by up to ``max_concurrency`` workers.
+
+Workers start as trials are taken — never more than there are trials — so a huge concurrency
+setting costs nothing. Each harness is set up once, before its first trial here (an agent's own
+``setup`` hook, a model client's connection pool), and torn down when the run ends, interrupted or
+not. ``max_sandboxes`` bounds how many sandboxes are open at once across all workers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from .._errors import exception_line
+from ..authoring._config import Variant
+from ..harnesses import Harness
+from ..sandboxes._protocol import Sandbox, SandboxInstance, SandboxSpec
+from ._executor import TrialSink
+from ._spec import TrialSpec
+from ._stalls import StallMonitor
+from ._trial import TrialEnv, TrialJob, run_trial
+
+if TYPE_CHECKING:
+    from .discovery import Case
+
+__all__ = ["LocalExecutor"]
+
+NO_HARNESS = "no harness: set harness= in evals.config.py or pass --harness"
+
+
+class LocalExecutor:
+    name = "local"
+
+    def __init__(
+        self,
+        cases: dict[str, Case],
+        harnesses: dict[str, Harness],
+        *,
+        max_concurrency: int = 8,
+        max_sandboxes: int | None = None,
+        host: str | None = None,
+    ):
+        self.cases = cases
+        self.harnesses = harnesses
+        self.max_concurrency = max(1, max_concurrency)
+        self.max_sandboxes = max_sandboxes
+        self.host = host
+        self._sandboxes: dict[str, Sandbox] = {}
+        self._setups: dict[str, asyncio.Future[str | None]] = {}
+        self.monitor: StallMonitor | None = None  # the driver plugs in its stall monitor
+
+    # -- harness lifecycle -------------------------------------------------------------------
+
+    async def _harness(self, spec: str | None) -> tuple[Harness | None, str | None]:
+        """The harness for a variant's spec, set up on first use; or why there is none."""
+        if not spec:
+            return None, NO_HARNESS
+        harness = self.harnesses.get(spec)
+        if harness is None:
+            from ..harnesses import HarnessSpecError, resolve_harness
+
+            try:
+                harness = self.harnesses[spec] = resolve_harness(spec)
+            except HarnessSpecError as exc:
+                return None, str(exc)
+        setup = self._setups.get(spec)
+        if setup is None:
+            setup = self._setups[spec] = asyncio.ensure_future(self._set_up(harness))
+        error = await asyncio.shield(setup)
+        return (None, error) if error else (harness, None)
+
+    @staticmethod
+    async def _set_up(harness: Harness) -> str | None:
+        try:
+            await harness.setup()
+        except Exception as exc:  # noqa: BLE001 - its trials are void with the reason
+            return f"the agent's setup failed: {exception_line(exc)}"
+        return None
+
+    async def _tear_down(self) -> None:
+        for spec, setup in self._setups.items():
+            if not setup.done():
+                setup.cancel()
+                continue
+            if setup.cancelled() or setup.result() is not None:
+                continue
+            try:
+                await self.harnesses[spec].teardown()
+            except Exception as exc:  # noqa: BLE001 - the run's results stand
+                print(f"anpord: {spec}: the agent's teardown failed: {exception_line(exc)}", file=sys.stderr)
+        self._setups.clear()
+
+    # -- sandboxes ---------------------------------------------------------------------------
+
+    def _sandbox_env(self) -> tuple[object, object]:
+        from ..sandboxes import get_sandbox
+
+        slots = asyncio.Semaphore(self.max_sandboxes) if self.max_sandboxes else None
+
+        async def open_sandbox(variant: Variant, spec: SandboxSpec) -> SandboxInstance:
+            name = variant.sandbox or "local"
+            sandbox = self._sandboxes.get(name)
+            if sandbox is None:
+                sandbox = self._sandboxes[name] = get_sandbox(name)
+            if slots is None:
+                return await sandbox.open(spec)
+            await slots.acquire()
+            try:
+                return await sandbox.open(spec)
+            except BaseException:
+                slots.release()
+                raise
+
+        def closed() -> None:
+            if slots is not None:
+                slots.release()
+
+        return open_sandbox, closed
+
+    # -- the Executor protocol ---------------------------------------------------------------
+
+    async def run(self, specs: Iterator[TrialSpec], sink: TrialSink, stop: asyncio.Event) -> None:
+        open_sandbox, sandbox_closed = self._sandbox_env()
+        env = TrialEnv(
+            open_sandbox=open_sandbox,  # type: ignore[arg-type]
+            sandbox_closed=sandbox_closed,  # type: ignore[arg-type]
+            on_log=sink.trial_log,
+            max_concurrency=self.max_concurrency,
+            host=self.host,
+        )
+        if self.monitor is not None:
+            env.lost_time = self.monitor.lost_time
+            env.stalls_caused = self.monitor.caused_by
+
+        async def one(spec: TrialSpec) -> None:
+            sink.trial_started(spec)
+            harness, error = await self._harness(spec.variant.harness)
+            job = TrialJob(spec, self.cases[spec.case_id], harness, error)
+            result, events = await run_trial(job, env)
+            sink.trial_finished(spec, result, events)
+
+        async def worker(first: TrialSpec) -> None:
+            spec: TrialSpec | None = first
+            while spec is not None:
+                await one(spec)
+                spec = None if stop.is_set() else next(specs, None)
+
+        workers: list[asyncio.Future[None]] = []
+        try:
+            while len(workers) < self.max_concurrency and not stop.is_set():
+                spec = next(specs, None)
+                if spec is None:
+                    break
+                workers.append(asyncio.ensure_future(worker(spec)))
+            if workers:
+                await asyncio.gather(*workers)
+        except BaseException:
+            for w in workers:
+                w.cancel()
+            if workers:
+                await asyncio.wait(workers)
+                for w in workers:  # their cancellations are expected: not unretrieved errors
+                    if not w.cancelled():
+                        w.exception()
+            raise
+        finally:
+            await self._tear_down()
