@@ -9,7 +9,7 @@ emits the boundary events (``session.started``, ``turn.started``, ``turn.complet
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Literal, Protocol, runtime_checkable
 

@@ -15,24 +15,15 @@ with the answers in ``ANPORD_INPUT_RESPONSES_FILE``. The full protocol is docs/c
 from __future__ import annotations
 
 import asyncio
-import itertools
 import json
 import os
 import re
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..events import (
-    INPUT_REQUESTED,
-    INPUT_RESOLVED,
-    LOG,
-    MESSAGE_COMPLETED,
-    TOOL_RESULT,
-    Event,
-    message_text,
-)
+from ..events import INPUT_RESOLVED, LOG, MESSAGE_COMPLETED, Event, message_text
+from ._command_stream import ANSWER_CAP, CommandStreamParser
+from ._process import EVENT_CAP, LOG_CAP, MAX_LINE, ProgramRun
 from ._protocol import (
     Emit,
     HarnessContext,
@@ -42,19 +33,21 @@ from ._protocol import (
     TurnRequest,
 )
 
-__all__ = ["PROCESS_EXITED", "CommandHarness", "CommandSession", "resolve"]
+__all__ = [
+    "ANSWER_CAP",
+    "EVENT_CAP",
+    "LOG_CAP",
+    "MAX_LINE",
+    "PROCESS_EXITED",
+    "CommandHarness",
+    "CommandSession",
+    "resolve",
+    "start_failure",
+]
 
 # The custom event recording how the agent program ended: {command, exit_code, duration}.
 PROCESS_EXITED = "process.exited"
-# Output caps per run, so a program printing megabytes cannot exhaust memory. Past them output is
-# still read (the program never blocks) but dropped, and one log event says how much.
-MAX_LINE = 1 << 20  # a longer line is cut (and cannot be an event)
-LOG_CAP = 1 << 20  # bytes of log events (non-event stdout and stderr)
-ANSWER_CAP = 1 << 20  # bytes of non-event stdout kept as the answer
-EVENT_CAP = 10_000  # events per run
 PROMPT_ENV_LIMIT = 32 << 10  # a longer prompt is only in ANPORD_PROMPT_FILE
-# The drive API emits these itself; a program printing them would break the turn's shape.
-_RESERVED = re.compile(r"(session|turn)\.")
 
 
 class CommandHarness:
@@ -98,19 +91,7 @@ def _history(messages: Any) -> list[dict[str, str]]:
     return out
 
 
-def _options(raw: Any) -> list[dict[str, str]]:
-    if raw is None:
-        raw = ["approve", "deny"]
-    out = []
-    for opt in raw if isinstance(raw, list) else [raw]:
-        if isinstance(opt, dict) and "id" in opt:
-            out.append({"id": str(opt["id"]), "label": str(opt.get("label", opt["id"]))})
-        else:
-            out.append({"id": str(opt), "label": str(opt)})
-    return out
-
-
-def _start_failure(code: int, stderr: str) -> str:
+def start_failure(code: int, stderr: str) -> str:
     """One line saying why the shell could not start the command."""
     for line in reversed(stderr.strip().splitlines()):
         if m := re.search(r"([^:\s][^:]*): command not found$", line):
@@ -121,138 +102,6 @@ def _start_failure(code: int, stderr: str) -> str:
             return f"agent command is not executable: {m.group(1).strip()}"
     last = stderr.strip().splitlines()[-1:] or [""]
     return f"agent command could not start (exit {code}){': ' + last[0] if last[0] else ''}"
-
-
-class _Run:
-    """One execution of the program: parses its output into events, within the caps."""
-
-    def __init__(self, emit: Emit, answered: set[str], log: Callable[[str], None] = lambda _: None):
-        self.emit = emit
-        self.log = log  # the trial's log: artifacts and --verbose
-        self.answered = answered
-        self.answer: list[str] = []
-        self.answer_bytes = 0
-        self.answer_cut = False
-        self.message: str | None = None
-        self.data: Any = None
-        self.requests: dict[str, dict[str, Any]] = {}
-        self.stdout_lines = 0
-        self.log_bytes = 0
-        self.dropped_log = 0
-        self.events = 0
-        self.dropped_events = 0
-        self._ids = itertools.count(1)
-
-    def _log(self, text: str, stream: str) -> None:
-        size = len(text.encode("utf-8", "replace"))
-        if self.log_bytes + size > LOG_CAP:
-            self.dropped_log += size
-            return
-        self.log_bytes += size
-        self.emit(Event(LOG, {"message": text, "stream": stream}))
-        self.log(f"[stderr] {text}" if stream == "stderr" else text)
-
-    def _event(self, kind: str, data: dict[str, Any]) -> None:
-        if self.events >= EVENT_CAP:
-            self.dropped_events += 1
-            return
-        self.events += 1
-        self.emit(Event(kind, data))
-
-    def stdout(self, raw: bytes, cut: bool) -> None:
-        self.stdout_lines += 1
-        line = raw.decode("utf-8", "replace").rstrip("\r")
-        if not cut and line.lstrip().startswith("{"):
-            try:
-                obj = json.loads(line)
-            except ValueError:
-                obj = None
-            if isinstance(obj, dict) and isinstance(obj.get("type"), str) and obj["type"]:
-                self.on_event(obj)
-                return
-        if cut:
-            line += f" [… line cut at {MAX_LINE} bytes]"
-        self._log(line, "stdout")
-        size = len(raw) + 1
-        if self.answer_bytes + size > ANSWER_CAP:
-            self.answer_cut = True
-        else:
-            self.answer_bytes += size
-            self.answer.append(line)
-
-    def stderr(self, raw: bytes, cut: bool) -> None:
-        self._log(raw.decode("utf-8", "replace").rstrip("\r"), "stderr")
-
-    def on_event(self, obj: dict[str, Any]) -> None:
-        kind = obj["type"]
-        data = {k: v for k, v in obj.items() if k not in ("type", "ts", "session_id")}
-        if _RESERVED.match(kind):
-            self._log(
-                f"ignored event type {kind!r}: session.* and turn.* events are the runner's",
-                "stdout",
-            )
-            return
-        if kind == MESSAGE_COMPLETED:
-            data["role"] = str(data.get("role") or "assistant")
-            data["text"] = (
-                data["text"]
-                if isinstance(data.get("text"), str)
-                else message_text(data.get("text", ""))
-            )
-            if data["role"] == "assistant":
-                self.message = data["text"]
-                self.data = data.get("data")
-        elif kind == INPUT_REQUESTED:
-            rid = str(data.get("request_id") or f"input-{next(self._ids)}")
-            if rid in self.answered or rid in self.requests:
-                return  # already answered (a re-run asks again) or already asked in this run
-            data.update(
-                request_id=rid,
-                prompt=str(data.get("prompt", "")),
-                options=_options(data.get("options")),
-            )
-            data.setdefault("tool_name", None)
-            data.setdefault("input", None)
-            self.requests[rid] = data
-        elif kind == TOOL_RESULT:
-            data.setdefault("status", "completed")
-        self._event(kind, data)
-
-    def finish_notes(self) -> None:
-        def note(text: str) -> None:
-            self.emit(Event(LOG, {"message": text, "stream": "anpord"}))
-
-        if self.dropped_log:
-            note(f"[{self.dropped_log} bytes of output not kept: log cap {LOG_CAP} bytes]")
-        if self.dropped_events:
-            note(f"[{self.dropped_events} events not kept: cap {EVENT_CAP} per run]")
-        if self.answer_cut:
-            note(f"[answer cut at {ANSWER_CAP} bytes]")
-
-
-async def _read_lines(
-    stream: asyncio.StreamReader | None, on_line: Callable[[bytes, bool], None]
-) -> None:
-    if stream is None:
-        return
-    buf = bytearray()
-    skipping = False  # inside the rest of a line already cut at MAX_LINE
-    while chunk := await stream.read(1 << 16):
-        buf += chunk
-        start = 0
-        while (nl := buf.find(b"\n", start)) >= 0:
-            if not skipping:
-                on_line(bytes(buf[start:nl]), False)
-            skipping = False
-            start = nl + 1
-        del buf[:start]
-        if len(buf) > MAX_LINE:
-            if not skipping:
-                on_line(bytes(buf[:MAX_LINE]), True)
-            skipping = True
-            buf.clear()
-    if buf and not skipping:
-        on_line(bytes(buf), False)
 
 
 def _write(path: Path, text: str) -> None:
@@ -276,7 +125,7 @@ class CommandSession:
         # While waiting: the turn's input, its history and the answers given so far.
         self._parked: dict[str, Any] | None = None
         self._pending: dict[str, dict[str, Any]] = {}
-        self._proc: asyncio.subprocess.Process | None = None
+        self._program: ProgramRun | None = None
         self._turn_running = False  # from run_turn's start: a cancel may come before the spawn
         self._cancel_requested = False
         self._closing = False
@@ -327,16 +176,15 @@ class CommandSession:
         if not self._turn_running:
             return False
         self._cancel_requested = True
-        proc = self._proc
-        if proc is not None and proc.returncode is None:
-            await self._kill(proc)
-        # Not spawned yet: _run kills the program as soon as the spawn returns.
+        if self._program is not None:
+            await self._program.kill()
+        # Not spawned yet: the program is killed as soon as its spawn returns (see _run).
         return True
 
     async def close(self) -> None:
         self._closing = True  # a turn still running is killed: not a sandbox failure
-        if self._proc is not None and self._proc.returncode is None:
-            await self._kill(self._proc)
+        if self._program is not None:
+            await self._program.kill()
         from ..workspace import remove_tree
 
         remove_tree(self.dir)
@@ -367,71 +215,40 @@ class CommandSession:
             extra["ANPORD_INPUT_FILE"] = str(input_file)
         return self.sandbox.environment(extra)
 
-    async def _kill(self, proc: asyncio.subprocess.Process) -> None:
-        await self.sandbox.kill_tree(proc)
-
-    def _kill_now(self, proc: asyncio.subprocess.Process) -> None:
-        self.sandbox.kill_tree_now(proc)
+    async def _on_spawn(self, proc: asyncio.subprocess.Process) -> None:
+        if self._cancel_requested:
+            await self.sandbox.kill_tree(proc)  # cancelled while it was being spawned
 
     async def _run(self, turn: dict[str, Any], emit: Emit) -> TurnOutcome:
-        from ..sandboxes._proc import settle
-
         answered = {str(a["request_id"]) for a in turn["answers"]}
-        run = _Run(emit, answered, self.ctx.log)
+        parser = CommandStreamParser(answered)
         self._parked, self._pending = None, {}  # parked again below only if it asks again
-        started = time.monotonic()
-        proc = await self.sandbox.spawn(
-            ["bash", "-c", self.harness.command],
-            env=self._environment(turn),
-            cwd=self.sandbox.workspace,
-        )
-        self._proc = proc
-        if self._cancel_requested:
-            await self._kill(proc)  # cancelled while it was being spawned
-        stderr_tail: list[str] = []
-
-        def on_stderr(raw: bytes, cut: bool) -> None:
-            stderr_tail[:] = [*stderr_tail[-19:], raw.decode("utf-8", "replace")]
-            run.stderr(raw, cut)
-
-        readers = asyncio.gather(
-            _read_lines(proc.stdout, run.stdout), _read_lines(proc.stderr, on_stderr)
-        )
+        program = self._program = ProgramRun(self.sandbox, parser, emit, self.ctx.log)
         try:
-            # When the program exits, what it left running ends too (as a PID namespace would).
-            code, _ = await settle(
-                proc, readers, lambda: self._kill(proc), lambda: self._kill_now(proc)
+            done = await program.run(
+                ["bash", "-c", self.harness.command], self._environment(turn), self.sandbox.workspace,
+                on_spawn=self._on_spawn, expected_kill=lambda: self._cancel_requested or self._closing,
             )
         finally:
-            self._proc = None
-        run.finish_notes()
-        if not (self._cancel_requested or self._closing):
-            failure = await self.sandbox.setup_failure(proc, "\n".join(stderr_tail))
-            if failure:
-                raise HarnessStartError(failure)
-        if code in (126, 127) and run.stdout_lines == 0 and not self._cancel_requested:
-            raise HarnessStartError(_start_failure(code, "\n".join(stderr_tail)))
-        emit(
-            Event(
-                PROCESS_EXITED,
-                {
-                    "command": self.harness.command,
-                    "exit_code": code,
-                    "duration": round(time.monotonic() - started, 3),
-                },
-            )
-        )
+            self._program = None
+        if parser.answer_cut:
+            emit(Event(LOG, {"message": f"[answer cut at {ANSWER_CAP} bytes]", "stream": "anpord"}))
+        if done.setup_failure:
+            raise HarnessStartError(done.setup_failure)
+        if done.exit_code in (126, 127) and done.stdout_lines == 0 and not self._cancel_requested:
+            raise HarnessStartError(start_failure(done.exit_code, done.stderr_tail))
+        emit(Event(PROCESS_EXITED, {"command": self.harness.command, "exit_code": done.exit_code,
+                                    "duration": round(done.duration, 3)}))
         if self._cancel_requested:
             return TurnOutcome("cancelled")
-        if run.requests:
-            self._parked, self._pending = turn, dict(run.requests)
+        end = parser.finish(done.exit_code)
+        if end.status == "waiting":
+            self._parked, self._pending = turn, dict(parser.requests)
             return TurnOutcome("waiting")
-        message = run.message
-        if message is None:
-            message = "\n".join(run.answer).strip() or None
-            if message is not None:
-                emit(Event(MESSAGE_COMPLETED, {"role": "assistant", "text": message}))
+        message = end.message
+        if message is not None and parser.message_from_stdout:
+            emit(Event(MESSAGE_COMPLETED, {"role": "assistant", "text": message}))
         self.history = turn["history"] + (
             [{"role": "assistant", "content": message}] if message is not None else []
         )
-        return TurnOutcome("completed", message=message, data=run.data)
+        return TurnOutcome("completed", message=message, data=end.data)

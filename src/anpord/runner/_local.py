@@ -10,15 +10,18 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import Iterator
+from pathlib import Path
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
-from .._errors import exception_line
+from .._errors import UsageError, exception_line
 from ..authoring._config import Variant
+from ..events import Event
 from ..harnesses import Harness
+from ..results._model import ErrorInfo, TrialResult
 from ..sandboxes._protocol import Sandbox, SandboxInstance, SandboxSpec
 from ._executor import TrialSink
-from ._spec import TrialSpec
+from ._spec import TrialSpec, load_case
 from ._stalls import StallMonitor
 from ._trial import TrialEnv, TrialJob, run_trial
 
@@ -35,25 +38,28 @@ class LocalExecutor:
 
     def __init__(
         self,
-        cases: dict[str, Case],
-        harnesses: dict[str, Harness],
+        cases: dict[str, Case] | None = None,
+        harnesses: dict[str, Harness] | None = None,
         *,
         max_concurrency: int = 8,
         max_sandboxes: int | None = None,
         host: str | None = None,
     ):
-        self.cases = cases
-        self.harnesses = harnesses
+        # Cases and harnesses the driver already loaded; any other spec's case is imported from
+        # its eval file (a worker in another process), its harness resolved from its spec.
+        self.cases = cases if cases is not None else {}
+        self.harnesses = harnesses if harnesses is not None else {}
         self.max_concurrency = max(1, max_concurrency)
         self.max_sandboxes = max_sandboxes
         self.host = host
         self._sandboxes: dict[str, Sandbox] = {}
         self._setups: dict[str, asyncio.Future[str | None]] = {}
         self.monitor: StallMonitor | None = None  # the driver plugs in its stall monitor
+        self._one_env: TrialEnv | None = None
 
     # -- harness lifecycle -------------------------------------------------------------------
 
-    async def _harness(self, spec: str | None) -> tuple[Harness | None, str | None]:
+    async def _harness(self, spec: str | None, project_folder: Path) -> tuple[Harness | None, str | None]:
         """The harness for a variant's spec, set up on first use; or why there is none."""
         if not spec:
             return None, NO_HARNESS
@@ -62,7 +68,7 @@ class LocalExecutor:
             from ..harnesses import HarnessSpecError, resolve_harness
 
             try:
-                harness = self.harnesses[spec] = resolve_harness(spec)
+                harness = self.harnesses[spec] = resolve_harness(spec, project_folder)
             except HarnessSpecError as exc:
                 return None, str(exc)
         setup = self._setups.get(spec)
@@ -119,26 +125,52 @@ class LocalExecutor:
 
         return open_sandbox, closed
 
-    # -- the Executor protocol ---------------------------------------------------------------
+    # -- running trials ----------------------------------------------------------------------
 
-    async def run(self, specs: Iterator[TrialSpec], sink: TrialSink, stop: asyncio.Event) -> None:
+    def _env(self, on_log: Callable[[TrialSpec, str], None]) -> TrialEnv:
         open_sandbox, sandbox_closed = self._sandbox_env()
         env = TrialEnv(
             open_sandbox=open_sandbox,  # type: ignore[arg-type]
             sandbox_closed=sandbox_closed,  # type: ignore[arg-type]
-            on_log=sink.trial_log,
+            on_log=on_log,
             max_concurrency=self.max_concurrency,
             host=self.host,
         )
         if self.monitor is not None:
             env.lost_time = self.monitor.lost_time
             env.stalls_caused = self.monitor.caused_by
+        return env
+
+    async def _run_trial(self, spec: TrialSpec, env: TrialEnv) -> tuple[TrialResult, list[Event]]:
+        case = self.cases.get(spec.case_id)
+        if case is None:
+            try:
+                case = self.cases[spec.case_id] = load_case(spec)
+            except UsageError as exc:
+                return _unrunnable(spec, str(exc), self.host), []
+        harness, error = await self._harness(spec.variant.harness, spec.project_folder)
+        return await run_trial(TrialJob(spec, case, harness, error), env)
+
+    async def run_one(
+        self, spec: TrialSpec, on_log: Callable[[TrialSpec, str], None] = lambda _s, _m: None
+    ) -> tuple[TrialResult, list[Event]]:
+        """Run one trial (in a worker that serves another process's run). Call ``close()`` when
+        the worker is done, so harnesses are torn down."""
+        if self._one_env is None:
+            self._one_env = self._env(on_log)
+        return await self._run_trial(spec, self._one_env)
+
+    async def close(self) -> None:
+        await self._tear_down()
+
+    # -- the Executor protocol ---------------------------------------------------------------
+
+    async def run(self, specs: Iterator[TrialSpec], sink: TrialSink, stop: asyncio.Event) -> None:
+        env = self._env(sink.trial_log)
 
         async def one(spec: TrialSpec) -> None:
             sink.trial_started(spec)
-            harness, error = await self._harness(spec.variant.harness)
-            job = TrialJob(spec, self.cases[spec.case_id], harness, error)
-            result, events = await run_trial(job, env)
+            result, events = await self._run_trial(spec, env)
             sink.trial_finished(spec, result, events)
 
         async def worker(first: TrialSpec) -> None:
@@ -167,3 +199,13 @@ class LocalExecutor:
             raise
         finally:
             await self._tear_down()
+
+
+def _unrunnable(spec: TrialSpec, reason: str, host: str | None) -> TrialResult:
+    """A trial that could not even be set up here (its eval file no longer defines the case):
+    ``void`` with the reason, never dropped."""
+    return TrialResult(
+        case_id=spec.case_id, variant=spec.variant.label, trial=spec.trial, verdict="void",
+        reason=reason, error=ErrorInfo("internal", reason), seed=spec.seed, attempt=spec.attempt,
+        host=host, file=spec.file,
+    )
