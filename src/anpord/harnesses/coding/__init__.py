@@ -1,0 +1,75 @@
+"""Coding-agent CLIs as harness parts: Claude Code, OpenAI Codex, Gemini CLI and OpenCode.
+
+For each CLI: a ``StreamParser`` turning its JSON stream into anpord events and a ``TurnEnd``,
+a command builder giving the argv (and stdin, environment, instruction files) of one unattended
+turn, and a ``CliInfo`` for users. ``CODING_CLIS`` maps each CLI's name to the three::
+
+    cli = CODING_CLIS["codex"]
+    run = cli.command(prompt_file=prompt_path, model="gpt-5-codex", resume=previous.resume)
+    parser = cli.parser(workspace=workspace)
+    for line in stdout_lines:
+        emit_all(parser.feed(line))
+    end = parser.finish(exit_code)
+
+What each stream maps to is documented in docs/coding-agents.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ._invocation import CliInfo, Invocation, PromptError, SetupFile, parse_version
+from .claude import CLAUDE, ClaudeStreamParser, claude_command
+from .codex import CODEX, CodexStreamParser, ThreadUsage, codex_command
+from .gemini import GEMINI, GeminiStreamParser, gemini_command
+from .opencode import OPENCODE, OpenCodeStreamParser, opencode_command
+
+__all__ = [
+    "CLAUDE",
+    "CODEX",
+    "CODING_CLIS",
+    "GEMINI",
+    "OPENCODE",
+    "ClaudeStreamParser",
+    "CliInfo",
+    "CodexStreamParser",
+    "CodingCli",
+    "GeminiStreamParser",
+    "Invocation",
+    "OpenCodeStreamParser",
+    "PromptError",
+    "SetupFile",
+    "ThreadUsage",
+    "claude_command",
+    "codex_command",
+    "gemini_command",
+    "opencode_command",
+    "parse_version",
+]
+
+
+@dataclass(frozen=True)
+class CodingCli:
+    """One CLI's parts. ``parser(workspace=...)`` makes a fresh parser per run; ``command(...)``
+    takes ``prompt_file``, ``prompt``, ``model``, ``system_prompt``, ``resume`` (keywords)."""
+
+    info: CliInfo
+    parser: Callable[..., Any]
+    command: Callable[..., Invocation]
+
+    @property
+    def name(self) -> str:
+        return self.info.name
+
+
+CODING_CLIS: dict[str, CodingCli] = {
+    cli.name: cli
+    for cli in (
+        CodingCli(CLAUDE, ClaudeStreamParser, claude_command),
+        CodingCli(CODEX, CodexStreamParser, codex_command),
+        CodingCli(GEMINI, GeminiStreamParser, gemini_command),
+        CodingCli(OPENCODE, OpenCodeStreamParser, opencode_command),
+    )
+}

@@ -1,0 +1,231 @@
+"""OpenCode (``opencode run --format json``).
+
+The stream: every line carries ``sessionID`` and, for parts, a ``part`` object. ``step_start``
+and ``step_finish`` bracket each model call (``step_finish`` holds its ``reason``, ``tokens`` and
+``cost``); ``text`` is a finished text part; ``reasoning`` a finished thinking part (with
+``--thinking``); ``tool_use`` a finished tool call (``part.tool``, ``part.callID``,
+``part.state`` with ``status`` ``completed``/``error``, ``input``, ``output``, ``error``,
+``metadata``); ``error`` a session error; newer versions end with ``done``.
+
+Choices made here:
+
+- One ``tool_use`` line is both the ``tool.called`` and the ``tool.result``: opencode prints a
+  tool call only once it has finished.
+- **The end**: ``done``; on versions without it, a last ``step_finish`` whose reason is not
+  ``tool-calls`` (the model stopped by itself) with no step opened after it. Anything else is a
+  stream cut short: failed. An ``error`` event fails the turn.
+- **Shell exit codes** are the bash tool's ``metadata.exit``; None when it has none.
+- **File changes** come from completed ``write``, ``edit``, ``multiedit``, ``patch`` and
+  ``apply_patch`` calls.
+- **Usage** is summed over ``step_finish`` lines (each holds one model call's figures):
+  ``input`` plus cache reads and writes, ``output`` plus ``reasoning``. OpenCode prices calls from
+  its model list and reports ``cost: 0`` for a model it has no price for, so a 0 next to tokens
+  is recorded as None.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from ...events import Event
+from .._stream import TurnEnd
+from ._base import JsonStreamParser, as_dict, as_int, as_list, as_str, patch_paths, text_of
+from ._invocation import CliInfo, Invocation, SetupFile, prompt_source
+from ._usage import usage_event
+
+__all__ = ["OPENCODE", "OpenCodeStreamParser", "opencode_command"]
+
+SHELL_TOOLS = {"bash"}
+FILE_TOOLS = {"write", "edit", "multiedit"}
+PATCH_TOOLS = {"patch", "apply_patch"}
+_TOOL_STEP = {"tool-calls", "tool_calls"}
+# Approve every tool: the trial's sandbox is the isolation (explicit denials still hold).
+PERMISSIONS = json.dumps({"*": "allow"})
+
+
+class OpenCodeStreamParser(JsonStreamParser):
+    """Parses one ``opencode run --format json`` run."""
+
+    cli = "opencode"
+
+    def __init__(self, *, workspace: str | os.PathLike[str] | None = None):
+        super().__init__(workspace=workspace)
+        self._done = False
+        self._step_open = False
+        self._last_reason: str | None = None
+        self._error: str | None = None
+
+    def handle(self, kind: str | None, obj: dict[str, Any]) -> list[Event]:
+        part = as_dict(obj.get("part"))
+        sid = as_str(obj.get("sessionID")) or as_str(part.get("sessionID"))
+        if sid:
+            self.session_id = sid
+        if kind == "text":
+            text = as_str(part.get("text"))
+            if text is not None and text.strip():
+                return [self.assistant(text)]
+        elif kind == "tool_use":
+            return self._tool(part) or [self.raw(kind, obj)]
+        elif kind == "step_start":
+            self._step_open = True
+        elif kind == "step_finish":
+            self._step_open = False
+            self._last_reason = as_str(part.get("reason"))
+            return [*self._usage(part), self.raw(kind, obj)]
+        elif kind == "error":
+            self._error = _error_text(obj.get("error"))
+        elif kind == "done":
+            self._done = True
+        return [self.raw(kind, obj)]
+
+    def _tool(self, part: dict[str, Any]) -> list[Event]:
+        state = as_dict(part.get("state"))
+        status = as_str(state.get("status"))
+        if status not in ("completed", "error"):
+            return []
+        cid = as_str(part.get("callID")) or as_str(part.get("id")) or ""
+        name = as_str(part.get("tool")) or "unknown"
+        tool_input = state.get("input")
+        params = as_dict(tool_input)
+        metadata = as_dict(state.get("metadata"))
+        failed = status == "error"
+        output = state.get("output")
+        events = [
+            self.tool_called(cid, name, tool_input),
+            self.tool_result(
+                cid, name, output, failed=failed, error=text_of(state.get("error")) or None
+            ),
+        ]
+        if name in SHELL_TOOLS:
+            shown = as_str(metadata.get("output"))
+            text = shown if shown is not None else text_of(output)
+            events.append(
+                self.command(
+                    text_of(params.get("command")), as_int(metadata.get("exit")), text, call_id=cid
+                )
+            )
+        elif not failed and name in FILE_TOOLS:
+            events += self.files_changed([params.get("filePath") or params.get("file_path")])
+        elif not failed and name in PATCH_TOOLS:
+            files = [as_dict(f) for f in as_list(metadata.get("files"))]
+            paths: list[Any] = [p for f in files for p in (f.get("filePath"), f.get("movePath"))]
+            events += self.files_changed(paths or patch_paths(text_of(params.get("patchText"))))
+        return events
+
+    def _usage(self, part: dict[str, Any]) -> list[Event]:
+        tokens = part.get("tokens")
+        if not isinstance(tokens, dict):
+            return self.usage.record(usage_event(cost=part.get("cost")))
+        cache = as_dict(tokens.get("cache"))
+        fresh, out = as_int(tokens.get("input")), as_int(tokens.get("output"))
+        read, write = as_int(cache.get("read")) or 0, as_int(cache.get("write")) or 0
+        reasoning = as_int(tokens.get("reasoning")) or 0
+        return self.usage.record(
+            usage_event(
+                input_tokens=None if fresh is None else fresh + read + write,
+                output_tokens=None if out is None else out + reasoning,
+                cost=part.get("cost"),
+                cached_input_tokens=read,
+                cache_write_input_tokens=write,
+                reasoning_output_tokens=reasoning,
+            )
+        )
+
+    def end(self, exit_code: int | None) -> TurnEnd:
+        usage = self.usage.totals()
+        if self._error:
+            return TurnEnd(
+                "failed",
+                message=self.message,
+                error=self._error,
+                resume=self.session_id,
+                usage=usage,
+            )
+        finished = self._done or (
+            self._last_reason is not None
+            and not self._step_open
+            and self._last_reason not in _TOOL_STEP
+        )
+        if not finished:
+            return self.ended_early("done", exit_code)
+        if self._last_reason == "error":
+            error = "the model's last step ended in an error"
+            return TurnEnd(
+                "failed", message=self.message, error=error, resume=self.session_id, usage=usage
+            )
+        if exit_code not in (0, None):
+            error = f"opencode exited with code {exit_code} after finishing its turn"
+            return TurnEnd(
+                "failed", message=self.message, error=error, resume=self.session_id, usage=usage
+            )
+        return TurnEnd("completed", message=self.message, resume=self.session_id, usage=usage)
+
+
+def _error_text(error: Any) -> str:
+    err = as_dict(error)
+    data = as_dict(err.get("data"))
+    message = as_str(data.get("message")) or as_str(err.get("message"))
+    name = as_str(err.get("name"))
+    if message and name:
+        return f"{name}: {message}"
+    return message or name or text_of(error) or "opencode reported an error"
+
+
+def opencode_command(
+    *,
+    prompt_file: str | None = None,
+    prompt: str | None = None,
+    model: str | None = None,
+    system_prompt: str | None = None,
+    resume: str | None = None,
+    executable: str = "opencode",
+) -> Invocation:
+    """The argv of one unattended ``opencode run`` turn.
+
+    The prompt file is read on stdin (``opencode run`` reads stdin when it is not a terminal,
+    and takes it exactly, where a message given as arguments is re-quoted); ``model`` is
+    ``provider/model``; ``resume`` continues that session (``--session``); ``OPENCODE_PERMISSION``
+    allows every tool without asking; ``system_prompt`` goes to ``~/.config/opencode/AGENTS.md``,
+    opencode's user-wide rules.
+    """
+    stdin, text = prompt_source(prompt_file, prompt)
+    argv = [executable, "run", "--format", "json"]
+    if model:
+        argv += ["--model", model]
+    if resume:
+        argv += ["--session", resume]
+    if text is not None:
+        argv += ["--", text]
+    files = (
+        (SetupFile("home", ".config/opencode/AGENTS.md", system_prompt),) if system_prompt else ()
+    )
+    env = {"OPENCODE_PERMISSION": PERMISSIONS, "OPENCODE_DISABLE_AUTOUPDATE": "1"}
+    return Invocation(tuple(argv), stdin=stdin, env=env, files=files)
+
+
+OPENCODE = CliInfo(
+    name="opencode",
+    title="OpenCode",
+    executable="opencode",
+    package="npm: opencode-ai",
+    version_argv=("opencode", "--version"),
+    credentials=(
+        ("ANTHROPIC_API_KEY",),
+        ("OPENAI_API_KEY",),
+        ("GEMINI_API_KEY",),
+        ("OPENROUTER_API_KEY",),
+        ("GROQ_API_KEY",),
+    ),
+    notes=(
+        "Give the model as provider/model (anthropic/claude-sonnet-4-5); the provider's own key "
+        "variable signs in. Keys saved with `opencode auth login` live in "
+        "~/.local/share/opencode/auth.json: copy it into the trial's HOME to use them.",
+        "OPENCODE_PERMISSION allows every tool without asking, so run it in a sandbox; a "
+        "permission your own opencode.json denies stays denied.",
+        "Each turn is a new process continuing the session with --session <id>; sessions are "
+        "stored under the trial's HOME (~/.local/share/opencode).",
+        "Cost comes from opencode's model price list; a model it has no price for reports none.",
+    ),
+)
