@@ -29,7 +29,8 @@ class TurnEnd:
     ``status``: ``completed``, ``failed`` (the stream reported an error, or ended without its final
     event) or ``waiting`` (it asked for input). ``message`` is the final answer when there is one;
     ``error`` says what went wrong; ``resume`` is the program's own session id, passed back on the
-    next turn of a multi-turn case; ``data`` is a structured answer.
+    next turn of a multi-turn case; ``data`` is a structured answer; ``usage`` sums the usage
+    events already emitted (not to be emitted again).
     """
 
     status: Literal["completed", "failed", "waiting"]
@@ -38,6 +39,9 @@ class TurnEnd:
     resume: str | None = None
     data: Any = None
     usage: dict[str, float] = field(default_factory=dict)
+    # Events only the end of the stream could produce (an answer cut off mid-stream, say): the
+    # harness emits them before the turn settles.
+    trailing: tuple[Event, ...] = ()
 
 
 @runtime_checkable
