@@ -25,6 +25,10 @@
     workspace NAME      reports whether NAME existed in the workspace, then writes it
     flip COUNTER        passes ("pass") on even calls, "fail" on odd ones, counting in COUNTER
     model               answers with the model id
+    block SECONDS       blocks the event loop (time.sleep in an async agent), then answers
+    chdir PATH          changes the process's working folder, then answers
+    close_std           closes file descriptors 1 and 2, then answers
+    flood MB            prints MB megabytes, then answers
     anything else       "echo: <input>"
 
 A structured input (``t.send_file``) is answered with the attached file's name, media type and text.
@@ -170,6 +174,21 @@ async def agent(turn: TurnContext) -> Any:
         return "pass" if n % 2 == 0 else "fail"
     if cmd == "model":
         return str(turn.model)
+    if cmd == "block":
+        time.sleep(float(arg))  # what an async agent must not do
+        return "unblocked"
+    if cmd == "chdir":
+        os.chdir(arg)
+        return f"now in {arg}"
+    if cmd == "close_std":
+        os.close(1)
+        os.close(2)
+        return "closed"
+    if cmd == "flood":
+        line = "x" * 1023
+        for _ in range(int(float(arg) * 1024)):
+            print(line)
+        return "flooded"
     return f"echo: {turn.input}"
 
 
@@ -191,6 +210,37 @@ def sync_agent(turn: Any) -> str:
         Path(path).write_text("the sync agent was not cancelled")
         return "wrote"
     return f"sync echo: {turn.input} ({len(turn.messages)} messages)"
+
+
+class LifecycleAgent:
+    """An agent with run-level hooks: ``setup`` opens what every trial shares (here a counter
+    file standing in for an HTTP session), ``teardown`` closes it. Each hook appends a line to
+    ``$LIFECYCLE_LOG``."""
+
+    def __init__(self) -> None:
+        self.session: list[str] | None = None
+
+    def _note(self, text: str) -> None:
+        with open(os.environ["LIFECYCLE_LOG"], "a") as f:
+            f.write(f"{text} {os.getpid()}\n")
+
+    async def setup(self) -> None:
+        if os.environ.get("LIFECYCLE_FAIL") == "setup":
+            raise ConnectionError("cannot reach the model server")
+        self.session = []
+        self._note("setup")
+
+    async def teardown(self) -> None:
+        self._note(f"teardown after {len(self.session or [])} turns")
+        self.session = None
+
+    async def __call__(self, turn: TurnContext) -> str:
+        assert self.session is not None, "setup did not run"
+        self.session.append(str(turn.input))
+        return f"turn {len(self.session)} on the shared session"
+
+
+lifecycle_agent = LifecycleAgent()
 
 
 class CallableAgent:

@@ -9,7 +9,7 @@ import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from ._args import Parser, positive_float, positive_int
 
@@ -151,10 +151,18 @@ def _run(args: argparse.Namespace, fail_on: str, out: TextIO) -> int:
 
     console_stream = sys.stderr if args.json else sys.stdout
     reporters = [ConsoleReporter(console_stream, verbose=args.verbose), *project.config.reporters]
-    result = execute(plan, opts, reporters)
+    from ..runner._run import late_signals
+
+    with late_signals() as late:
+        code = _report(args, fail_on, out, plan, execute(plan, opts, reporters))
+    # A signal after the run ended (while reports were written): its documented exit code.
+    return 128 + late[0] if late else code
+
+
+def _report(args: argparse.Namespace, fail_on: str, out: TextIO, plan: Any, result: Any) -> int:
     summary, results = result.summary, result.trials
     if not (args.junit or args.json):
-        return summary.exit_code
+        return int(summary.exit_code)
     # Reports leave the run folder too: the same secrets are kept out of them as of artifacts.
     from ..results._redact import Redactor
     from ..runner._run import secret_values

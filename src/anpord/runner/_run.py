@@ -10,6 +10,7 @@ exit code comes from, and every trial's record.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import platform
 import signal
@@ -174,6 +175,14 @@ class _Signals:
     @property
     def first(self) -> int | None:
         return self.received[0] if self.received else None
+
+
+@contextlib.contextmanager
+def late_signals() -> Iterator[list[int]]:
+    """Record SIGINT, SIGTERM and SIGHUP instead of dying by them (a run installs its own
+    handlers inside this); yields the signals received."""
+    with _Signals(lambda _signum: None, lambda _first: None) as signals:
+        yield signals.received
 
 
 class _Run:
@@ -399,6 +408,12 @@ def execute(plan: Plan, opts: RunOptions, reporters: Sequence[Any], *,
                     code=128 + stopped_by if stopped_by is not None else None,
                 )
                 run.fan.call("on_run_end", summary, run.results)
+                if stopped_by is None and signals.first is not None:
+                    # Landed while the run was being reported: the run is whole, and the exit
+                    # code still says it was stopped, as documented.
+                    summary.exit_code = run.record.exit_code = 128 + signals.first
+                    if run.writer is not None:
+                        run.writer.write_run(run.record)
         finally:
             if run.writer is not None:
                 run.writer.close()

@@ -244,9 +244,13 @@ def _load_code(path: Path, rewrite: bool, cache_dir: Path | None) -> CodeType:
         except (OSError, ValueError, EOFError, TypeError):
             pass
     try:
-        source = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"{_rel(path)}: cannot read: {exc}") from None
+        # As Python reads a module: a PEP 263 coding line or a BOM names the encoding (UTF-8
+        # otherwise), and Windows line endings read as newlines.
+        source = importlib.util.decode_source(path.read_bytes())
+    except OSError as exc:
+        raise UsageError(f"{_rel(path)}: cannot read: {exc.strerror or exc}") from None
+    except (UnicodeDecodeError, SyntaxError, LookupError) as exc:
+        raise UsageError(f"{_rel(path)}: cannot decode: {exc}") from None
     code = _compile(path, source, rewrite)
     if cached is not None:
         try:
