@@ -13,7 +13,7 @@ from typing import Any, Callable, Sequence
 
 from ..authoring._config import Variant
 from ..events import Event
-from ..harnesses import Harness, HarnessSpecError, resolve_harness
+from ..harnesses import Harness, HarnessSpecError, HarnessStartError, resolve_harness
 from ..results._model import VERDICTS, RunSummary, TrialResult, summarize_cell
 from ..results._reporter import PlannedCell, RunInfo
 from ..results.artifacts import Redactor, RunWriter, new_run_id
@@ -21,6 +21,7 @@ from ..sandboxes._protocol import SandboxSpec
 from ._capture import captured_output
 from ._unawaited import unawaited_calls_fail
 from ._trial import TrialEnv, TrialJob, run_trial
+from ._verdict import exception_line
 from .discovery import Case, Project, UsageError
 
 __all__ = ["RunOptions", "Plan", "build_plan", "execute", "exit_code_for", "FAIL_ON"]
@@ -220,6 +221,11 @@ async def _execute(plan: Plan, opts: RunOptions, reporters: _Reporters, writer: 
             raise
         return _SlotReleasing(inst, sandbox_slots)
 
+    # Run-level harness setup (a connection pool, a protocol check, the agent's own hook): a
+    # harness whose setup failed makes each of its trials void with the reason.
+    setup_errors = await _set_up_harnesses(plan.harnesses)
+    ready = {spec: h for spec, h in plan.harnesses.items() if spec not in setup_errors}
+
     env = TrialEnv(
         open_sandbox=open_sandbox,
         on_log=lambda c, v, i, m: reporters.call("on_log", c, v, i, m),
@@ -229,8 +235,8 @@ async def _execute(plan: Plan, opts: RunOptions, reporters: _Reporters, writer: 
     def jobs() -> Any:
         for cell in plan.cells:
             spec = cell.variant.harness
-            harness = plan.harnesses.get(spec) if spec else None
-            error = None if spec else "no harness: set harness= in evals.config.py or pass --harness"
+            harness = ready.get(spec) if spec else None
+            error = setup_errors.get(spec) if spec else "no harness: set harness= in evals.config.py or pass --harness"
             for i in range(cell.trials):
                 yield TrialJob(cell.case, cell.variant, i, cell.timeout, harness, error)
 
@@ -301,7 +307,34 @@ async def _execute(plan: Plan, opts: RunOptions, reporters: _Reporters, writer: 
     finally:
         for installed_sig in installed:
             loop.remove_signal_handler(installed_sig)
+        await _tear_down_harnesses(ready)
     return results, signals[0] if signals else None
+
+
+async def _set_up_harnesses(harnesses: dict[str, Harness]) -> dict[str, str]:
+    """Call every harness's ``setup`` at once; returns spec → why it failed."""
+
+    async def one(spec: str, harness: Harness) -> str | None:
+        try:
+            await harness.setup()
+        except HarnessStartError as exc:
+            return str(exc) or f"harness {spec} could not be set up"
+        except Exception as exc:  # noqa: BLE001 - a harness or an agent hook: its trials are void
+            return f"harness {spec} could not be set up: {exception_line(exc)}"
+        return None
+
+    specs = list(harnesses)
+    errors = await asyncio.gather(*(one(spec, harnesses[spec]) for spec in specs))
+    return {spec: error for spec, error in zip(specs, errors) if error is not None}
+
+
+async def _tear_down_harnesses(harnesses: dict[str, Harness]) -> None:
+    """Call ``teardown`` on every harness set up; a failure is reported, never raised."""
+    for spec, harness in harnesses.items():
+        try:
+            await harness.teardown()
+        except Exception as exc:  # noqa: BLE001
+            print(f"anpord: harness {spec} teardown failed: {exception_line(exc)}", file=sys.stderr)
 
 
 class _SlotReleasing:
