@@ -62,7 +62,7 @@ def _eval(folder: Path, harness: str, concurrency: int) -> float:
     proc = subprocess.run(
         [sys.executable, "-m", "anpord", "eval", "--harness", harness, "--no-artifacts",
          "--max-concurrency", str(concurrency)],
-        cwd=folder, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, check=False,
+        cwd=folder, env=_env(), capture_output=True, text=True, check=False,
     )
     wall = time.perf_counter() - t0
     if proc.returncode != 0:

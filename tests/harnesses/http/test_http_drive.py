@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 import pytest
 from project_support import END, Project, Run, assert_passed, eval_file
 from serve_support import Server
