@@ -202,5 +202,8 @@ config = define_eval_config(harness="python:agents.kit:lifecycle_agent", timeout
     assert run.code == 1
     for line in run.results():
         assert line["verdict"] == "void"
-        assert line["reason"] == "the agent's setup failed: ConnectionError: cannot reach the model server"
+        assert line["reason"] == (
+            "harness python:agents.kit:lifecycle_agent could not be set up: "
+            "ConnectionError: cannot reach the model server"
+        )
     assert not (tmp_path / "log").exists()  # no teardown for what never set up

@@ -45,7 +45,18 @@ def _command(spec: str, project_dir: Path | None) -> Harness:
     return resolve(spec)
 
 
-_RESOLVERS: dict[str, Resolver] = {"python:": _python, "command:": _command}
+def _http(spec: str, project_dir: Path | None) -> Harness:
+    from .http import resolve
+
+    return resolve(spec)
+
+
+_RESOLVERS: dict[str, Resolver] = {
+    "python:": _python,
+    "command:": _command,
+    "http://": _http,
+    "https://": _http,
+}
 
 
 def register_harness(prefix: str, resolver: Resolver) -> None:

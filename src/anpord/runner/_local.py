@@ -73,16 +73,16 @@ class LocalExecutor:
                 return None, str(exc)
         setup = self._setups.get(spec)
         if setup is None:
-            setup = self._setups[spec] = asyncio.ensure_future(self._set_up(harness))
+            setup = self._setups[spec] = asyncio.ensure_future(self._set_up(spec, harness))
         error = await asyncio.shield(setup)
         return (None, error) if error else (harness, None)
 
     @staticmethod
-    async def _set_up(harness: Harness) -> str | None:
+    async def _set_up(spec: str, harness: Harness) -> str | None:
         try:
             await harness.setup()
         except Exception as exc:  # noqa: BLE001 - its trials are void with the reason
-            return f"the agent's setup failed: {exception_line(exc)}"
+            return f"harness {spec} could not be set up: {exception_line(exc)}"
         return None
 
     async def _tear_down(self) -> None:

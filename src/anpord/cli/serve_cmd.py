@@ -1,0 +1,100 @@
+"""``anpord serve SPEC``: serve a Python agent over the HTTP agent protocol.
+
+SPEC is ``package.module:attr`` (or ``python:package.module:attr``), imported with the current
+folder and the project folder (the evals root's parent, when there is one) on ``sys.path``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from ._args import Parser, positive_float
+
+__all__ = ["DEFAULT_PORT", "build_parser", "main"]
+
+DEFAULT_PORT = 8787
+DESCRIPTION = """Serve a Python agent over anpord's HTTP agent protocol, so `anpord eval --harness
+http://HOST:PORT` (or any client of the protocol) can drive it. SPEC is package.module:attr, as in
+a python: harness spec. Prints the server's URL; Ctrl-C or SIGTERM stops it."""
+
+
+def _port(text: str) -> int:
+    import argparse
+
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a port number, got {text!r}") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"expected a port number from 0 to 65535, got {text!r}")
+    return value
+
+
+def build_parser() -> Parser:
+    p = Parser(prog="anpord serve", description=DESCRIPTION)
+    p.add_argument("spec", metavar="SPEC", help="the agent: package.module:attr")
+    p.add_argument(
+        "--port",
+        type=_port,
+        default=DEFAULT_PORT,
+        metavar="N",
+        help=f"port to listen on (default {DEFAULT_PORT}; 0 picks a free one)",
+    )
+    p.add_argument(
+        "--host",
+        default="127.0.0.1",
+        metavar="HOST",
+        help="address to listen on (default 127.0.0.1: this machine only)",
+    )
+    p.add_argument(
+        "--idle-timeout",
+        type=positive_float,
+        default=3600.0,
+        metavar="S",
+        help="close a session after S seconds without a turn (default 3600)",
+    )
+    return p
+
+
+def _project_folder() -> Path | None:
+    from .._errors import UsageError
+    from .._project import find_root
+
+    try:
+        return find_root([]).parent
+    except UsageError:
+        return None
+
+
+def main(argv: list[str]) -> int:
+    args = build_parser().parse_args(argv)
+    from ..harnesses import HarnessSpecError
+    from ..harnesses.python import PythonHarness, load_agent
+
+    target = args.spec.removeprefix("python:")
+    cwd = os.getcwd()
+    if cwd not in sys.path:
+        sys.path.insert(0, cwd)
+    try:
+        agent = load_agent(target, _project_folder())
+    except HarnessSpecError as exc:
+        print(f"anpord serve: {exc}", file=sys.stderr)
+        return 2
+    try:
+        import aiohttp  # noqa: F401 - checked before binding: a clear line, not a traceback
+    except ImportError:
+        print("anpord serve: needs aiohttp (pip install aiohttp)", file=sys.stderr)
+        return 2
+    from ..serve import bind, serve
+
+    try:
+        sock = bind(args.host, args.port)
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        print(f"anpord serve: cannot listen on {args.host}:{args.port}: {reason}", file=sys.stderr)
+        return 2
+    return serve(
+        PythonHarness(f"python:{target}", agent), sock, name=target, idle_timeout=args.idle_timeout
+    )
