@@ -69,8 +69,8 @@ class Stream {
   event(type, data = {}) {
     if (!this.closed) this.res.write(JSON.stringify({ type, ...data }) + "\n");
   }
-  end(status, { message = null, data = null, error = null } = {}) {
-    this.event("turn.end", { status, message, data, error });
+  end(status, { message = null, data = null, error = null, error_kind = undefined } = {}) {
+    this.event("turn.end", { status, message, data, error, error_kind });
     this.closed = true;
     this.res.end();
   }
@@ -152,7 +152,7 @@ function resumeTurn(session, responses, out) {
   const answer = responses.find((r) => pending && r.request_id === pending.requestId);
   if (!answer) {
     const ids = responses.map((r) => r.request_id).join(", ");
-    return { status: "failed", error: `no pending input request ${ids}` };
+    return { status: "failed", error: `no pending input request ${ids}`, error_kind: "request" };
   }
   session.pending = null;
   if (answer.option_id !== "approve") return { message: `Kept ${pending.path}.` };
@@ -186,7 +186,7 @@ async function handleTurn(req, res, session) {
     let result;
     if (hasInput) {
       if (session.pending) {
-        result = { status: "failed", error: "the session is waiting on an input request: answer it first" };
+        result = { status: "failed", error: "the session is waiting on an input request: answer it first", error_kind: "request" };
       } else {
         const text = typeof body.input === "string" ? body.input : JSON.stringify(body.input);
         session.history.push({ role: "user", content: text });
@@ -200,9 +200,12 @@ async function handleTurn(req, res, session) {
       session.history.push({ role: "assistant", content: result.message });
       out.event("message.completed", { role: "assistant", text: result.message, data: result.data ?? null });
     }
-    out.end(status, { message: result.message ?? null, data: result.data ?? null, error: result.error ?? null });
+    out.end(status, {
+      message: result.message ?? null, data: result.data ?? null, error: result.error ?? null,
+      error_kind: result.error_kind,
+    });
   } catch (err) {
-    out.end("failed", { error: `agent raised ${err.name}: ${err.message}` });
+    out.end("failed", { error: `agent raised ${err.name}: ${err.message}`, error_kind: "agent" });
   } finally {
     session.turn = null;
   }
