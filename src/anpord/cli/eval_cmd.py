@@ -119,10 +119,15 @@ def _run(args: argparse.Namespace, fail_on: str, out: TextIO) -> int:
             out.write(json.dumps({"error": str(exc), "exit_code": 2}, ensure_ascii=False) + "\n")
         return _fail(str(exc))
 
+    from ..results._redact import Redactor
     from ..results.console import ConsoleReporter
+    from ..runner._run import _secret_values
 
+    # What leaves the run folder keeps the same secrets out as its artifacts: console, reports.
+    redact = Redactor(_secret_values(plan))
     console_stream = sys.stderr if args.json else sys.stdout
-    reporters = [ConsoleReporter(console_stream, verbose=args.verbose), *project.config.reporters]
+    console = ConsoleReporter(console_stream, verbose=args.verbose, redact=redact)
+    reporters = [console, *project.config.reporters]
     summary_holder: dict[str, object] = {}
 
     class _Collect:
@@ -133,11 +138,6 @@ def _run(args: argparse.Namespace, fail_on: str, out: TextIO) -> int:
     results = summary_holder.get("results", [])
     if not (args.junit or args.json):
         return summary.exit_code
-    # Reports leave the run folder too: the same secrets are kept out of them as of artifacts.
-    from ..results.artifacts import Redactor
-    from ..runner._run import _secret_values
-
-    redact = Redactor(_secret_values(plan))
     if args.junit:
         from ..results.junit import write_junit
 
