@@ -24,9 +24,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from anpord.results._redact import Redactor  # noqa: E402
+from anpord.results._redact import Redactor
 
-AWKWARD = ['pa"ss\\word-Zq8', "clé-sécrète-42\n", "a/b?c=d&e f=9", "it's \"both\" \\ é!"]
+AWKWARD = ['pa"ss\\word-Zq8', "clé-sécrète-42\n", "a/b?c=d&e f=9", 'it\'s "both" \\ é!']
 
 
 def key_like(rnd: random.Random) -> str:
@@ -36,7 +36,9 @@ def key_like(rnd: random.Random) -> str:
 def awkward(rnd: random.Random, i: int) -> str:
     if i < len(AWKWARD):
         return AWKWARD[i]
-    return "".join(rnd.choice(string.ascii_letters + string.digits + "\"\\'/ é&?=") for _ in range(24))
+    return "".join(
+        rnd.choice(string.ascii_letters + string.digits + "\"\\'/ é&?=") for _ in range(24)
+    )
 
 
 def record(secret: str | None) -> str:
@@ -46,8 +48,12 @@ def record(secret: str | None) -> str:
     events = [
         {"type": "message", "ts": 1717171717.1 + i, "role": "assistant", "text": said}
         if i == 3
-        else {"type": "tool_call", "ts": 1717171717.1 + i, "name": "get_weather",
-              "input": {"city": "Brooklyn", "units": "metric", "token": said if i == 1 else "n/a"}}
+        else {
+            "type": "tool_call",
+            "ts": 1717171717.1 + i,
+            "name": "get_weather",
+            "input": {"city": "Brooklyn", "units": "metric", "token": said if i == 1 else "n/a"},
+        }
         for i in range(6)
     ]
     line = {
@@ -60,12 +66,30 @@ def record(secret: str | None) -> str:
         "score": None,
         "error": None,
         "assertions": [
-            {"name": "message_includes", "label": None, "kind": "gate", "status": "failed",
-             "score": 0.0, "threshold": None, "expected": "Rain", "actual": said,
-             "message": "reply did not include 'Rain'", "scope": "turn"},
-            {"name": "tool_called", "label": "looked up the weather", "kind": "gate",
-             "status": "passed", "score": 1.0, "threshold": None, "expected": "get_weather",
-             "actual": ["get_weather"], "message": None, "scope": "trial"},
+            {
+                "name": "message_includes",
+                "label": None,
+                "kind": "gate",
+                "status": "failed",
+                "score": 0.0,
+                "threshold": None,
+                "expected": "Rain",
+                "actual": said,
+                "message": "reply did not include 'Rain'",
+                "scope": "turn",
+            },
+            {
+                "name": "tool_called",
+                "label": "looked up the weather",
+                "kind": "gate",
+                "status": "passed",
+                "score": 1.0,
+                "threshold": None,
+                "expected": "get_weather",
+                "actual": ["get_weather"],
+                "message": None,
+                "scope": "trial",
+            },
         ],
         "usage": {"input_tokens": 812, "output_tokens": 64, "cost": 0.0021},
         "tags": ["weather", "smoke"],
@@ -96,7 +120,10 @@ def main() -> None:
     clean = record(None)
     print(f"trial record: {len(clean.encode()) / 1024:.1f} KB; figures in µs per KB")
     print(f"{'secrets':<14}{'no secret in text':>20}{'secret in text':>16}{'build':>10}")
-    for kind, make in (("key-like", lambda i: key_like(rnd)), ("awkward", lambda i: awkward(rnd, i))):
+    for kind, make in (
+        ("key-like", lambda i: key_like(rnd)),
+        ("awkward", lambda i: awkward(rnd, i)),
+    ):
         for n in (0, 1, 10) if kind == "key-like" else (1, 10):
             values = [make(i) for i in range(n)]
             started = time.perf_counter()

@@ -64,5 +64,7 @@ def find_leaks(texts: Mapping[str, str], secrets: Iterable[Secret]) -> list[str]
             else:
                 if secret.marker in text:
                     at = text.index(secret.marker)
-                    leaks.append(f"{where}: {secret.name} marker in {text[max(at - 40, 0):at + 40]!r}")
+                    leaks.append(
+                        f"{where}: {secret.name} marker in {text[max(at - 40, 0) : at + 40]!r}"
+                    )
     return leaks

@@ -37,7 +37,7 @@ SECRETS = [
     Secret("SECRET_NEWLINE", "trailing-Nl4Kp\n", "Nl4Kp"),
     Secret("SECRET_ACCENTED", "clé-sécrète-Ac9Vm", "Ac9Vm"),
     Secret("SECRET_URL", "a/b?c=d&e f=Ur7Wd%", "Ur7Wd"),
-    Secret("SECRET_QUOTES", "don't say \"Qp3Hs\" \\", "Qp3Hs"),
+    Secret("SECRET_QUOTES", 'don\'t say "Qp3Hs" \\', "Qp3Hs"),
 ]
 # Declared too, and redacting nothing: too short once stripped to tell from ordinary text.
 HARMLESS = {"SECRET_SHORT": "abc", "SECRET_BLANK": " \n\t "}
@@ -131,8 +131,14 @@ def _run_on_terminal(project: Project, *args: str) -> str:
     env.update(TERM="xterm-256color", COLUMNS="120", LINES="40")
     try:
         proc = subprocess.run(
-            [*anpord_command(), "eval", *args], cwd=project.folder, env=env,
-            stdin=subprocess.DEVNULL, stdout=slave, stderr=slave, timeout=120, check=False,
+            [*anpord_command(), "eval", *args],
+            cwd=project.folder,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=slave,
+            stderr=slave,
+            timeout=120,
+            check=False,
         )
     finally:
         os.close(slave)
@@ -160,14 +166,19 @@ def _folder_texts(folder: Path) -> dict[str, str]:
     texts = {}
     for path in sorted(folder.rglob("*")):
         if path.is_file():
-            texts[str(path.relative_to(folder.parent))] = path.read_bytes().decode("utf-8", "replace")
+            texts[str(path.relative_to(folder.parent))] = path.read_bytes().decode(
+                "utf-8", "replace"
+            )
     return texts
 
 
 def _junit_texts(path: Path) -> dict[str, str]:
     root = ET.parse(path).getroot()
     parsed = "\n".join(
-        [*(el.text or "" for el in root.iter()), *(v for el in root.iter() for v in el.attrib.values())]
+        [
+            *(el.text or "" for el in root.iter()),
+            *(v for el in root.iter() for v in el.attrib.values()),
+        ]
     )
     # The parsed XML too: an XML-escaped secret (&quot;) is another spelling in the raw file.
     return {f"{path.name}": path.read_text(encoding="utf-8"), f"{path.name} parsed": parsed}
@@ -214,7 +225,10 @@ def test_no_spelling_of_any_secret_is_on_the_console(runs: Runs) -> None:
     verbose = runs.verbose.stdout
     assert "leak/secret_quoted | printed [REDACTED]" in verbose, verbose
     assert "leak/secret_newline | stdout [REDACTED]" in verbose
-    assert 'leak/secret_url | {"logged": "[REDACTED]", "nested": "{\\"token\\": \\"[REDACTED]\\"}"}' in verbose
+    assert (
+        'leak/secret_url | {"logged": "[REDACTED]", "nested": "{\\"token\\": \\"[REDACTED]\\"}"}'
+        in verbose
+    )
     assert "[REDACTED]" in runs.json.stderr
     assert "\x1b[" in runs.terminal  # coloured, with a live region
     terminal = ANSI.sub("", runs.terminal)
@@ -260,10 +274,12 @@ def test_every_channel_carried_the_secrets_to_redaction(runs: Runs) -> None:
         assert stored == {"stored": "[REDACTED]", "json": json.dumps({"token": "[REDACTED]"})}
         assert results["check_token"]["error"] == "ValueError: rejected token '[REDACTED]'"
         note = next(e for e in events if e["type"] == "note")
-        assert note["text"] == "[REDACTED]" and json.loads(note["nested"]) == {"token": "[REDACTED]"}
+        assert note["text"] == "[REDACTED]" and json.loads(note["nested"]) == {
+            "token": "[REDACTED]"
+        }
 
         raised = run.trial(f"raises/{key}")
-        assert "no user for '[REDACTED]' in {\"token\": \"[REDACTED]\"}" in raised["error"], raised
+        assert 'no user for \'[REDACTED]\' in {"token": "[REDACTED]"}' in raised["error"], raised
         assert "[REDACTED]" in raised["traceback"] and "[REDACTED]" in "".join(raised["logs"])
         agent = run.trial(f"agent_raises/{key}")
         assert agent["error"] == "agent raised ValueError: bad token '[REDACTED]'", agent

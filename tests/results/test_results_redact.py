@@ -25,7 +25,7 @@ AWKWARD = [
     Secret("NEWLINE", "trailing-Nl4Kp\n", "Nl4Kp", xml=False),
     Secret("ACCENTED", "clé-sécrète-Ac9Vm", "Ac9Vm", xml=False),
     Secret("URL", "a/b?c=d&e f=Ur7Wd%", "Ur7Wd", xml=False),
-    Secret("QUOTES", "don't say \"Qp3Hs\" \\", "Qp3Hs", xml=False),
+    Secret("QUOTES", 'don\'t say "Qp3Hs" \\', "Qp3Hs", xml=False),
     Secret("CONTROL", "tab\there\x01-Ct5Lb 😀", "Ct5Lb", xml=False),
     Secret("LEADING", '\\"lead-Ld2Rt', "Ld2Rt", xml=False),
 ]
@@ -66,7 +66,9 @@ def _unnest(text: str, layers: int) -> object:
 
 @pytest.mark.parametrize("layers", [1, 2, 3, 4, 5])
 @pytest.mark.parametrize("ascii_only", [True, False])
-def test_redacted_json_stays_json_at_every_depth(redact: Redactor, layers: int, ascii_only: bool) -> None:
+def test_redacted_json_stays_json_at_every_depth(
+    redact: Redactor, layers: int, ascii_only: bool
+) -> None:
     # Next to the secret: backslashes and quotes, which a careless match would eat half of. (A
     # backslash next to a secret that starts or ends with one may go with it: "\\\\" is also the
     # secret's backslash one layer deeper. The JSON stays whole.)
@@ -74,9 +76,17 @@ def test_redacted_json_stays_json_at_every_depth(redact: Redactor, layers: int, 
         for around in ("", "\\", '"', "\\\\", "x"):
             out = redact(_nest(f"{around}{secret.value}{around}", layers, ascii_only))
             value = _unnest(out, layers)  # still JSON, all the way down
-            assert isinstance(value, str) and value.count("[REDACTED]") == 1, (secret.name, around, out)
+            assert isinstance(value, str) and value.count("[REDACTED]") == 1, (
+                secret.name,
+                around,
+                out,
+            )
             before, _, after = value.partition("[REDACTED]")
-            assert set(before) <= set(around) and set(after) <= set(around + "\n"), (secret.name, around, value)
+            assert set(before) <= set(around) and set(after) <= set(around + "\n"), (
+                secret.name,
+                around,
+                value,
+            )
             if "\\" not in around:
                 assert before == around, (secret.name, around, value)
             assert find_leaks({"out": out}, [secret]) == []
@@ -114,8 +124,12 @@ def test_url_encoded_and_html_safe_json_spellings_are_redacted() -> None:
 
 
 def test_a_long_multi_line_secret_and_many_secrets_build_and_redact() -> None:
-    pem = "-----BEGIN KEY-----\n" + "\n".join("Ab3+/" * 12 for _ in range(50)) + "\n-----END KEY-----\n"
-    many = [f"secret-{i:03d}-\"x\\y\"-é" for i in range(50)]
+    pem = (
+        "-----BEGIN KEY-----\n"
+        + "\n".join("Ab3+/" * 12 for _ in range(50))
+        + "\n-----END KEY-----\n"
+    )
+    many = [f'secret-{i:03d}-"x\\y"-é' for i in range(50)]
     redact = Redactor([pem, *many])
     assert redact(f"key: {pem}!") == "key: [REDACTED]\n!"
     assert redact(json.dumps({"k": pem})) == '{"k": "[REDACTED]\\n"}'
@@ -155,7 +169,9 @@ def test_results_jsonl_trial_files_and_events_hold_no_secret(tmp_path: Path) -> 
         "failed",
         error=f"ValueError: {both!r}",
         logs=[both, json.dumps({"nested": json.dumps(both)})],
-        assertions=[gate_failure("equals", quoted.value, json.dumps([both]), f"saw {json.dumps(both)}")],
+        assertions=[
+            gate_failure("equals", quoted.value, json.dumps([both]), f"saw {json.dumps(both)}")
+        ],
     )
     writer.write_trial(r, [Event("tool.result", {"output": json.dumps({"token": both})})])
     writer.write_run({"note": both, "cells": []})
@@ -180,7 +196,9 @@ def test_junit_and_json_reports_are_redacted(tmp_path: Path) -> None:
             reason=f"saw {quoted.value}",
             error=f"boom {accented.value!r} {GITHUB}",
             logs=[f"log {json.dumps(quoted.value)}"],
-            assertions=[gate_failure("equals", "x", quoted.value, f"got {json.dumps(accented.value)}")],
+            assertions=[
+                gate_failure("equals", "x", quoted.value, f"got {json.dumps(accented.value)}")
+            ],
         )
     ]
     path = tmp_path / "junit.xml"
@@ -209,7 +227,11 @@ def _console_failure(secret: str) -> list:
             "failed",
             reason=f"saw {secret}",
             error=f"KeyError: {secret!r}",
-            assertions=[gate_failure("equals", secret, {"reply": json.dumps(secret)}, f"rejected {secret!r}")],
+            assertions=[
+                gate_failure(
+                    "equals", secret, {"reply": json.dumps(secret)}, f"rejected {secret!r}"
+                )
+            ],
         )
     ]
 
@@ -228,17 +250,21 @@ def test_the_console_writes_no_secret(verbose: bool) -> None:
     assert "expected: '[REDACTED]'" in plain and "rejected '[REDACTED]'" in plain, plain
     assert "error: KeyError: '[REDACTED]'" in plain
     if verbose:
-        assert 'c | printed [REDACTED]\n' in plain and 'c | then "[REDACTED]"\n' in plain, plain
+        assert "c | printed [REDACTED]\n" in plain and 'c | then "[REDACTED]"\n' in plain, plain
 
 
-def test_a_secret_cut_to_the_terminal_width_is_redacted_before_the_cut(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_secret_cut_to_the_terminal_width_is_redacted_before_the_cut(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setenv("COLUMNS", "40")
     value = "x" * 20 + "-Cw7Tq-" + "y" * 40
     secret = Secret("LONG", value, "Cw7Tq", xml=False)
     reporter = ConsoleReporter(TTYStringIO(), redact=Redactor([value]))
     # A void reason in the live region's width: a cut secret would leave its first 30 characters.
     line = reporter._render([(f"void: {value}", "")], width=30)
-    assert "[REDACTED]" in line and "xxxx" not in line and find_leaks({"line": line}, [secret]) == []
+    assert (
+        "[REDACTED]" in line and "xxxx" not in line and find_leaks({"line": line}, [secret]) == []
+    )
     # Without a redactor, the console is unchanged.
     assert value[:20] in ConsoleReporter(TTYStringIO())._render([(f"void: {value}", "")], width=30)
 

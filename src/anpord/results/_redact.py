@@ -89,7 +89,9 @@ def _token(ch: str) -> Token:
         return _BACKSLASH
     # Every escape starts with a backslash (a surrogate pair has two): after more layers, each
     # is a run of them.
-    escaped = sorted(_RUN.join(re.escape(part) for part in form.split("\\")) for form in _escapes(ch))
+    escaped = sorted(
+        _RUN.join(re.escape(part) for part in form.split("\\")) for form in _escapes(ch)
+    )
     return (re.escape(ch), *escaped)
 
 
@@ -114,7 +116,8 @@ def spellings(value: str) -> list[list[Token]]:
         return []
     encoded = dict.fromkeys([quote(core), quote(core, safe=""), quote_plus(core)])
     encoded.pop(core, None)
-    return [[_token(ch) for ch in core], *([(re.escape(ch),) for ch in e] for e in encoded)]
+    literal: list[list[Token]] = [[(re.escape(ch),) for ch in e] for e in encoded]
+    return [[_token(ch) for ch in core], *literal]
 
 
 def _anchor(value: str) -> str | None:
