@@ -8,6 +8,10 @@
                         "broken"); answers with a structured forecast
     edit                reads seed.txt from the workspace with a tool, writes result.txt (upper case)
     env NAME            prints and answers with the environment variable NAME
+    leak NAME           puts the environment variable NAME, as it is and stripped, in every channel
+                        an agent has: stdout, stderr, tool inputs (JSON text, URL-encoded), a tool
+                        output that is JSON text, a failing tool's error, a custom event, the reply
+    leak_raise NAME     raises ValueError naming the stripped variable NAME with repr
     broken              calls a tool that raises, recovers, answers "the tool failed"
     approve PATH        asks for approval (delete_file) and answers with the choice
     two                 asks two questions at once (send_email, book_flight)
@@ -44,6 +48,7 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote, quote_plus
 
 from anpord.agent import TurnContext
 
@@ -64,6 +69,29 @@ async def _leave(code: int) -> None:
 
 def broken_tool(inp: Any) -> Any:
     raise ValueError("tool exploded")
+
+
+def _reject(inp: dict[str, Any]) -> Any:
+    raise ValueError(f"rejected token {inp['token']!r}")
+
+
+async def _leak(turn: TurnContext, value: str) -> str:
+    core = value.strip()
+    print(f"stdout {value}")
+    print(f"stderr {core}", file=sys.stderr)
+    as_json = json.dumps({"token": core})
+    url = f"https://example.com/login?token={quote_plus(core)}&path={quote(core)}"
+    stored = await turn.call_tool(
+        "store",
+        {"token": value, "json": as_json, "url": url},
+        lambda i: json.dumps({"stored": i["token"].strip(), "json": i["json"]}),
+    )
+    try:
+        await turn.call_tool("check_token", {"token": core}, _reject)
+    except ValueError:
+        pass
+    turn.emit("note", text=core, nested=as_json)
+    return f"token={core} json={as_json} stored={stored} url={url}"
 
 
 def _attached(message: dict[str, Any]) -> str:
@@ -107,6 +135,10 @@ async def agent(turn: TurnContext) -> Any:
         value = os.environ.get(arg, "")
         print(f"the value is {value}")
         return f"value={value}"
+    if cmd == "leak":
+        return await _leak(turn, os.environ.get(arg, ""))
+    if cmd == "leak_raise":
+        raise ValueError(f"bad token {os.environ.get(arg, '').strip()!r}")
     if cmd == "broken":
         try:
             await turn.call_tool("broken_tool", {"x": 1}, broken_tool)

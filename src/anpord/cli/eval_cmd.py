@@ -147,28 +147,27 @@ def _run(args: argparse.Namespace, fail_on: str, out: TextIO) -> int:
             out.write(json.dumps({"error": str(exc), "exit_code": 2}, ensure_ascii=False) + "\n")
         return _fail(str(exc))
 
+    from ..results._redact import Redactor
     from ..results.console import ConsoleReporter
+    from ..runner._run import late_signals, secret_values
 
+    # What leaves the run folder keeps the same secrets out as its artifacts: console, reports.
+    redact = Redactor(secret_values(plan))
     console_stream = sys.stderr if args.json else sys.stdout
-    reporters = [ConsoleReporter(console_stream, verbose=args.verbose), *project.config.reporters]
-    from ..runner._run import late_signals
+    console = ConsoleReporter(console_stream, verbose=args.verbose, redact=redact)
+    reporters = [console, *project.config.reporters]
 
     with late_signals() as late:
-        code = _report(args, fail_on, out, plan, execute(plan, opts, reporters))
+        code = _report(args, fail_on, out, redact, execute(plan, opts, reporters))
     # A signal after the run ended (while reports were written): its documented exit code.
     return 128 + late[0] if late else code
 
 
-def _report(args: argparse.Namespace, fail_on: str, out: TextIO, plan: Any, result: Any) -> int:
+def _report(args: argparse.Namespace, fail_on: str, out: TextIO, redact: Any, result: Any) -> int:
     summary, results = result.summary, result.trials
     if not (args.junit or args.json):
         return int(summary.exit_code)
-    # Reports leave the run folder too: the same secrets are kept out of them as of artifacts.
-    from ..results._redact import Redactor
-    from ..runner._run import secret_values
-
-    redact = Redactor(secret_values(plan))
-    code = summary.exit_code
+    code = int(summary.exit_code)
     if args.junit:
         from ..results.junit import write_junit
 

@@ -23,6 +23,7 @@ from ._model import (
     Verdict,
     summarize_cell,
 )
+from ._redact import Redactor
 from ._reporter import PlannedCell, Reporter, RunInfo
 from ._run_record import CellRecord, RunRecord
 
@@ -53,6 +54,7 @@ __all__ = [
     "Judgment",
     "PlannedCell",
     "RecordError",
+    "Redactor",
     "Reporter",
     "RunInfo",
     "RunReading",

@@ -1,19 +1,34 @@
 """Keeping secrets out of every output: declared secret values and key-shaped strings become
-``[REDACTED]`` in artifacts, reports and the console."""
+``[REDACTED]`` in artifacts, reports and the console.
+
+A secret rarely reaches an output as itself. On its way it may be stripped by the agent, put in
+a JSON string (a tool output that is JSON text, inside a trial record that is JSON again), shown
+with ``repr`` (the console's ``actual:`` lines, an exception message), or URL-encoded. The
+``Redactor`` knows those spellings up front and finds them all in one pass of one pattern.
+"""
 
 from __future__ import annotations
 
 import json
 import re
-from typing import Iterable
+from collections.abc import Iterable, Sequence
+from urllib.parse import quote, quote_plus
 
-__all__ = ["Redactor"]
+__all__ = ["MIN_SECRET_LENGTH", "Redactor", "spellings"]
+
+REDACTED = "[REDACTED]"
+
+# Shorter secrets (after stripping) are not redacted: "abc" would hit ordinary words everywhere.
+MIN_SECRET_LENGTH = 4
 
 # Key-shaped strings: common provider prefixes followed by a long token.
 _KEY_SHAPES = re.compile(
     r"\b(?:sk-(?:ant-|proj-)?[A-Za-z0-9_-]{16,}|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}"
     r"|AKIA[0-9A-Z]{16}|xox[abprs]-[A-Za-z0-9-]{10,}|AIza[0-9A-Za-z_-]{30,})"
 )
+
+# Characters every spelling keeps as they are (JSON, repr and URL encoding leave them alone).
+_PLAIN_RUN = re.compile(r"[A-Za-z0-9_.~-]+")
 
 
 def _has_key_prefix(text: str) -> bool:
@@ -32,24 +47,150 @@ def _has_key_prefix(text: str) -> bool:
     )
 
 
-def _spellings(value: str) -> set[str]:
-    """How a secret can appear in an artifact: as itself, and inside a JSON string (escaped,
-    with or without ``\\uXXXX`` for non-ASCII), since artifacts are redacted as JSON text."""
-    return {value, json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1]}
+# Escaping layers undone: a value in a JSON string (1), JSON text in a JSON string (2), a check
+# message quoting that (3), inside a trial record (4), and one to spare. Each layer doubles the
+# backslashes before an escape, so a layer more costs nothing but a wider count.
+_LAYERS = 5
+# Besides quotes, backslashes, control and non-ASCII characters, which Python escapes: "/"
+# (some JSON encoders write "\/") and the characters HTML-safe encoders (Go, Gson) write as \u00XX.
+_HTML_SAFE = frozenset("/<>&='")
+
+# A token is the pattern of one character of a secret in all its spellings: a tuple of
+# alternatives, each starting with a literal character, so that a pattern starting with any of
+# them still gets the regex engine's first-character scan rather than a try at every position.
+Token = tuple[str, ...]
+
+# The backslashes before an escaped character: one, then up to 2^_LAYERS - 2 more.
+_RUN = rf"\\\\{{0,{2**_LAYERS - 2}}}"
+# A backslash in the value is 2^n backslashes after n layers. Exact counts, largest first: a
+# greedy run would also take the backslash escaping a quote that follows the secret.
+_BACKSLASH: Token = tuple(rf"\\\\{{{2**n - 1}}}" for n in range(_LAYERS, 0, -1)) + (r"\\",)
+
+
+def _escapes(ch: str) -> set[str]:
+    """How ``ch`` is escaped by one layer: JSON with and without \\uXXXX, repr quoting with ' or "."""
+    forms = {
+        json.dumps(ch)[1:-1],
+        json.dumps(ch, ensure_ascii=False)[1:-1],
+        repr(ch)[1:-1],
+        repr('"' + ch)[2:-1],
+    }
+    if ch in _HTML_SAFE:
+        forms.add(f"\\u{ord(ch):04x}")
+    if ch == "/":
+        forms.add("\\/")
+    forms.discard(ch)
+    return forms
+
+
+def _token(ch: str) -> Token:
+    """One character of a secret, as it is and escaped up to ``_LAYERS`` deep in any order."""
+    if ch == "\\":
+        return _BACKSLASH
+    # Every escape starts with a backslash (a surrogate pair has two): after more layers, each
+    # is a run of them.
+    escaped = sorted(
+        _RUN.join(re.escape(part) for part in form.split("\\")) for form in _escapes(ch)
+    )
+    return (re.escape(ch), *escaped)
+
+
+def _alternation(token: Token) -> str:
+    return token[0] if len(token) == 1 else f"(?:{'|'.join(token)})"
+
+
+def spellings(value: str) -> list[list[Token]]:
+    """The spellings of a secret that are redacted, as sequences of tokens (one per character).
+
+    The value is taken stripped: an agent may strip a value read with its trailing newline, and
+    the stripped form is inside every other, so whitespace around a secret is left in place (a
+    redacted log line keeps its line break). Its spellings: as it is, with JSON (with and without
+    ``\\uXXXX``) and ``repr`` escaping applied up to ``_LAYERS`` times in any order, and
+    URL-encoded (``quote`` with and without ``/`` kept, ``quote_plus``).
+
+    Empty when the stripped value is shorter than ``MIN_SECRET_LENGTH``: a short or blank value
+    would redact ordinary text.
+    """
+    core = value.strip()
+    if len(core) < MIN_SECRET_LENGTH:
+        return []
+    encoded = dict.fromkeys([quote(core), quote(core, safe=""), quote_plus(core)])
+    encoded.pop(core, None)
+    literal: list[list[Token]] = [[(re.escape(ch),) for ch in e] for e in encoded]
+    return [[_token(ch) for ch in core], *literal]
+
+
+def _anchor(value: str) -> str | None:
+    """The longest run of the stripped value that every spelling holds unchanged, if any."""
+    runs = _PLAIN_RUN.findall(value.strip())
+    return max(runs, key=len) if runs else None
+
+
+def _trie_pattern(words: Iterable[Sequence[Token]]) -> str:
+    """One alternation of ``words`` with shared prefixes factored out, so a position is tried
+    against one path of the trie rather than every word in turn. A word that is a prefix of another
+    is an optional end (``abc(?:def)?``): the greedy group tries the longer word first, so a match
+    is always the longest spelling there."""
+    root: dict[Token, dict] = {}  # type: ignore[type-arg]
+    for word in words:
+        node = root
+        for token in word:
+            node = node.setdefault(token, {})
+        node[()] = {}  # a word ends here
+    # At the top, each alternative of a first token gets its own branch: every branch then starts
+    # with a literal character, which the engine scans for.
+    branches = []
+    for token, node in root.items():
+        rest = _node_pattern(node)
+        branches += [alt + rest for alt in token]
+    return "|".join(branches)
+
+
+def _node_pattern(node: dict) -> str:  # type: ignore[type-arg]
+    out: list[str] = []
+    # A chain of single children is a plain sequence: walk it in a loop, so a long secret (a PEM
+    # key) costs no recursion; recursion happens only where spellings part ways.
+    while True:
+        ends = () in node
+        tokens = [t for t in node if t]
+        if len(tokens) == 1 and not ends:
+            out.append(_alternation(tokens[0]))
+            node = node[tokens[0]]
+            continue
+        if tokens:
+            branches = "|".join(_alternation(t) + _node_pattern(node[t]) for t in tokens)
+            out.append(f"(?:{branches})" + ("?" if ends else ""))
+        return "".join(out)
 
 
 class Redactor:
-    """Replaces declared secret values and key-shaped strings with ``[REDACTED]`` in text."""
+    """Replaces declared secret values (in every spelling of ``spellings``) and key-shaped strings
+    with ``[REDACTED]`` in text. Text that holds none of them costs a few substring searches."""
 
     def __init__(self, secret_values: Iterable[str] = ()):
-        spelled = {s for v in secret_values if v and len(v) >= 4 for s in _spellings(v)}
-        values = sorted(spelled, key=len, reverse=True)  # longest first: no partial leftovers
-        self._secrets = re.compile("|".join(re.escape(v) for v in values)) if values else None
+        words: list[list[Token]] = []
+        anchors: list[str] = []
+        always = False  # a secret with no plain run: no cheap test can rule it out
+        for value in dict.fromkeys(secret_values):
+            spelled = spellings(value)
+            if not spelled:
+                continue
+            words += spelled
+            anchor = _anchor(value)
+            if anchor is None:
+                always = True
+            else:
+                anchors.append(anchor)
+        self._secrets = re.compile(_trie_pattern(words)) if words else None
+        # Every spelling of a secret holds its anchor: text holding no anchor holds no secret.
+        self._anchors: tuple[str, ...] | None = None if always else tuple(dict.fromkeys(anchors))
 
     def __call__(self, text: str) -> str:
-        if self._secrets is not None:
-            text = self._secrets.sub("[REDACTED]", text)
+        if self._secrets is not None and (
+            self._anchors is None or any(anchor in text for anchor in self._anchors)
+        ):
+            text = self._secrets.sub(REDACTED, text)
         # Literal prefix checks are far cheaper than running the pattern over every artifact.
         if _has_key_prefix(text):
-            text = _KEY_SHAPES.sub("[REDACTED]", text)
+            text = _KEY_SHAPES.sub(REDACTED, text)
         return text

@@ -15,7 +15,7 @@ import io
 import os
 import sys
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TextIO
 
@@ -67,7 +67,9 @@ class ConsoleReporter:
     """Reports a run on a text stream; implements the ``Reporter`` protocol.
 
     ``color`` and ``live`` default to on when the stream is a terminal and ``NO_COLOR`` is unset.
-    ``verbose`` streams ``t.log`` lines as they come.
+    ``verbose`` streams ``t.log`` lines as they come. ``redact`` (a ``Redactor``) is applied to
+    all text the reporter writes: trial text before it is escaped or cut to the terminal's width
+    (so a cut never leaves a secret's first half), then every write as a whole.
     """
 
     def __init__(
@@ -77,8 +79,10 @@ class ConsoleReporter:
         color: bool | None = None,
         verbose: bool = False,
         live: bool | None = None,
+        redact: Callable[[str], str] | None = None,
     ) -> None:
         self.stream: TextIO = stream if stream is not None else sys.stdout
+        self._redact = redact
         # no-color.org: NO_COLOR present and non-empty; TERM=dumb cannot move the cursor.
         fancy = (
             _isatty(self.stream)
@@ -136,6 +140,8 @@ class ConsoleReporter:
         if not self.verbose:
             return
         prefix = f"{case_id} [{variant} {trial_label(trial)}]" if self._grid else case_id
+        if self._redact is not None:  # whole, before a multi-line secret is split into lines
+            message = self._redact(message)
         lines = message.splitlines() or [""]
         self._emit([self._render([(prefix + " | ", DIM), (line, "")]) for line in lines])
 
@@ -471,7 +477,7 @@ class ConsoleReporter:
         out: list[str] = []
         used = 0
         for text, sgr in segments:
-            text = escape_controls(text)
+            text = escape_controls(self._redact(text) if self._redact is not None else text)
             if width is not None:
                 if used >= width:
                     break
@@ -489,6 +495,8 @@ class ConsoleReporter:
             self._write("\n".join(lines) + "\n")
 
     def _write(self, text: str) -> None:
+        if self._redact is not None:
+            text = self._redact(text)
         if self._ascii:  # e.g. a cp1252 file: never fail a run over a glyph
             encoding = getattr(self.stream, "encoding", None) or "ascii"
             text = text.translate(ASCII_FALLBACK).encode(encoding, "replace").decode(encoding)

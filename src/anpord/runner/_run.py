@@ -79,9 +79,10 @@ def exit_code_for(summary: RunSummary | dict[str, int], fail_on: str, comparison
 class _Reporters:
     """Fans each callback out; a reporter that raises is reported once and then ignored."""
 
-    def __init__(self, reporters: Sequence[Any], err: Any):
+    def __init__(self, reporters: Sequence[Any], err: Any, redact: Callable[[str], str] = lambda s: s):
         self.reporters = list(reporters)
         self.err = err
+        self.redact = redact
 
     def call(self, method: str, *args: Any) -> None:
         for r in list(self.reporters):
@@ -92,7 +93,7 @@ class _Reporters:
                 fn(*args)
             except Exception as exc:  # noqa: BLE001
                 self.reporters.remove(r)
-                print(f"anpord: reporter {type(r).__name__} failed in {method}: {exc}", file=self.err)
+                print(self.redact(f"anpord: reporter {type(r).__name__} failed in {method}: {exc}"), file=self.err)
 
 
 def _versions() -> dict[str, str]:
@@ -203,7 +204,7 @@ class _Run:
             self.record = self._new_record(run_id)
             self.results = []
         self.done = {r.key for r in self.results}
-        self.fan = _Reporters(list(reporters), sys.stderr)
+        self.fan = _Reporters(list(reporters), sys.stderr, Redactor(secret_values(plan)))
         self.writer: RunWriter | None = None
         self.executor = executor
         self.started = time.time()
