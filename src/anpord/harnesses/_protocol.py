@@ -29,6 +29,7 @@ __all__ = [
     "TurnOutcome",
     "InputResponse",
     "Emit",
+    "PreparesSandbox",
 ]
 
 TurnStatus = Literal["completed", "waiting", "failed", "cancelled"]
@@ -96,6 +97,9 @@ class HarnessContext:
     seed: int | None = None  # the trial's seed, for harnesses that pass one to a model
     cache_dir: Path | None = None  # set when the run reuses model calls (``--cache``)
     trial_index: int = 0  # which trial of its cell: part of a cache key, so trials stay independent
+    # The folder holding evals.config.py, when the runner says (harnesses that read files kept
+    # beside the evals, such as profiles, find it themselves otherwise).
+    evals_root: Path | None = None
 
     @property
     def workspace(self) -> Path | None:
@@ -136,3 +140,14 @@ class Harness(Protocol):
     async def teardown(self) -> None: ...
 
     async def open_session(self, ctx: HarnessContext, session_id: str) -> HarnessSession: ...
+
+
+@runtime_checkable
+class PreparesSandbox(Protocol):
+    """A harness that sets up each trial's sandbox before the agent runs (copies files into its
+    HOME and workspace, runs an install step). The runner calls ``prepare_sandbox`` once per
+    trial after the sandbox opened and before it snapshots the workspace, so what it writes is
+    not taken for the agent's changes; a harness also calls it itself on its first session if
+    the runner did not. It raises ``HarnessStartError`` (the trial is ``void``) when it fails."""
+
+    async def prepare_sandbox(self, ctx: HarnessContext) -> None: ...
