@@ -197,8 +197,10 @@ def _settings(name: str, folder: Path) -> dict[str, Any]:
     try:
         raw = yaml.safe_load(path.read_text(encoding="utf-8"))
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise ProfileError(f"{where}: not valid YAML: {first}") from None
+        problem = getattr(exc, "problem", None) or str(exc).strip().split("\n")[0] or type(exc).__name__
+        mark = getattr(exc, "problem_mark", None)
+        line = f" (line {mark.line + 1})" if mark is not None else ""
+        raise ProfileError(f"{where}: not valid YAML: {problem}{line}") from None
     if raw is None:
         return {}
     if not isinstance(raw, dict):
