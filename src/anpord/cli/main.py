@@ -12,6 +12,7 @@ commands:
   eval [IDS_OR_PATHS...]   run eval cases against an agent (see `anpord eval --help`)
   eval import              turn an existing case file into a suite (see `anpord eval import --help`)
   init [DIR]               scaffold evals/ with a config and one example
+  harnesses                which coding-agent CLIs are installed, their versions, what each needs
 
 options:
   -h, --help               show this help
@@ -42,7 +43,14 @@ def main(argv: list[str] | None = None) -> int:
         from .init_cmd import main as init_main
 
         return init_main(rest)
-    print(f"anpord: error: unknown command {command!r} (commands: eval, eval import, init)", file=sys.stderr)
+    if command == "harnesses":
+        from .harnesses_cmd import main as harnesses_main
+
+        return harnesses_main(rest)
+    print(
+        f"anpord: error: unknown command {command!r} (commands: eval, eval import, init, harnesses)",
+        file=sys.stderr,
+    )
     return 2
 
 

@@ -3,7 +3,8 @@
 ``opencode`` by the end-to-end tests), run by anpord exactly as the real CLI would be.
 
 It refuses a command line without the flags its CLI needs to run unattended and stream JSON (exit
-2, as a CLI does on a usage error), prints one ``standin.report`` line saying what it got (argv,
+2, as a CLI does on a usage error), answers ``--version`` (or hangs, with ``STANDIN_VERSION_HANGS`` set), prints one
+``standin.report`` line saying what it got (argv,
 prompt from stdin, resume id, model, environment, instruction files in HOME), then acts out what
 the prompt asks for:
 
@@ -34,6 +35,8 @@ REQUIRED = {
     "gemini": ["--output-format", "stream-json", "--approval-mode=yolo"],
     "opencode": ["run", "--format", "json"],
 }
+VERSIONS = {"claude": "2.1.197 (Claude Code)", "codex": "codex-cli 0.171.0", "gemini": "0.61.0",
+            "opencode": "1.17.20"}
 RESUME_FLAG = {"claude": "--resume", "codex": "resume", "gemini": "--resume", "opencode": "--session"}
 INSTRUCTIONS = (".claude/CLAUDE.md", ".codex/AGENTS.md", ".gemini/GEMINI.md", ".config/opencode/AGENTS.md")
 ENV_SHOWN = ("IS_SANDBOX", "GEMINI_CLI_TRUST_WORKSPACE", "OPENCODE_PERMISSION", "PROFILE_TONE", "TONE")
@@ -93,6 +96,11 @@ def replay(lines: list[str]) -> None:
 
 def main() -> int:
     argv = sys.argv[1:]
+    if argv == ["--version"]:
+        if os.environ.get("STANDIN_VERSION_HANGS"):
+            time.sleep(3600)
+        print(VERSIONS[NAME])
+        return 0
     missing = [flag for flag in REQUIRED[NAME] if flag not in argv]
     if missing:
         print(f"{NAME}: error: missing {' '.join(missing)}", file=sys.stderr)
