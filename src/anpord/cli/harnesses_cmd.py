@@ -14,7 +14,6 @@ import os
 import shutil
 import sys
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from ._args import Parser, positive_float
@@ -29,8 +28,13 @@ takes (declare them as Variant(secrets=[...])) and the command line each turn ru
 def build_parser() -> Parser:
     p = Parser(prog="anpord harnesses", description=DESCRIPTION)
     p.add_argument("--json", action="store_true", help="print the findings as JSON")
-    p.add_argument("--timeout", type=positive_float, default=10.0, metavar="S",
-                   help="seconds each --version may take (default: 10)")
+    p.add_argument(
+        "--timeout",
+        type=positive_float,
+        default=10.0,
+        metavar="S",
+        help="seconds each --version may take (default: 10)",
+    )
     return p
 
 
@@ -44,7 +48,12 @@ class Found:
     error: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"path": self.path, "source": self.source, "version": self.version, "error": self.error}
+        return {
+            "path": self.path,
+            "source": self.source,
+            "version": self.version,
+            "error": self.error,
+        }
 
 
 @dataclass
@@ -94,8 +103,11 @@ async def _version(argv: list[str], timeout: float) -> tuple[str | None, str | N
 
     try:
         proc = await asyncio.create_subprocess_exec(
-            *argv, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT, start_new_session=True,
+            *argv,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+            start_new_session=True,
         )
     except OSError as exc:
         return None, f"could not run it: {exc.strerror or exc}"
@@ -137,7 +149,9 @@ def _survey(timeout: float) -> tuple[list[Entry], str | None]:
         if not (os.path.isfile(exe) and os.access(exe, os.X_OK)):
             entry.missing.append(f"{exe} ({source})")
             continue
-        same = next((f for f in entry.copies if os.path.realpath(f.path) == os.path.realpath(exe)), None)
+        same = next(
+            (f for f in entry.copies if os.path.realpath(f.path) == os.path.realpath(exe)), None
+        )
         if same is not None:
             same.source += f", {source}"
         else:
@@ -161,7 +175,9 @@ def _describe(entry: Entry) -> dict[str, Any]:
         "package": info.package,
         "install": info.install_command,
         "credentials": [list(names) for names in info.credentials],
-        "credentials_set": sorted({n for names in info.credentials for n in names if os.environ.get(n)}),
+        "credentials_set": sorted(
+            {n for names in info.credentials for n in names if os.environ.get(n)}
+        ),
         "credential_files": list(info.credential_files),
         "command": command,
         "notes": list(info.notes),

@@ -197,7 +197,9 @@ def _settings(name: str, folder: Path) -> dict[str, Any]:
     try:
         raw = yaml.safe_load(path.read_text(encoding="utf-8"))
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        problem = getattr(exc, "problem", None) or str(exc).strip().split("\n")[0] or type(exc).__name__
+        problem = (
+            getattr(exc, "problem", None) or str(exc).strip().split("\n")[0] or type(exc).__name__
+        )
         mark = getattr(exc, "problem_mark", None)
         line = f" (line {mark.line + 1})" if mark is not None else ""
         raise ProfileError(f"{where}: not valid YAML: {problem}{line}") from None
@@ -215,8 +217,15 @@ def _settings(name: str, folder: Path) -> dict[str, Any]:
             raise ProfileError(f"{where}: env: expected a mapping of names to values")
         out["env"] = {}
         for key, value in env.items():
-            if not isinstance(key, str) or not key or isinstance(value, (dict, list)) or value is None:
-                raise ProfileError(f"{where}: env: {key!r} must name a string, number or bool value")
+            if (
+                not isinstance(key, str)
+                or not key
+                or isinstance(value, (dict, list))
+                or value is None
+            ):
+                raise ProfileError(
+                    f"{where}: env: {key!r} must name a string, number or bool value"
+                )
             out["env"][key] = str(value).lower() if isinstance(value, bool) else str(value)
     if "install" in raw:
         install = raw["install"]

@@ -165,7 +165,7 @@ class BaseInstance:
             *argv,
             cwd=str(cwd),
             env=env,
-            stdin=kwargs.pop("stdin", asyncio.subprocess.DEVNULL),
+            stdin=kwargs.pop("stdin", asyncio.subprocess.DEVNULL),  # type: ignore[arg-type]
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
             start_new_session=True,  # own session and group: nothing reaches our terminal

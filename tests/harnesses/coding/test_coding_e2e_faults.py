@@ -37,8 +37,22 @@ def faults_eval(token: str) -> str:
 def test_a_misbehaving_cli_fails_its_trial_with_the_cause(tmp_path: Path, sandbox: str) -> None:
     token = f"{7000 + os.getpid() % 1000}.{len(sandbox)}9"
     standins = install_standins(tmp_path / "standins")
-    project = coding_project(tmp_path / "proj", [variant("claude", sandbox, standins)],
-                             {"evals/faults.eval.py": faults_eval(token)})
+    cancelled = f"{token}1"
+    project = coding_project(tmp_path / "proj", [variant("claude", sandbox, standins)], {
+        "evals/faults.eval.py": faults_eval(token),
+        "evals/cancel.eval.py": f'''
+            from anpord import define_eval, files
+            from anpord.expect import equals
+
+            @define_eval(source=files({{}}))
+            async def test(t):
+                live = await t.start("hang:{cancelled}")
+                await live.wait_for_event("claude.system")
+                await live.cancel()
+                turn = await live.result()
+                t.check(turn.status, equals("cancelled")).label("cancelled")
+        ''',
+    })
     done = run(project)
     assert done.code == 1, done.output
     got = {r["case_id"].split("/")[-1]: (r["verdict"], r["reason"]) for r in done.results()}
@@ -52,7 +66,8 @@ def test_a_misbehaving_cli_fails_its_trial_with_the_cause(tmp_path: Path, sandbo
     assert got["strange"] == ("passed", "")
     assert got["flood"] == ("passed", "")
     assert got["hang"] == ("timed_out", "timed out after 2s")
-    assert live_with(token) == []  # the CLI and the sleep it detached are gone
+    assert got["cancel"] == ("passed", "")
+    assert live_with(token) == []  # the CLI and the sleep it detached are gone, also when cancelled
 
     strange = {e["type"]: e for e in done.events("faults/strange")}
     assert strange["claude.telemetry.v9"]["raw"] == {"type": "telemetry.v9", "payload": {"n": 1}}
@@ -93,20 +108,20 @@ def test_a_cli_that_cannot_run_makes_its_trials_void_with_the_reason(tmp_path: P
     done = run(project, env={"GEMINI_API_KEY": "", "GOOGLE_API_KEY": "", "GOOGLE_APPLICATION_CREDENTIALS": ""})
     assert done.code == 1, done.output
     got = {r["variant"]: (r["verdict"], r["reason"]) for r in done.results()}
-    assert got["not-installed"] == ("void", "claude is not installed: npm install -g @anthropic-ai/claude-code, "
-                                            "or point the variant at it with options={'executable': ...}")
+    assert got["not-installed"] == ("void", ("claude is not installed: npm install -g @anthropic-ai/claude-code, "
+                                            "or point the variant at it with options={'executable': ...}"))
     verdict, reason = got["not-mounted"]
     assert verdict == "void"
     assert reason.startswith("the bwrap sandbox could not start the program: bwrap: execvp")
     assert reason.endswith(f"{hidden}/claude must be visible inside the sandbox; mount the folder that "
                            "holds it (and its interpreter) with Variant(mounts=[...])")
     assert got["not-executable"] == ("void", f"Claude Code (claude) at {not_executable}: not an executable file")
-    assert got["undeclared-key"] == ("void", "Claude Code has no credential in the trial: ANTHROPIC_API_KEY is "
+    assert got["undeclared-key"] == ("void", ("Claude Code has no credential in the trial: ANTHROPIC_API_KEY is "
                                              "set here but not passed to it; declare it with "
-                                             "Variant(secrets=['ANTHROPIC_API_KEY'])")
+                                             "Variant(secrets=['ANTHROPIC_API_KEY'])"))
     verdict, reason = got["no-key"]
     assert verdict == "void" and reason.startswith(
         "Gemini CLI has no credential: set GEMINI_API_KEY (or GOOGLE_API_KEY + GOOGLE_GENAI_USE_VERTEXAI, ")
     assert "declare it with Variant(secrets=['GEMINI_API_KEY'])" in reason
-    assert got["bad-option"] == ("void", "the codex harness has no option 'sandbox_mode'; its options are "
-                                         "args, check_credentials, executable, system_prompt")
+    assert got["bad-option"] == ("void", ("the codex harness has no option 'sandbox_mode'; its options are "
+                                         "args, check_credentials, executable, system_prompt"))

@@ -69,8 +69,8 @@ def test_a_profile_reaches_the_trial_and_its_hash_is_recorded(tmp_path: Path, sa
     assert got["claude/default@house"][0] == "failed"  # no CONVENTIONS.md without the terse profile
     assert got["claude/default@broken"] == (
         "void",
-        "profile 'broken': its install step exited 100: echo fetching deps; echo 'E: Unable to locate "
-        "package nope' >&2; exit 100: fetching deps | E: Unable to locate package nope",
+        ("profile 'broken': its install step exited 100: echo fetching deps; echo 'E: Unable to locate "
+        "package nope' >&2; exit 100: fetching deps | E: Unable to locate package nope"),
     )
     verdict, reason = got["claude/default@missing"]
     assert verdict == "void"

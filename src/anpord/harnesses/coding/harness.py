@@ -86,7 +86,9 @@ def resolve(spec: str, project_dir: Path | None = None) -> CodingHarness:
         raise HarnessSpecError(f"unknown coding agent {name!r} in {spec!r}: known: {known}")
     executable = executable.strip()
     if sep and not executable:
-        raise HarnessSpecError(f"{spec!r}: give the CLI's path after the colon ({name}:/path/to/{name})")
+        raise HarnessSpecError(
+            f"{spec!r}: give the CLI's path after the colon ({name}:/path/to/{name})"
+        )
     if project_dir is not None and project_dir.is_dir():
         for root in sorted(d for d in project_dir.iterdir() if (d / "evals.config.py").is_file()):
             try:
@@ -174,14 +176,18 @@ class CodingHarness:
             if state.error is not None:
                 raise HarnessStartError(state.error)
 
-    async def _prepare(self, ctx: HarnessContext, sandbox: SandboxInstance, state: _TrialState) -> None:
+    async def _prepare(
+        self, ctx: HarnessContext, sandbox: SandboxInstance, state: _TrialState
+    ) -> None:
         profile = state.profile = self._profile(ctx)
         if profile is None:
             return
         try:
             await asyncio.to_thread(copy_profile_files, profile, sandbox.home, sandbox.workspace)
         except (OSError, ProfileError) as exc:
-            raise HarnessStartError(f"profile {profile.name!r}: could not copy its files: {exc}") from None
+            raise HarnessStartError(
+                f"profile {profile.name!r}: could not copy its files: {exc}"
+            ) from None
         env = {**profile.env, **ctx.variant.env}
         for step in profile.install:
             state.installs.append(await _install(ctx, sandbox, profile, step, env))
@@ -196,7 +202,9 @@ class CodingHarness:
         self._check_credentials(ctx, sandbox, settings)
         return CodingSession(self, ctx, sandbox, session_id, settings, state)
 
-    def _settings(self, ctx: HarnessContext, sandbox: SandboxInstance, profile: Profile | None) -> _Settings:
+    def _settings(
+        self, ctx: HarnessContext, sandbox: SandboxInstance, profile: Profile | None
+    ) -> _Settings:
         options = dict(ctx.variant.options)
         unknown = sorted(set(options) - set(OPTIONS))
         if unknown:
@@ -206,19 +214,30 @@ class CodingHarness:
             )
         args = options.get("args", ())
         if isinstance(args, str) or not all(isinstance(a, str) for a in args):
-            raise HarnessStartError(f"the {self.name} harness: options['args'] must be a list of strings")
+            raise HarnessStartError(
+                f"the {self.name} harness: options['args'] must be a list of strings"
+            )
         extra = options.get("system_prompt")
         if extra is not None and not isinstance(extra, str):
-            raise HarnessStartError(f"the {self.name} harness: options['system_prompt'] must be text")
-        prompts = [p for p in (profile.system_prompt if profile else None, extra) if p and p.strip()]
-        env = {**(profile.env if profile else {}), **{str(k): str(v) for k, v in ctx.variant.env.items()}}
+            raise HarnessStartError(
+                f"the {self.name} harness: options['system_prompt'] must be text"
+            )
+        prompts = [
+            p for p in (profile.system_prompt if profile else None, extra) if p and p.strip()
+        ]
+        env = {
+            **(profile.env if profile else {}),
+            **{str(k): str(v) for k, v in ctx.variant.env.items()},
+        }
         executable = self._executable(options.get("executable"), sandbox.environment(env))
         return _Settings(executable, tuple(args), "\n\n".join(prompts) or None, env)
 
     def _executable(self, chosen: Any, env: Mapping[str, str]) -> str:
         info = self.cli.info
         if chosen is not None and (not isinstance(chosen, str) or not chosen.strip()):
-            raise HarnessStartError(f"the {self.name} harness: options['executable'] must be a name or a path")
+            raise HarnessStartError(
+                f"the {self.name} harness: options['executable'] must be a name or a path"
+            )
         wanted = chosen or self.executable or info.executable
         if "/" in wanted:
             path = Path(wanted).expanduser()
@@ -230,14 +249,20 @@ class CodingHarness:
             return str(path)
         found = shutil.which(wanted, path=env.get("PATH"))
         if found is None:
-            hint = info.install_command if wanted == info.executable else f"{wanted} is not on the trial's PATH"
+            hint = (
+                info.install_command
+                if wanted == info.executable
+                else f"{wanted} is not on the trial's PATH"
+            )
             raise HarnessStartError(
                 f"{wanted} is not installed: {hint}, or point the variant at it with "
                 "options={'executable': ...}"
             )
         return found
 
-    def _check_credentials(self, ctx: HarnessContext, sandbox: SandboxInstance, settings: _Settings) -> None:
+    def _check_credentials(
+        self, ctx: HarnessContext, sandbox: SandboxInstance, settings: _Settings
+    ) -> None:
         """Fail early, naming the variable, rather than let the CLI fail on its first request."""
         info = self.cli.info
         if ctx.variant.options.get("check_credentials") is False or not info.credentials:
@@ -247,7 +272,9 @@ class CodingHarness:
             return
         if any((sandbox.home / f).is_file() for f in info.credential_files):
             return
-        unpassed = [n for names in info.credentials for n in names if len(names) == 1 and os.environ.get(n)]
+        unpassed = [
+            n for names in info.credentials for n in names if len(names) == 1 and os.environ.get(n)
+        ]
         if unpassed:
             raise HarnessStartError(
                 f"{info.title} has no credential in the trial: {unpassed[0]} is set here but not "
@@ -277,7 +304,9 @@ async def _install(
     try:
         done = await sandbox.exec(step, timeout=profile.install_timeout, env=env)
     except SandboxError as exc:
-        raise HarnessStartError(f"profile {profile.name!r}: its install step could not run: {exc}") from None
+        raise HarnessStartError(
+            f"profile {profile.name!r}: its install step could not run: {exc}"
+        ) from None
     lines = done.output.splitlines()
     for line in lines[-_TAIL_LINES * 10 :]:
         ctx.log(f"[profile {profile.name}] {line}")
@@ -369,13 +398,22 @@ class CodingSession:
     async def _turn(self, request: TurnRequest, emit: Emit) -> TurnOutcome:
         if request.input is None:
             return TurnOutcome(
-                "failed", error=f"{self.cli.info.title} runs unattended and asks for no input: nothing to answer"
+                "failed",
+                error=f"{self.cli.info.title} runs unattended and asks for no input: nothing to answer",
             )
         self._announce(emit)
         self.turns += 1
         if self.turns > 1 and self.resume is None:
-            emit(Event("log", {"message": f"[{self.cli.name} reported no session id on the previous turn: "
-                                          "this turn starts a new session]", "stream": "anpord"}))
+            emit(
+                Event(
+                    "log",
+                    {
+                        "message": f"[{self.cli.name} reported no session id on the previous turn: "
+                        "this turn starts a new session]",
+                        "stream": "anpord",
+                    },
+                )
+            )
         prompt_file = self.dir / "prompt.txt"
         _write(prompt_file, message_text(request.input))
         invocation = self.cli.command(
@@ -395,7 +433,9 @@ class CodingSession:
 
         try:
             done = await program.run(
-                argv, env, self.sandbox.workspace,
+                argv,
+                env,
+                self.sandbox.workspace,
                 stdin=Path(invocation.stdin) if invocation.stdin else None,
                 on_spawn=self._on_spawn,
                 expected_kill=lambda: self._cancel_requested or self._closing,
@@ -409,10 +449,19 @@ class CodingSession:
         if done.exit_code in (126, 127) and done.stdout_lines == 0 and not self._cancel_requested:
             last = (done.stderr_tail.strip().splitlines() or [""])[-1]
             raise HarnessStartError(
-                f"{self.settings.executable} could not start (exit {done.exit_code})" + (f": {last}" if last else "")
+                f"{self.settings.executable} could not start (exit {done.exit_code})"
+                + (f": {last}" if last else "")
             )
-        emit(Event(PROCESS_EXITED, {"command": _shown(argv), "exit_code": done.exit_code,
-                                    "duration": round(done.duration, 3)}))
+        emit(
+            Event(
+                PROCESS_EXITED,
+                {
+                    "command": _shown(argv),
+                    "exit_code": done.exit_code,
+                    "duration": round(done.duration, 3),
+                },
+            )
+        )
         if self._cancel_requested:
             return TurnOutcome("cancelled")
         end = parser.finish(done.exit_code if done.exit_code >= 0 else None)
@@ -429,7 +478,9 @@ class CodingSession:
         last = (done.stderr_tail.strip().splitlines() or [""])[-1].strip()
         if done.exit_code != 0 and last and last not in error:
             error += f" (stderr: {_clip(last, 200)})"
-        return TurnOutcome("failed", message=end.message, error=error, failure=ErrorInfo("agent", error))
+        return TurnOutcome(
+            "failed", message=end.message, error=error, failure=ErrorInfo("agent", error)
+        )
 
     def _announce(self, emit: Emit) -> None:
         """Once per trial, before the first turn: which profile (and contents) it ran with."""
