@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import sys
 
 USAGE = """usage: anpord <command> [options]
@@ -13,11 +14,20 @@ commands:
   eval import              turn an existing case file into a suite (see `anpord eval import --help`)
   init [DIR]               scaffold evals/ with a config and one example
   serve SPEC               serve a Python agent over the HTTP agent protocol (see `anpord serve --help`)
+  harnesses                which coding-agent CLIs are installed, their versions, what each needs
 
 options:
   -h, --help               show this help
   --version                print the version
 """
+
+# command → the module whose main(argv) runs it (imported only when that command runs)
+COMMANDS = {
+    "eval": ".eval_cmd",
+    "init": ".init_cmd",
+    "serve": ".serve_cmd",
+    "harnesses": ".harnesses_cmd",
+}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -31,24 +41,19 @@ def main(argv: list[str] | None = None) -> int:
 
         print(f"anpord {__version__}")
         return 0
-    if command == "eval":
-        if rest[:1] == ["import"]:
-            from .import_cmd import main as import_main
+    if command == "eval" and rest[:1] == ["import"]:
+        command, rest = "eval import", rest[1:]
+    module = ".import_cmd" if command == "eval import" else COMMANDS.get(command)
+    if module is None:
+        import difflib
 
-            return import_main(rest[1:])
-        from .eval_cmd import main as eval_main
-
-        return eval_main(rest)
-    if command == "init":
-        from .init_cmd import main as init_main
-
-        return init_main(rest)
-    if command == "serve":
-        from .serve_cmd import main as serve_main
-
-        return serve_main(rest)
-    print(f"anpord: error: unknown command {command!r} (commands: eval, eval import, init, serve)", file=sys.stderr)
-    return 2
+        close = difflib.get_close_matches(command, COMMANDS, n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        known = ", ".join(["eval", "eval import", *list(COMMANDS)[1:]])
+        print(f"anpord: error: unknown command {command!r}{hint} (commands: {known})", file=sys.stderr)
+        return 2
+    entry_point = importlib.import_module(module, __package__).main
+    return int(entry_point(rest))
 
 
 def entry() -> None:

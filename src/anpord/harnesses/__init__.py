@@ -1,10 +1,13 @@
-"""Harnesses run the agent under test. ``resolve_harness(spec)`` turns a spec string into one."""
+"""Harnesses run the agent under test. ``resolve_harness(spec)`` turns a spec string into one:
+``python:pkg.mod:attr``, ``command:<shell command>``, or a coding-agent CLI by name (``claude``,
+``codex``, ``gemini``, ``opencode``, or ``claude:/path/to/claude``)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Callable
 
+from ._profile import Profile, ProfileError, load_profile
 from ._protocol import (
     Emit,
     Harness,
@@ -25,8 +28,11 @@ __all__ = [
     "HarnessSpecError",
     "HarnessStartError",
     "InputResponse",
+    "Profile",
+    "ProfileError",
     "TurnOutcome",
     "TurnRequest",
+    "load_profile",
     "register_harness",
     "resolve_harness",
 ]
@@ -51,12 +57,20 @@ def _http(spec: str, project_dir: Path | None) -> Harness:
     return resolve(spec)
 
 
+def _coding(spec: str, project_dir: Path | None) -> Harness:
+    from .coding.harness import resolve
+
+    return resolve(spec, project_dir)
+
+
 _RESOLVERS: dict[str, Resolver] = {
     "python:": _python,
     "command:": _command,
     "http://": _http,
     "https://": _http,
 }
+# The coding-agent CLIs, by exact name (or ``name:/path/to/binary``); see harnesses/coding.
+CODING_AGENTS = ("claude", "codex", "gemini", "opencode")
 
 
 def register_harness(prefix: str, resolver: Resolver) -> None:
@@ -71,5 +85,7 @@ def resolve_harness(spec: str, project_dir: Path | None = None) -> Harness:
     for prefix, resolver in _RESOLVERS.items():
         if spec.startswith(prefix):
             return resolver(spec, project_dir)
-    known = ", ".join(f"{p}..." for p in _RESOLVERS)
+    if spec.partition(":")[0] in CODING_AGENTS:
+        return _coding(spec, project_dir)
+    known = ", ".join([*(f"{p}..." for p in _RESOLVERS), *CODING_AGENTS])
     raise HarnessSpecError(f"unknown harness spec {spec!r}: expected one of {known}")

@@ -147,16 +147,20 @@ class ProgramRun:
         env: Mapping[str, str],
         cwd: Path | None = None,
         *,
+        stdin: Path | None = None,
         on_spawn: Callable[[asyncio.subprocess.Process], object] | None = None,
         expected_kill: Callable[[], bool] = lambda: False,
     ) -> ProgramExit:
         """Run to the program's exit. ``on_spawn`` is told as soon as it started (a cancel that
         arrived meanwhile kills it then); ``expected_kill`` says whether a kill was ours (a
-        cancel, the session closing), so it is not mistaken for a sandbox failure."""
+        cancel, the session closing), so it is not mistaken for a sandbox failure. ``stdin`` is a
+        file for the program to read (else it reads an empty input)."""
         from ..sandboxes._proc import settle
 
         started = time.monotonic()
-        proc = await self.sandbox.spawn(argv, env=env, cwd=cwd or self.sandbox.workspace)
+        proc = await self.sandbox.spawn(
+            argv, env=env, cwd=cwd or self.sandbox.workspace, stdin=stdin
+        )
         self.proc = proc
         if on_spawn is not None:
             result = on_spawn(proc)

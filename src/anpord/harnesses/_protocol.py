@@ -96,6 +96,9 @@ class HarnessContext:
     seed: int | None = None  # the trial's seed, for harnesses that pass one to a model
     cache_dir: Path | None = None  # set when the run reuses model calls (``--cache``)
     trial_index: int = 0  # which trial of its cell: part of a cache key, so trials stay independent
+    # The folder holding evals.config.py, when the runner says (harnesses that read files kept
+    # beside the evals, such as profiles, find it themselves otherwise).
+    evals_root: Path | None = None
 
     @property
     def workspace(self) -> Path | None:
@@ -125,7 +128,14 @@ class Harness(Protocol):
 
     The executor calls ``setup`` once before the first session it opens in that process and
     ``teardown`` once after the last one closed — also after an interrupt — so a harness (or the
-    agent it wraps) can share one HTTP session or connection pool across all its trials."""
+    agent it wraps) can share one HTTP session or connection pool across all its trials.
+
+    ``prepare_sandbox`` sets up each trial's sandbox before the agent runs (a coding agent's
+    profile: files in its HOME and workspace, an install step): the runner calls it once per
+    trial after the sandbox opened and before it snapshots the workspace, so what it writes is
+    not taken for the agent's changes. It raises ``HarnessStartError`` (the trial is ``void``)
+    when it fails; most harnesses have nothing to do there.
+    """
 
     spec: str
     # Whether this harness runs programs that need a sandbox instance (a workspace) per trial.
@@ -134,5 +144,7 @@ class Harness(Protocol):
     async def setup(self) -> None: ...
 
     async def teardown(self) -> None: ...
+
+    async def prepare_sandbox(self, ctx: HarnessContext) -> None: ...
 
     async def open_session(self, ctx: HarnessContext, session_id: str) -> HarnessSession: ...

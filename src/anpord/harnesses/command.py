@@ -67,6 +67,9 @@ class CommandHarness:
     async def teardown(self) -> None:
         pass
 
+    async def prepare_sandbox(self, ctx: HarnessContext) -> None:
+        pass  # nothing to put in a trial's sandbox before the agent runs
+
     async def open_session(self, ctx: HarnessContext, session_id: str) -> CommandSession:
         if ctx.sandbox is None:
             raise HarnessStartError("the command harness needs a sandbox for the trial")

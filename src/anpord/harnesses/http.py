@@ -191,6 +191,9 @@ class HttpHarness:
             await client.close()
         self._checked, self._check_error, self.info = False, None, None
 
+    async def prepare_sandbox(self, ctx: HarnessContext) -> None:
+        pass  # nothing to put in a trial's sandbox before the agent runs
+
     def control(self) -> aiohttp.ClientSession:
         """The client for the short requests: info, open, cancel, delete."""
         if self._control is None:

@@ -174,6 +174,9 @@ class PythonHarness:
         """Run the agent's ``teardown`` hook, if it has one: once, when the run ends."""
         await _call_hook(self.agent, "teardown")
 
+    async def prepare_sandbox(self, ctx: HarnessContext) -> None:
+        pass  # nothing to put in a trial's sandbox before the agent runs
+
     async def open_session(self, ctx: HarnessContext, session_id: str) -> "PythonSession":
         return PythonSession(self, ctx, session_id)
 

@@ -156,26 +156,31 @@ class _Trial:
         self.holder = holder = SandboxHolder(opener, None)
         if case.source is not None or (job.harness is not None and job.harness.needs_sandbox):
             instance = await holder.get()
+            if job.harness is not None:
+                # Before the snapshot: what the harness puts there is not the agent's change.
+                await job.harness.prepare_sandbox(self._harness_context(instance))
             if case.eval.declarative:
                 from ..workspace import snapshot
 
                 # Before the agent runs, for files_changed(); in a thread: a large workspace
                 # takes seconds to read, and the other trials must not stall meanwhile.
                 self.snapshot = await asyncio.to_thread(snapshot, instance.workspace)
-        ctx = None
-        if job.harness is not None:
-            ctx = HarnessContext(
-                variant=spec.variant, model=spec.variant.model, sandbox=holder.instance, log=self.log,
-                trial_id=spec.label, max_concurrency=self.env.max_concurrency, seed=spec.seed,
-                cache_dir=None if spec.cache_dir is None else Path(spec.cache_dir),
-                trial_index=spec.trial,
-            )
+        ctx = self._harness_context(holder.instance) if job.harness is not None else None
         self.state = TrialState(
             harness=job.harness, harness_ctx=ctx, recorder=self.recorder,
             base_dir=case.file.path.parent, log=self.log, harness_error=job.harness_error,
         )
         self.t = T(self.state, workspace=holder.instance.workspace if holder.instance else None,
                    row=case.row, seed=spec.seed)
+
+    def _harness_context(self, instance: SandboxInstance | None) -> HarnessContext:
+        spec = self.spec
+        return HarnessContext(
+            variant=spec.variant, model=spec.variant.model, sandbox=instance, log=self.log,
+            trial_id=spec.label, max_concurrency=self.env.max_concurrency, seed=spec.seed,
+            cache_dir=None if spec.cache_dir is None else Path(spec.cache_dir),
+            trial_index=spec.trial, evals_root=Path(spec.evals_root),
+        )
 
     # -- 2. drive ----------------------------------------------------------------------------
 

@@ -165,7 +165,7 @@ class BaseInstance:
             *argv,
             cwd=str(cwd),
             env=env,
-            stdin=asyncio.subprocess.DEVNULL,
+            stdin=kwargs.pop("stdin", asyncio.subprocess.DEVNULL),  # type: ignore[arg-type]
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
             start_new_session=True,  # own session and group: nothing reaches our terminal
@@ -181,7 +181,12 @@ class BaseInstance:
         return env
 
     async def spawn(
-        self, argv: Sequence[str], *, env: Mapping[str, str], cwd: Path | None = None
+        self,
+        argv: Sequence[str],
+        *,
+        env: Mapping[str, str],
+        cwd: Path | None = None,
+        stdin: Path | None = None,
     ) -> asyncio.subprocess.Process:
         if self._closed:
             raise SandboxError("sandbox is closed")
@@ -191,7 +196,9 @@ class BaseInstance:
         # Shielded: a start cancelled half-way may have forked already, and asyncio would kill
         # only the direct child, orphaning what it started. The start finishes on its own and
         # its tree is killed then; close() waits for starts still under way.
-        start = asyncio.ensure_future(self._start(list(argv), full_env, cwd or self.workspace))
+        start = asyncio.ensure_future(
+            self._start_reading(list(argv), full_env, cwd or self.workspace, stdin)
+        )
         self._starting.add(start)
         start.add_done_callback(self._starting.discard)
         try:
@@ -206,6 +213,16 @@ class BaseInstance:
             raise SandboxError("sandbox is closed")
         self._track(proc)
         return proc
+
+    async def _start_reading(
+        self, argv: list[str], env: dict[str, str], cwd: Path, stdin: Path | None
+    ) -> asyncio.subprocess.Process:
+        if stdin is None:
+            return await self._start(argv, env, cwd)
+        # Opened here and inherited as fd 0, so the file need not be visible inside the sandbox;
+        # our copy closes once the child has it.
+        with open(stdin, "rb") as source:
+            return await self._start(argv, env, cwd, stdin=source)
 
     def _track(self, proc: asyncio.subprocess.Process) -> None:
         self._tracker.track(proc.pid)

@@ -79,9 +79,11 @@ class SandboxInstance(Protocol):
         *,
         env: Mapping[str, str],
         cwd: Path | None = None,
+        stdin: Path | None = None,
     ) -> asyncio.subprocess.Process:
-        """Start a process inside the sandbox with stdin closed and stdout/stderr piped.
-        Its whole process tree is killed by ``kill_all``/``close``."""
+        """Start a process inside the sandbox with stdout/stderr piped. Its stdin reads the file
+        ``stdin`` (opened here, outside the sandbox: its path need not be visible inside), else
+        an empty input (/dev/null). Its whole process tree is killed by ``kill_all``/``close``."""
         ...
 
     async def exec(self, cmd: str, *, timeout: float = 60.0, env: Mapping[str, str] | None = None) -> ExecResult:

@@ -158,7 +158,7 @@ class BwrapInstance(BaseInstance):
                 "--",
                 *argv,
             ]
-            proc = await super()._start(wrapped, env, cwd, pass_fds=(write_fd,))
+            proc = await super()._start(wrapped, env, cwd, pass_fds=(write_fd,), **kwargs)
         except BaseException:
             os.close(read_fd)
             raise

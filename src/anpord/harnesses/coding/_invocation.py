@@ -71,6 +71,14 @@ class CliInfo:
     version_argv: tuple[str, ...]
     credentials: tuple[tuple[str, ...], ...]
     notes: tuple[str, ...] = ()
+    # Files under HOME that hold a stored sign-in (copied in by a profile), instead of a variable.
+    credential_files: tuple[str, ...] = ()
+
+    @property
+    def install_command(self) -> str:
+        """How to install it: ``npm install -g @openai/codex`` for an npm package."""
+        kind, _, name = self.package.partition(": ")
+        return f"npm install -g {name}" if kind == "npm" and name else self.package
 
 
 def prompt_source(prompt_file: str | None, prompt: str | None) -> tuple[str | None, str | None]:

@@ -402,6 +402,7 @@ CODEX = CliInfo(
     package="npm: @openai/codex",
     version_argv=("codex", "--version"),
     credentials=(("CODEX_API_KEY",), ("OPENAI_API_KEY",)),
+    credential_files=(".codex/auth.json",),
     notes=(
         "codex exec signs in with CODEX_API_KEY; versions that read OPENAI_API_KEY from the "
         "environment take that too. A ChatGPT sign-in lives in ~/.codex/auth.json: copy it into "

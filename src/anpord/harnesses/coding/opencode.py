@@ -218,6 +218,7 @@ OPENCODE = CliInfo(
         ("OPENROUTER_API_KEY",),
         ("GROQ_API_KEY",),
     ),
+    credential_files=(".local/share/opencode/auth.json",),
     notes=(
         "Give the model as provider/model (anthropic/claude-sonnet-4-5); the provider's own key "
         "variable signs in. Keys saved with `opencode auth login` live in "
