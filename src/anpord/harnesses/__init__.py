@@ -45,7 +45,13 @@ def _command(spec: str, project_dir: Path | None) -> Harness:
     return resolve(spec)
 
 
-_RESOLVERS: dict[str, Resolver] = {"python:": _python, "command:": _command}
+def _openai(spec: str, project_dir: Path | None) -> Harness:
+    from .openai import resolve
+
+    return resolve(spec, project_dir)
+
+
+_RESOLVERS: dict[str, Resolver] = {"python:": _python, "command:": _command, "openai:": _openai}
 
 
 def register_harness(prefix: str, resolver: Resolver) -> None:

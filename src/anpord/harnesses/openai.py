@@ -1,0 +1,253 @@
+"""The model harness: ``"openai:<model>"`` — a chat-completions tool loop against any
+OpenAI-compatible endpoint (OpenAI, Ollama, vLLM, llama.cpp server, ...).
+
+The model is the variant's ``model=`` when set, else the spec's suffix. Settings come from
+``Variant(options={...})`` (see ``OPTIONS``; docs/model-agents.md). Each turn sends the session's
+conversation (system prompt first), runs the Python tools the model calls, feeds their results
+back, and stops at a final answer — or fails the turn after ``max_steps`` model calls. A model
+endpoint that cannot answer (unreachable, 5xx or 429 after the retries, a malformed body, a
+timeout) raises ``HarnessStartError``: the trial is ``void``, since nothing about the agent was
+measured. The run's HTTP clients (one per endpoint, shared by all trials) are closed by
+``teardown``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..events import MESSAGE_COMPLETED, Event
+from ._protocol import Emit, HarnessContext, HarnessSpecError, HarnessStartError, TurnOutcome, TurnRequest
+
+if TYPE_CHECKING:
+    from ..models import CacheScope, ChatClient, LoopSettings, ModelClients, ToolSet
+
+__all__ = ["OpenAIHarness", "OpenAISession", "OPTIONS", "resolve"]
+
+# The option keys this harness reads from Variant(options=...), with what each is.
+OPTIONS = {
+    "base_url": "endpoint base URL (else OPENAI_BASE_URL from the variant's env=, then the environment)",
+    "api_key_env": "environment variable holding the API key (default OPENAI_API_KEY)",
+    "system": "system prompt",
+    "tools": "import paths 'pkg.module:function', or one 'pkg.module:TOOLS' list",
+    "max_steps": "model calls per turn before the turn fails (default 10)",
+    "temperature": "sampling temperature",
+    "seed": "sampling seed",
+    "max_tokens": "cap on output tokens per model call",
+    "tool_choice": "'auto', 'required', 'none' or a specific function",
+    "response_format": "a response_format (e.g. JSON schema): the answer becomes the turn's data",
+    "pricing": "prices per million tokens: {'input': $, 'output': $} or {model: {...}}",
+    "timeout": "seconds per model request (default 120)",
+    "max_connections": "connections to the endpoint shared by all trials (default: the run's concurrency)",
+    "max_attempts": "attempts per model request, retries included (default 4)",
+    "retry_delay": "first backoff in seconds, doubled per retry (default 0.5)",
+    "extra_body": "more request fields, sent as they are",
+}
+
+
+@dataclass
+class _Resolved:
+    """A variant's settings, resolved once per run."""
+
+    settings: "LoopSettings"
+    tools: "ToolSet"
+    client: "ChatClient"
+
+
+def _number(options: Mapping[str, Any], key: str, kind: type | tuple[type, ...], *, positive: bool = False) -> Any:
+    value = options.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, kind) or (positive and value <= 0):
+        want = "a positive " if positive else "a "
+        want += "integer" if kind is int else "number"
+        raise ValueError(f"options[{key!r}] must be {want}, got {value!r}")
+    return value
+
+
+class OpenAIHarness:
+    needs_sandbox = False
+
+    def __init__(self, spec: str, project_dir: Path | None = None):
+        self.spec = spec
+        self.default_model = spec[len("openai:"):].strip() or None
+        self.project_dir = project_dir
+        self._clients: ModelClients | None = None
+        self._resolved: dict[int, tuple[Any, _Resolved]] = {}
+
+    def __repr__(self) -> str:
+        return f"OpenAIHarness({self.spec!r})"
+
+    @property
+    def clients(self) -> "ModelClients":
+        if self._clients is None:
+            from ..models import ModelClients
+
+            self._clients = ModelClients()
+        return self._clients
+
+    async def setup(self) -> None:
+        _ = self.clients  # clients open their connections on first use
+
+    async def teardown(self) -> None:
+        if self._clients is not None:
+            await self._clients.close()
+        self._resolved.clear()
+
+    def _resolve(self, ctx: HarnessContext) -> _Resolved:
+        variant = ctx.variant
+        hit = self._resolved.get(id(variant))
+        if hit is not None and hit[0] is variant:
+            return hit[1]
+        try:
+            resolved = self._build(ctx)
+        except ValueError as exc:
+            raise HarnessStartError(f"{self.spec} (variant {variant.label}): {exc}") from None
+        self._resolved[id(variant)] = (variant, resolved)  # holding the variant keeps its id unique
+        return resolved
+
+    def _build(self, ctx: HarnessContext) -> _Resolved:
+        from ..models import DEFAULT_BASE_URL, LoopSettings, RetryPolicy, ToolSet, load_tools, parse_pricing
+
+        variant = ctx.variant
+        options = dict(variant.options)
+        unknown = sorted(set(options) - set(OPTIONS))
+        if unknown:
+            raise ValueError(f"unknown option {', '.join(map(repr, unknown))}; the options are: {', '.join(OPTIONS)}")
+        model = variant.model or self.default_model
+        if not model:
+            raise ValueError("no model: write 'openai:<model>' or give the variant model=")
+        env = dict(variant.env)
+        base_url = options.get("base_url") or env.get("OPENAI_BASE_URL") or os.environ.get("OPENAI_BASE_URL") \
+            or DEFAULT_BASE_URL
+        if not isinstance(base_url, str):
+            raise ValueError(f"options['base_url'] must be a URL string, got {base_url!r}")
+        key_env = options.get("api_key_env", "OPENAI_API_KEY")
+        if not isinstance(key_env, str) or not key_env:
+            raise ValueError(f"options['api_key_env'] must be an environment variable name, got {key_env!r}")
+        system = options.get("system")
+        if system is not None and not isinstance(system, str):
+            raise ValueError(f"options['system'] must be a string, got {type(system).__name__}")
+        max_steps = _number(options, "max_steps", int, positive=True) or 10
+        paths = options.get("tools")
+        tools = load_tools(paths, self.project_dir) if paths else ToolSet()
+        for key in ("response_format", "extra_body"):
+            if options.get(key) is not None and not isinstance(options[key], Mapping):
+                raise ValueError(f"options[{key!r}] must be a dict, got {options[key]!r}")
+        prices = parse_pricing(options["pricing"], model) if options.get("pricing") else {}
+        settings = LoopSettings(
+            model=model,
+            system=system,
+            max_steps=max_steps,
+            temperature=_number(options, "temperature", (int, float)),
+            seed=_number(options, "seed", int),
+            max_tokens=_number(options, "max_tokens", int, positive=True),
+            tool_choice=options.get("tool_choice"),
+            response_format=options.get("response_format"),
+            extra_body=dict(options.get("extra_body") or {}),
+            prices=prices,
+        )
+        retry = RetryPolicy(
+            max_attempts=_number(options, "max_attempts", int, positive=True) or 4,
+            base_delay=float(_number(options, "retry_delay", (int, float)) or 0.5),
+        )
+        client = self.clients.get(
+            base_url,
+            api_key_env=key_env,
+            env=env,
+            timeout=float(_number(options, "timeout", (int, float), positive=True) or 120.0),
+            max_connections=_number(options, "max_connections", int, positive=True) or max(1, ctx.max_concurrency),
+            retry=retry,
+            cache_dir=ctx.extra.get("cache_dir"),
+        )
+        return _Resolved(settings, tools, client)
+
+    async def open_session(self, ctx: HarnessContext, session_id: str) -> "OpenAISession":
+        return OpenAISession(ctx, session_id, self._resolve(ctx))
+
+
+def _cache_scope(ctx: HarnessContext) -> "CacheScope | None":
+    """One per trial, named by its index: repeated trials of a case are cached apart."""
+    if ctx.extra.get("cache_dir") is None:
+        return None
+    scope = ctx.extra.get("model_cache_scope")
+    if scope is None:
+        from ..models import CacheScope
+
+        index = ctx.extra.get("trial_index")
+        scope = ctx.extra["model_cache_scope"] = CacheScope(index if index is not None else ctx.trial_id)
+    return scope
+
+
+class OpenAISession:
+    def __init__(self, ctx: HarnessContext, session_id: str, resolved: _Resolved):
+        self.ctx = ctx
+        self.session_id = session_id
+        self.resolved = resolved
+        # The conversation as the model sees it (tool calls and results included), no system prompt.
+        self.messages: list[dict[str, Any]] = []
+        self._task: asyncio.Future[Any] | None = None
+        self._cancel_requested = False
+
+    async def run_turn(self, request: TurnRequest, emit: Emit) -> TurnOutcome:
+        from ..models import ModelError, run_tool_loop, user_message
+
+        if request.input is None:
+            return TurnOutcome("failed", error="the openai harness never asks for input, so there is nothing to answer")
+        self._cancel_requested = False
+        self.messages.append(user_message(request.input))
+        mark = len(self.messages)
+        r = self.resolved
+        self._task = task = asyncio.ensure_future(run_tool_loop(
+            r.client, r.settings, self.messages, r.tools,
+            lambda kind, data: emit(Event(kind, data)),
+            cache_scope=_cache_scope(self.ctx),
+        ))
+        try:
+            result = await task
+        except asyncio.CancelledError:
+            del self.messages[mark:]  # an unanswered tool call would make the history invalid
+            current = asyncio.current_task()
+            if self._cancel_requested and not (current and current.cancelling()):
+                return TurnOutcome("cancelled", error="cancelled")
+            raise
+        except ModelError as exc:
+            del self.messages[mark:]
+            raise HarnessStartError(f"model call failed: {exc}") from None
+        finally:
+            self._task = None
+        if result.status != "completed":
+            return TurnOutcome("failed", error=result.error)
+        emit(Event(MESSAGE_COMPLETED, {"role": "assistant", "text": result.message}))
+        return TurnOutcome("completed", message=result.message, data=result.data)
+
+    async def cancel(self) -> bool:
+        task = self._task
+        if task is None or task.done():
+            return False
+        self._cancel_requested = True
+        task.cancel()  # reaches the in-flight request: aiohttp drops its connection
+        return True
+
+    async def close(self) -> None:
+        task = self._task
+        if task is not None and not task.done():
+            task.cancel()
+            try:
+                await task
+            except BaseException:  # noqa: BLE001 - closing after a cancel must not raise
+                pass
+
+
+def resolve(spec: str, project_dir: Path | None = None) -> OpenAIHarness:
+    """``"openai:gpt-4.1-mini"`` → a harness. The model may also come from the variant."""
+    if not spec.startswith("openai:"):
+        raise HarnessSpecError(f"not an openai harness spec: {spec!r}")
+    suffix = spec[len("openai:"):]
+    if suffix != suffix.strip() or any(c.isspace() for c in suffix):
+        raise HarnessSpecError(f"openai harness spec must be 'openai:<model>' without spaces, got {spec!r}")
+    return OpenAIHarness(spec, project_dir)
