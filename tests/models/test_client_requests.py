@@ -98,7 +98,8 @@ def test_cancelling_a_call_drops_its_request(model_server: Any) -> None:
     async def go() -> float:
         async with ChatClient(server.url) as client:
             task = asyncio.ensure_future(client.chat([{"role": "user", "content": "wait"}], model="m"))
-            await asyncio.sleep(0.2)
+            while server.stats()["in_flight"] == 0:  # until the server holds the request
+                await asyncio.sleep(0.01)
             started = time.monotonic()
             task.cancel()
             try:

@@ -77,7 +77,7 @@ class OpenAIHarness:
         self.default_model = spec[len("openai:"):].strip() or None
         self.project_dir = project_dir
         self._clients: ModelClients | None = None
-        self._resolved: dict[int, tuple[Any, _Resolved]] = {}
+        self._resolved: dict[str, _Resolved] = {}
 
     def __repr__(self) -> str:
         return f"OpenAIHarness({self.spec!r})"
@@ -100,14 +100,15 @@ class OpenAIHarness:
 
     def _resolve(self, ctx: HarnessContext) -> _Resolved:
         variant = ctx.variant
-        hit = self._resolved.get(id(variant))
-        if hit is not None and hit[0] is variant:
-            return hit[1]
-        try:
-            resolved = self._build(ctx)
-        except ValueError as exc:
-            raise HarnessStartError(f"{self.spec} (variant {variant.label}): {exc}") from None
-        self._resolved[id(variant)] = (variant, resolved)  # holding the variant keeps its id unique
+        # Each case gets its own (equal) Variant object: key on what the settings are made of.
+        key = repr((variant.model, sorted(variant.options.items()), sorted(variant.env.items()),
+                    ctx.extra.get("cache_dir"), ctx.max_concurrency))
+        resolved = self._resolved.get(key)
+        if resolved is None:
+            try:
+                resolved = self._resolved[key] = self._build(ctx)
+            except ValueError as exc:
+                raise HarnessStartError(f"{self.spec} (variant {variant.label}): {exc}") from None
         return resolved
 
     def _build(self, ctx: HarnessContext) -> _Resolved:

@@ -174,7 +174,10 @@ def test_a_cancelled_turn_stops_its_request_and_the_session_goes_on(make_project
                 @define_eval
                 async def test(t):
                     live = await t.start("wait forever")
-                    await asyncio.sleep(0.3)
+                    for _ in range(200):  # until the server holds the request
+                        if json.load(urllib.request.urlopen(STATS))["in_flight"] == 1:
+                            break
+                        await asyncio.sleep(0.05)
                     t.check(await live.cancel(), equals(True)).label("cancel accepted")
                     t.check((await live.result()).status, equals("cancelled")).label("turn cancelled")
                     for _ in range(50):  # the server sees the dropped connection shortly after
