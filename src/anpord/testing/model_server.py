@@ -1,6 +1,6 @@
 """A scripted OpenAI-compatible chat-completions server on 127.0.0.1, for tests and benchmarks.
 
-It is a real HTTP server (aiohttp.web): start it in-process (a background thread with its own
+It is a real HTTP/1.1 server on asyncio (keep-alive, Content-Length bodies): start it in-process (a background thread with its own
 event loop) or as a subprocess::
 
     with ModelServer([rule("weather", tool_call("get_weather", {"city": "Brooklyn"}), text("Sunny"))],
@@ -228,6 +228,121 @@ def completion(reply: Mapping[str, Any], body: Mapping[str, Any], last_user: str
     }
 
 
+_REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 411: "Length Required", 429: "Too Many Requests",
+            500: "Internal Server Error", 502: "Bad Gateway", 503: "Service Unavailable", 504: "Gateway Timeout"}
+_MAX_HEAD = 64 << 10
+_MAX_BODY = 64 << 20
+
+
+def _response(status: int, body: bytes, headers: Mapping[str, str] | None = None) -> bytes:
+    head = [f"HTTP/1.1 {status} {_REASONS.get(status, 'Status')}", "Content-Type: application/json",
+            f"Content-Length: {len(body)}"]
+    head += [f"{k}: {v}" for k, v in (headers or {}).items()]
+    return ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body
+
+
+def _json(status: int, value: Any, headers: Mapping[str, str] | None = None) -> bytes:
+    return _response(status, json.dumps(value).encode("utf-8"), headers)
+
+
+class _Connection(asyncio.Protocol):
+    """One client connection: HTTP/1.1 requests with a Content-Length body, answered in order.
+
+    A small protocol of its own rather than a web framework: a scripted answer costs a parse, a
+    timer and one write, so the server is never what a benchmark measures."""
+
+    def __init__(self, server: "ModelServer"):
+        self.server = server
+        self.buffer = bytearray()
+        self.transport: asyncio.Transport | None = None
+        self.busy = False  # answering a request: later ones wait in the buffer
+        self.keep_alive = True
+        self.counted = False  # the current request is a chat request (it counts in the stats)
+        self.timer: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+        self.server._opened(self, transport.get_extra_info("peername"))
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+        if self.busy:  # a hung or delayed request whose client went away
+            self.busy = False
+            if self.counted:
+                self.server._finished()
+        self.server._closed(self)
+        self.transport = None
+
+    def data_received(self, data: bytes) -> None:
+        self.buffer += data
+        self._next()
+
+    def _next(self) -> None:
+        while not self.busy and self.transport is not None:
+            end = self.buffer.find(b"\r\n\r\n")
+            if end < 0:
+                if len(self.buffer) > _MAX_HEAD:
+                    self._fail(400, "request head too large")
+                return
+            lines = bytes(self.buffer[:end]).decode("latin-1").split("\r\n")
+            parts = lines[0].split(" ")
+            if len(parts) != 3:
+                self._fail(400, "bad request line")
+                return
+            method, target, version = parts
+            headers = {}
+            for line in lines[1:]:
+                name, _, value = line.partition(":")
+                headers[name.strip().lower()] = value.strip()
+            if "chunked" in headers.get("transfer-encoding", "").lower():
+                self._fail(411, "send a Content-Length body")
+                return
+            try:
+                length = int(headers.get("content-length", "0"))
+            except ValueError:
+                self._fail(400, "bad Content-Length")
+                return
+            if length > _MAX_BODY:
+                self._fail(400, "request body too large")
+                return
+            if len(self.buffer) < end + 4 + length:
+                return
+            body = bytes(self.buffer[end + 4:end + 4 + length])
+            del self.buffer[:end + 4 + length]
+            connection = headers.get("connection", "").lower()
+            self.keep_alive = connection != "close" and (version == "HTTP/1.1" or connection == "keep-alive")
+            self.busy = True
+            self.counted = False
+            self.server._request(self, method, target.split("?", 1)[0], headers, body)
+
+    def _fail(self, status: int, message: str) -> None:
+        if self.transport is not None:
+            self.transport.write(_json(status, {"error": {"message": message}}))
+            self.transport.close()
+
+    def send(self, data: bytes) -> None:
+        """Answer the current request, then read the next."""
+        self.timer = None
+        if not self.busy or self.transport is None:
+            return
+        self.busy = False
+        if self.counted:
+            self.server._finished()
+        self.transport.write(data)
+        if not self.keep_alive:
+            self.transport.close()
+        elif self.buffer:
+            self._next()
+
+    def cut(self, partial: bytes) -> None:
+        """Send a head promising more than ``partial``, then drop the connection."""
+        self.timer = None
+        if self.transport is not None:
+            self.transport.write(partial)
+            self.transport.abort()
+
+
 class ModelServer:
     """The scripted server. ``start()`` serves from a background thread; ``stop()`` ends it.
     Use it as a context manager. Reads of ``requests``/stats are safe from any thread."""
@@ -255,10 +370,10 @@ class ModelServer:
         self.in_flight = 0
         self.peak_in_flight = 0
         self._peers: set[Any] = set()
+        self._open: set[_Connection] = set()
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._runner: Any = None
-        self._stopping: asyncio.Event | None = None
+        self._server: asyncio.AbstractServer | None = None
 
     # -- inspection ---------------------------------------------------------------------------
 
@@ -268,7 +383,8 @@ class ModelServer:
 
     @property
     def requests(self) -> list[dict[str, Any]]:
-        """The bodies received (decoded JSON), oldest first, each with ``_path`` and ``_headers``."""
+        """The bodies received (decoded JSON), oldest first, each with ``_path`` and ``_headers``
+        (the Authorization header, when one was sent)."""
         with self._lock:
             return list(self._requests)
 
@@ -289,7 +405,22 @@ class ModelServer:
             self.served = self.peak_in_flight = 0
             self._peers.clear()
 
-    # -- serving ------------------------------------------------------------------------------
+    # -- connections --------------------------------------------------------------------------
+
+    def _opened(self, conn: _Connection, peer: Any) -> None:
+        self._open.add(conn)
+        with self._lock:
+            self._peers.add(peer)
+
+    def _closed(self, conn: _Connection) -> None:
+        self._open.discard(conn)
+
+    def _finished(self) -> None:
+        with self._lock:
+            self.in_flight -= 1
+            self.served += 1
+
+    # -- answering ----------------------------------------------------------------------------
 
     def _answer_for(self, body: Mapping[str, Any]) -> tuple[Mapping[str, Any] | None, Mapping[str, Any], str]:
         """(the fault to serve or None, the reply, the last user message)."""
@@ -303,42 +434,58 @@ class ModelServer:
                 return None, r.replies[min(step, len(r.replies) - 1)], last_user
         return None, self.default, last_user
 
-    async def _chat(self, request: Any) -> Any:
-        from aiohttp import web
-
-        peer = request.transport.get_extra_info("peername") if request.transport else None
+    def _request(self, conn: _Connection, method: str, path: str, headers: dict[str, str], raw: bytes) -> None:
+        if method == "GET":
+            if path == "/_anpord/requests":
+                conn.send(_json(200, self.requests))
+            elif path == "/_anpord/stats":
+                conn.send(_json(200, self.stats()))
+            elif path.endswith("/models"):
+                conn.send(_json(200, {"object": "list", "data": [{"id": "scripted", "object": "model"}]}))
+            else:
+                conn.send(_json(404, {"error": {"message": f"no route {path}"}}))
+            return
+        if method != "POST" or not path.endswith("/chat/completions"):
+            conn.send(_json(404, {"error": {"message": f"no route {method} {path}"}}))
+            return
+        conn.counted = True
         with self._lock:
             self.in_flight += 1
             self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
-            self._peers.add(peer)
         try:
-            raw = await request.read()
-            try:
-                body = json.loads(raw)
-                assert isinstance(body, dict)
-            except (ValueError, AssertionError):
-                return web.json_response({"error": {"message": "the request body is not a JSON object"}}, status=400)
-            if self.record:
-                entry = dict(body)
-                entry["_path"] = request.path
-                entry["_headers"] = {k: v for k, v in request.headers.items() if k.lower() == "authorization"}
-                with self._lock:
-                    self._requests.append(entry)
-            fault, reply, last_user = self._answer_for(body)
-            delay = reply.get("latency", self.latency) if fault is None else self.latency
-            if delay:
-                await asyncio.sleep(float(delay))
-            if fault is not None:
-                return await self._fault(request, fault)
-            return web.json_response(completion(reply, body, last_user, self._ids))
-        finally:
+            body = json.loads(raw)
+        except ValueError:
+            body = None
+        if not isinstance(body, dict):
+            conn.send(_json(400, {"error": {"message": "the request body is not a JSON object"}}))
+            return
+        if self.record:
+            entry = dict(body)
+            entry["_path"] = path
+            entry["_headers"] = {"Authorization": headers["authorization"]} if "authorization" in headers else {}
             with self._lock:
-                self.in_flight -= 1
-                self.served += 1
+                self._requests.append(entry)
+        fault, reply, last_user = self._answer_for(body)
+        if fault is None:
+            data = _json(200, completion(reply, body, last_user, self._ids))
+            delay = float(reply.get("latency", self.latency))
+            if delay > 0:
+                conn.timer = asyncio.get_running_loop().call_later(delay, conn.send, data)
+            else:
+                conn.send(data)
+            return
+        kind = fault["kind"]
+        if kind == "hang":
+            return  # answered never: the request ends when the client drops it, or at stop()
+        data = self._fault(fault)
+        action = conn.cut if kind == "reset" else conn.send
+        if self.latency > 0:
+            conn.timer = asyncio.get_running_loop().call_later(self.latency, action, data)
+        else:
+            action(data)
 
-    async def _fault(self, request: Any, fault: Mapping[str, Any]) -> Any:
-        from aiohttp import web
-
+    @staticmethod
+    def _fault(fault: Mapping[str, Any]) -> bytes:
         kind = fault["kind"]
         if kind == "rate_limit":
             headers = {}
@@ -346,65 +493,34 @@ class ModelServer:
             if after is not None:
                 headers["Retry-After"] = (formatdate(time.time() + float(after), usegmt=True)
                                           if fault.get("http_date") else str(after))
-            return web.json_response({"error": {"message": "Rate limit reached (scripted)", "type": "rate_limit"}},
-                                     status=429, headers=headers)
+            return _json(429, {"error": {"message": "Rate limit reached (scripted)", "type": "rate_limit"}}, headers)
         if kind == "server_error":
-            return web.json_response({"error": {"message": "The server had an error (scripted)"}},
-                                     status=int(fault.get("status", 500)))
+            return _json(int(fault.get("status", 500)), {"error": {"message": "The server had an error (scripted)"}})
         if kind == "malformed":
-            return web.Response(text="<html>this is not JSON", content_type="application/json")
+            return _response(200, b"<html>this is not JSON")
         if kind == "no_choices":
-            return web.json_response({"id": "chatcmpl-x", "object": "chat.completion", "choices": []})
-        if kind == "reset":
-            resp = web.StreamResponse(status=200, headers={"Content-Type": "application/json", "Content-Length": "4096"})
-            await resp.prepare(request)
-            await resp.write(b'{"id": "chatcmpl-cut", "choices": [')
-            if request.transport is not None:
-                request.transport.abort()
-            raise asyncio.CancelledError  # the connection is gone: nothing more to send
-        assert self._stopping is not None
-        await self._stopping.wait()  # hang: until the server stops
-        return web.Response(status=503)
+            return _json(200, {"id": "chatcmpl-x", "object": "chat.completion", "choices": []})
+        # reset: a head promising 4096 bytes, a few of them, then the connection is cut
+        return (b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 4096\r\n\r\n"
+                b'{"id": "chatcmpl-cut", "choices": [')
 
-    async def _models(self, request: Any) -> Any:
-        from aiohttp import web
-
-        return web.json_response({"object": "list", "data": [{"id": "scripted", "object": "model"}]})
-
-    async def _dump(self, request: Any) -> Any:
-        from aiohttp import web
-
-        if request.path.endswith("/stats"):
-            return web.json_response(self.stats())
-        return web.json_response(self.requests)
+    # -- running ------------------------------------------------------------------------------
 
     async def serve(self) -> None:
         """Bind and serve on the running loop (sets ``port``); returns once listening."""
-        import logging
-
-        from aiohttp import web
-
-        logging.getLogger("aiohttp.server").setLevel(logging.CRITICAL)  # scripted resets are expected
-        self._stopping = asyncio.Event()
-        app = web.Application(client_max_size=64 << 20)
-        app.router.add_post("/{prefix:.*}chat/completions", self._chat)
-        app.router.add_get("/{prefix:.*}models", self._models)
-        app.router.add_get("/_anpord/requests", self._dump)
-        app.router.add_get("/_anpord/stats", self._dump)
-        self._runner = web.AppRunner(app, access_log=None, handler_cancellation=True)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, self.host, self.port, backlog=2048, reuse_address=True)
-        await site.start()
-        sockets = getattr(site._server, "sockets", None) or []
-        if sockets:
-            self.port = sockets[0].getsockname()[1]
+        loop = asyncio.get_running_loop()
+        self._server = await loop.create_server(lambda: _Connection(self), self.host, self.port,
+                                                backlog=4096, reuse_address=True)
+        self.port = self._server.sockets[0].getsockname()[1]
 
     async def shutdown(self) -> None:
-        if self._stopping is not None:
-            self._stopping.set()
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
+        if self._server is not None:
+            self._server.close()
+            for conn in list(self._open):
+                if conn.transport is not None:
+                    conn.transport.abort()
+            await self._server.wait_closed()
+            self._server = None
 
     def start(self) -> "ModelServer":
         ready = threading.Event()
