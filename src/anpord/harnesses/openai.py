@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -244,11 +245,30 @@ class OpenAISession:
                 pass
 
 
+_prewarming: threading.Thread | None = None
+
+
+def _prewarm() -> None:
+    try:
+        import aiohttp  # noqa: F401 - a third of a second, mostly loading CA certificates
+
+        from .. import models  # noqa: F401
+    except ImportError:
+        pass  # reported by the first request, in the trial's reason
+
+
 def resolve(spec: str, project_dir: Path | None = None) -> OpenAIHarness:
-    """``"openai:gpt-4.1-mini"`` → a harness. The model may also come from the variant."""
+    """``"openai:gpt-4.1-mini"`` → a harness. The model may also come from the variant.
+
+    Starts importing the HTTP client in a background thread: the import (which loads the CA
+    certificates, with the GIL released) then overlaps the rest of the run's start-up."""
+    global _prewarming
     if not spec.startswith("openai:"):
         raise HarnessSpecError(f"not an openai harness spec: {spec!r}")
     suffix = spec[len("openai:"):]
     if suffix != suffix.strip() or any(c.isspace() for c in suffix):
         raise HarnessSpecError(f"openai harness spec must be 'openai:<model>' without spaces, got {spec!r}")
+    if _prewarming is None:
+        _prewarming = threading.Thread(target=_prewarm, name="anpord-prewarm", daemon=True)
+        _prewarming.start()
     return OpenAIHarness(spec, project_dir)
