@@ -62,10 +62,23 @@ async def test(t, row):
 
 
 def start_server(latency: float) -> tuple[subprocess.Popen[str], str]:
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(SRC), os.environ.get("PYTHONPATH")])))
+    env = dict(
+        os.environ,
+        PYTHONPATH=os.pathsep.join(filter(None, [str(SRC), os.environ.get("PYTHONPATH")])),
+    )
     proc = subprocess.Popen(
-        [sys.executable, "-m", "anpord.testing.model_server", "--latency", str(latency), "--no-record"],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env,
+        [
+            sys.executable,
+            "-m",
+            "anpord.testing.model_server",
+            "--latency",
+            str(latency),
+            "--no-record",
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
     )
     assert proc.stdout is not None
     return proc, proc.stdout.readline().strip()
@@ -85,11 +98,18 @@ async def bare_client(url: str, n: int, conc: int) -> float:
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=conc)) as session:
 
         async def one(i: int) -> None:
-            payload = json.dumps({**body, "messages": [{"role": "user", "content": f"ping {i}"}]}).encode()
-            async with slots:
-                async with session.post(url + "/chat/completions", data=payload,
-                                        headers={"Content-Type": "application/json"}) as resp:
-                    data = json.loads(await resp.read())
+            payload = json.dumps(
+                {**body, "messages": [{"role": "user", "content": f"ping {i}"}]}
+            ).encode()
+            async with (
+                slots,
+                session.post(
+                    url + "/chat/completions",
+                    data=payload,
+                    headers={"Content-Type": "application/json"},
+                ) as resp,
+            ):
+                data = json.loads(await resp.read())
             assert "ping" in data["choices"][0]["message"]["content"]
 
         t0 = time.perf_counter()
@@ -103,14 +123,17 @@ async def harness_alone(url: str, n: int, conc: int) -> tuple[float, float]:
     from anpord.harnesses import HarnessContext, TurnRequest, resolve_harness
 
     harness = resolve_harness("openai:bench-model")
-    variant = Variant(harness="openai:bench-model", options={"base_url": url, "max_connections": conc})
+    variant = Variant(
+        harness="openai:bench-model", options={"base_url": url, "max_connections": conc}
+    )
     await harness.setup()
     slots = asyncio.Semaphore(conc)
 
     async def one(i: int) -> None:
         async with slots:
-            ctx = HarnessContext(variant=variant, model=None, sandbox=None, log=lambda m: None,
-                                 max_concurrency=conc)
+            ctx = HarnessContext(
+                variant=variant, model=None, sandbox=None, log=lambda m: None, max_concurrency=conc
+            )
             session = await harness.open_session(ctx, f"ses_{i}")
             events: list[Any] = []
             outcome = await session.run_turn(TurnRequest(input=f"ping {i}"), events.append)
@@ -130,11 +153,21 @@ def cli_run(url: str, n: int, conc: int) -> tuple[float, int, str]:
         (folder / "evals").mkdir()
         (folder / "evals" / "evals.config.py").write_text(CONFIG.format(conc=conc, url=url))
         (folder / "evals" / "ping.eval.py").write_text(EVAL.format(n=n))
-        env = dict(os.environ, NO_COLOR="1",
-                   PYTHONPATH=os.pathsep.join(filter(None, [str(SRC), os.environ.get("PYTHONPATH")])))
+        env = dict(
+            os.environ,
+            NO_COLOR="1",
+            PYTHONPATH=os.pathsep.join(filter(None, [str(SRC), os.environ.get("PYTHONPATH")])),
+        )
         t0 = time.perf_counter()
-        proc = subprocess.run([sys.executable, "-m", "anpord", "eval"], cwd=folder, env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, check=False)
+        proc = subprocess.run(
+            [sys.executable, "-m", "anpord", "eval"],
+            cwd=folder,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            check=False,
+        )
         wall = time.perf_counter() - t0
         tail = (proc.stdout.strip().splitlines() or [""])[-1]
         return wall, proc.returncode, tail
@@ -173,9 +206,26 @@ def inspect_ai_run(url: str, n: int, conc: int) -> str:
     folder = Path(tempfile.mkdtemp(prefix="anpord-w1-inspect-"))
     try:
         (folder / "ping_task.py").write_text(INSPECT_TASK.format(n=n))
-        env = dict(os.environ, OPENAI_BASE_URL=url, OPENAI_API_KEY="sk-local-bench", INSPECT_LOG_DIR=str(folder / "logs"))
-        cmd = [sys.executable, "-m", "inspect_ai", "eval", "ping_task.py", "--model", "openai/bench-model",
-               "--max-connections", str(conc), "--display", "none", "--no-log-samples"]
+        env = dict(
+            os.environ,
+            OPENAI_BASE_URL=url,
+            OPENAI_API_KEY="sk-local-bench",
+            INSPECT_LOG_DIR=str(folder / "logs"),
+        )
+        cmd = [
+            sys.executable,
+            "-m",
+            "inspect_ai",
+            "eval",
+            "ping_task.py",
+            "--model",
+            "openai/bench-model",
+            "--max-connections",
+            str(conc),
+            "--display",
+            "none",
+            "--no-log-samples",
+        ]
         t0 = time.perf_counter()
         proc = subprocess.run(cmd, cwd=folder, env=env, capture_output=True, text=True, check=False)
         wall = time.perf_counter() - t0
@@ -190,7 +240,8 @@ def promptfoo_run(url: str, n: int, conc: int) -> str:
     folder = Path(tempfile.mkdtemp(prefix="anpord-w1-promptfoo-"))
     try:
         tests = "\n".join(f"  - vars: {{i: {i}}}" for i in range(n))
-        (folder / "promptfooconfig.yaml").write_text(textwrap.dedent(f"""\
+        (folder / "promptfooconfig.yaml").write_text(
+            textwrap.dedent(f"""\
             prompts: ["ping {{{{i}}}}"]
             providers:
               - id: openai:chat:bench-model
@@ -198,7 +249,10 @@ def promptfoo_run(url: str, n: int, conc: int) -> str:
             defaultTest:
               assert: [{{type: contains, value: ping}}]
             tests:
-            """) + tests + "\n")
+            """)
+            + tests
+            + "\n"
+        )
         cmd = ["promptfoo", "eval", "--no-cache", "--no-write", "--no-table", "-j", str(conc)]
         t0 = time.perf_counter()
         proc = subprocess.run(cmd, cwd=folder, capture_output=True, text=True, check=False)
@@ -215,8 +269,12 @@ def main() -> int:
     ap.add_argument("--skip-cli", action="store_true")
     ap.add_argument("--skip-others", action="store_true", help="do not run inspect-ai / promptfoo")
     args = ap.parse_args()
-    resource.setrlimit(resource.RLIMIT_NOFILE, (65536, 65536)) if resource.getrlimit(resource.RLIMIT_NOFILE)[1] >= 65536 else None
-    print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpus, model latency {args.latency * 1000:.0f} ms")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (65536, 65536)) if resource.getrlimit(
+        resource.RLIMIT_NOFILE
+    )[1] >= 65536 else None
+    print(
+        f"python {sys.version.split()[0]}, {os.cpu_count()} cpus, model latency {args.latency * 1000:.0f} ms"
+    )
     server, url = start_server(args.latency)
     try:
         for size in args.sizes.split(","):
@@ -226,11 +284,15 @@ def main() -> int:
             bare = asyncio.run(bare_client(url, n, conc))
             print(f"  bare aiohttp client:  {bare:.2f} s wall  ({n / bare:,.0f} req/s)")
             wall, cpu = asyncio.run(harness_alone(url, n, conc))
-            print(f"  harness alone:        {wall:.2f} s wall  ({wall / bare:.2f}x bare; "
-                  f"{cpu / n * 1000:.2f} ms CPU per trial in harness + client)")
+            print(
+                f"  harness alone:        {wall:.2f} s wall  ({wall / bare:.2f}x bare; "
+                f"{cpu / n * 1000:.2f} ms CPU per trial in harness + client)"
+            )
             if not args.skip_cli:
                 cli, code, tail = cli_run(url, n, conc)
-                print(f"  anpord eval (CLI):    {cli:.2f} s wall  ({cli / bare:.2f}x bare; exit {code}: {tail})")
+                print(
+                    f"  anpord eval (CLI):    {cli:.2f} s wall  ({cli / bare:.2f}x bare; exit {code}: {tail})"
+                )
             if not args.skip_others:
                 others(url, n, conc)
     finally:

@@ -14,7 +14,9 @@ def test_the_connection_limit_bounds_concurrent_requests_across_callers(model_se
     server = model_server(latency=0.1)
 
     async def burst(client: ChatClient, n: int) -> None:
-        await asyncio.gather(*(client.chat([{"role": "user", "content": f"q{i}"}], model="m") for i in range(n)))
+        await asyncio.gather(
+            *(client.chat([{"role": "user", "content": f"q{i}"}], model="m") for i in range(n))
+        )
 
     async def go() -> None:
         pool = ModelClients()
@@ -41,13 +43,16 @@ def test_the_connection_limit_bounds_concurrent_requests_across_callers(model_se
     assert server.stats()["peak_in_flight"] == 20  # the limit, not the server, was the bound
 
 
-def test_waiting_for_a_connection_does_not_count_against_the_request_timeout(model_server: Any) -> None:
+def test_waiting_for_a_connection_does_not_count_against_the_request_timeout(
+    model_server: Any,
+) -> None:
     server = model_server(latency=0.2)
 
     async def go() -> list[str]:
         async with ChatClient(server.url, max_connections=1, timeout=0.5) as client:
-            answers = await asyncio.gather(*(client.chat([{"role": "user", "content": str(i)}], model="m")
-                                             for i in range(4)))
+            answers = await asyncio.gather(
+                *(client.chat([{"role": "user", "content": str(i)}], model="m") for i in range(4))
+            )
             return [a.text for a in answers]
 
     # Four requests of 0.2s through one connection take 0.8s in all, each within its 0.5s timeout.
@@ -56,15 +61,28 @@ def test_waiting_for_a_connection_does_not_count_against_the_request_timeout(mod
 
 def test_every_parameter_given_is_sent_and_none_is_left_out(model_server: Any) -> None:
     server = model_server()
-    tools = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {}}}}]
+    tools = [
+        {
+            "type": "function",
+            "function": {"name": "f", "parameters": {"type": "object", "properties": {}}},
+        }
+    ]
     fmt = json_schema_format({"type": "object"}, name="out")
 
     async def go() -> None:
         async with ChatClient(server.url, api_key="sk-direct-key-123456789") as client:
             await client.chat([{"role": "user", "content": "a"}], model="m1")
-            await client.chat([{"role": "user", "content": "b"}], model="m2", tools=tools, tool_choice="required",
-                              temperature=0.2, seed=11, max_tokens=64, response_format=fmt,
-                              extra_body={"top_p": 0.5})
+            await client.chat(
+                [{"role": "user", "content": "b"}],
+                model="m2",
+                tools=tools,
+                tool_choice="required",
+                temperature=0.2,
+                seed=11,
+                max_tokens=64,
+                response_format=fmt,
+                extra_body={"top_p": 0.5},
+            )
             assert "sk-direct" not in repr(client)
 
     asyncio.run(go())
@@ -73,12 +91,21 @@ def test_every_parameter_given_is_sent_and_none_is_left_out(model_server: Any) -
     assert bare["_path"] == "/v1/chat/completions"
     assert bare["_headers"] == {"Authorization": "Bearer sk-direct-key-123456789"}
     assert full["tools"] == tools and full["tool_choice"] == "required"
-    assert (full["temperature"], full["seed"], full["max_tokens"], full["top_p"]) == (0.2, 11, 64, 0.5)
-    assert full["response_format"] == {"type": "json_schema",
-                                       "json_schema": {"name": "out", "schema": {"type": "object"}, "strict": True}}
+    assert (full["temperature"], full["seed"], full["max_tokens"], full["top_p"]) == (
+        0.2,
+        11,
+        64,
+        0.5,
+    )
+    assert full["response_format"] == {
+        "type": "json_schema",
+        "json_schema": {"name": "out", "schema": {"type": "object"}, "strict": True},
+    }
 
 
-def test_the_key_comes_from_the_named_variable_env_first(model_server: Any, monkeypatch: Any) -> None:
+def test_the_key_comes_from_the_named_variable_env_first(
+    model_server: Any, monkeypatch: Any
+) -> None:
     server = model_server()
     monkeypatch.setenv("TEAM_KEY", "sk-from-process")
 
@@ -88,8 +115,10 @@ def test_the_key_comes_from_the_named_variable_env_first(model_server: Any, monk
                 await client.chat([{"role": "user", "content": "x"}], model="m")
 
     asyncio.run(go())
-    assert [r["_headers"]["Authorization"] for r in server.requests] == ["Bearer sk-from-process",
-                                                                         "Bearer sk-from-variant"]
+    assert [r["_headers"]["Authorization"] for r in server.requests] == [
+        "Bearer sk-from-process",
+        "Bearer sk-from-variant",
+    ]
 
 
 def test_cancelling_a_call_drops_its_request(model_server: Any) -> None:
@@ -97,7 +126,9 @@ def test_cancelling_a_call_drops_its_request(model_server: Any) -> None:
 
     async def go() -> float:
         async with ChatClient(server.url) as client:
-            task = asyncio.ensure_future(client.chat([{"role": "user", "content": "wait"}], model="m"))
+            task = asyncio.ensure_future(
+                client.chat([{"role": "user", "content": "wait"}], model="m")
+            )
             while server.stats()["in_flight"] == 0:  # until the server holds the request
                 await asyncio.sleep(0.01)
             started = time.monotonic()

@@ -57,7 +57,9 @@ def test_a_429_waits_the_seconds_retry_after_asks_then_succeeds(model_server: An
 
 
 def test_a_429_with_an_http_date_waits_until_that_date(model_server: Any) -> None:
-    server = model_server([rule("busy", text("done"), fault=rate_limit(retry_after=2, times=1, http_date=True))])
+    server = model_server(
+        [rule("busy", text("done"), fault=rate_limit(retry_after=2, times=1, http_date=True))]
+    )
     response, took = ask(server.url, "busy")
     assert response.text == "done"
     # The date has whole seconds: "now + 2s" truncated is between 1 and 2 seconds away.
@@ -65,7 +67,9 @@ def test_a_429_with_an_http_date_waits_until_that_date(model_server: Any) -> Non
 
 
 def test_a_retry_after_longer_than_allowed_gives_up_at_once(model_server: Any) -> None:
-    server = model_server([rule("busy", text("done"), fault=rate_limit(retry_after=3600, times=None))])
+    server = model_server(
+        [rule("busy", text("done"), fault=rate_limit(retry_after=3600, times=None))]
+    )
     error, took = ask(server.url, "busy")
     assert isinstance(error, RateLimitedError)
     assert error.status == 429 and error.retry_after == 3600
@@ -82,7 +86,9 @@ def test_still_rate_limited_after_every_attempt_is_a_rate_limited_error(model_se
 
 
 def test_a_500_then_success(model_server: Any) -> None:
-    server = model_server([rule("flaky", text("second time lucky"), fault=server_error(500, times=1))])
+    server = model_server(
+        [rule("flaky", text("second time lucky"), fault=server_error(500, times=1))]
+    )
     response, _ = ask(server.url, "flaky")
     assert response.text == "second time lucky"
     assert len(server.requests) == 2
@@ -92,8 +98,10 @@ def test_a_5xx_on_every_attempt_is_a_provider_error_with_its_status(model_server
     server = model_server([rule("down", fault=server_error(503, times=None))])
     error, _ = ask(server.url, "down")
     assert type(error) is ProviderError and error.status == 503 and error.attempts == 3
-    assert str(error) == (f"scripted-model at 127.0.0.1:{server.port}: HTTP 503: The server had an error (scripted) "
-                          "(after 3 attempts)")
+    assert str(error) == (
+        f"scripted-model at 127.0.0.1:{server.port}: HTTP 503: The server had an error (scripted) "
+        "(after 3 attempts)"
+    )
     assert len(server.requests) == 3
 
 
@@ -104,7 +112,9 @@ def test_a_4xx_is_not_retried(model_server: Any) -> None:
     assert len(server.requests) == 1
 
 
-def test_a_401_without_a_key_says_which_variable_is_unset(model_server: Any, monkeypatch: Any) -> None:
+def test_a_401_without_a_key_says_which_variable_is_unset(
+    model_server: Any, monkeypatch: Any
+) -> None:
     monkeypatch.delenv("NO_SUCH_KEY_VAR", raising=False)
     server = model_server([rule("auth", fault=server_error(401, times=None))])
     error, _ = ask(server.url, "auth", api_key_env="NO_SUCH_KEY_VAR")
@@ -137,17 +147,22 @@ def test_nobody_listening_is_a_connection_error() -> None:
 
 def test_a_server_that_never_answers_times_out_on_each_attempt(model_server: Any) -> None:
     server = model_server([rule("wait", fault=hang())])
-    error, took = ask(server.url, "wait", timeout=0.3, retry=RetryPolicy(max_attempts=2, base_delay=0.01))
+    error, took = ask(
+        server.url, "wait", timeout=0.3, retry=RetryPolicy(max_attempts=2, base_delay=0.01)
+    )
     assert isinstance(error, ModelTimeoutError) and error.attempts == 2
     assert "no answer within 0.3s (after 2 attempts)" in str(error)
     assert 0.6 <= took < 3
     assert len(server.requests) == 2
 
 
-@pytest.mark.parametrize("fault, message", [
-    (malformed(), "the response is not JSON: '<html>this is not JSON'"),
-    (no_choices(), "the response has no choices"),
-])
+@pytest.mark.parametrize(
+    "fault, message",
+    [
+        (malformed(), "the response is not JSON: '<html>this is not JSON'"),
+        (no_choices(), "the response has no choices"),
+    ],
+)
 def test_a_malformed_answer_is_not_retried(model_server: Any, fault: Any, message: str) -> None:
     server = model_server([rule("odd", fault=fault)])
     error, _ = ask(server.url, "odd")

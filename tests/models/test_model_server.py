@@ -25,18 +25,27 @@ def chat(url: str, messages: list[dict[str, Any]]) -> Any:
 
 
 def test_replies_follow_the_rule_and_the_step_of_the_turn(model_server: Any) -> None:
-    server = model_server([
-        rule("re:^plan (\\w+)$", tool_calls(("a", {"n": 1}), ("b", {})), text("planned {input}")),
-        rule("data", json_reply({"ok": True})),
-        rule("loop", tool_call("again")),
-    ])
+    server = model_server(
+        [
+            rule(
+                "re:^plan (\\w+)$", tool_calls(("a", {"n": 1}), ("b", {})), text("planned {input}")
+            ),
+            rule("data", json_reply({"ok": True})),
+            rule("loop", tool_call("again")),
+        ]
+    )
     first = chat(server.url, [{"role": "user", "content": "plan trip"}])
     assert [c.name for c in first.tool_calls] == ["a", "b"] and first.finish_reason == "tool_calls"
     assert json.loads(first.tool_calls[0].arguments) == {"n": 1}
-    history = [{"role": "user", "content": "plan trip"}, first.choice.to_message(),
-               {"role": "tool", "tool_call_id": first.tool_calls[0].id, "content": "1"}]
+    history = [
+        {"role": "user", "content": "plan trip"},
+        first.choice.to_message(),
+        {"role": "tool", "tool_call_id": first.tool_calls[0].id, "content": "1"},
+    ]
     assert chat(server.url, history).text == "planned plan trip"
-    assert chat(server.url, [{"role": "user", "content": "plan a trip"}]).text == "echo: plan a trip"
+    assert (
+        chat(server.url, [{"role": "user", "content": "plan a trip"}]).text == "echo: plan a trip"
+    )
     assert chat(server.url, [{"role": "user", "content": "data"}]).json() == {"ok": True}
     looped = [{"role": "user", "content": "loop"}] + [{"role": "assistant", "content": "x"}] * 5
     assert chat(server.url, looped).tool_calls[0].name == "again"  # the last reply repeats
@@ -46,8 +55,20 @@ def test_the_server_runs_as_a_program_and_reports_what_it_received(tmp_path: Any
     rules = tmp_path / "rules.json"
     rules.write_text(json.dumps([rule("hi", text("hello from a file"))]))
     proc = subprocess.Popen(
-        [sys.executable, "-m", "anpord.testing.model_server", "--latency", "0.01", "--rules", str(rules)],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=run_env(),
+        [
+            sys.executable,
+            "-m",
+            "anpord.testing.model_server",
+            "--latency",
+            "0.01",
+            "--rules",
+            str(rules),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=run_env(),
     )
     try:
         assert proc.stdout is not None
@@ -66,9 +87,21 @@ def test_the_server_runs_as_a_program_and_reports_what_it_received(tmp_path: Any
 
 def test_bad_rules_are_one_line_and_exit_2(tmp_path: Any) -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "anpord.testing.model_server", "--rules", '[{"match": "x", "fault": {"kind": "boom"}}]'],
-        capture_output=True, text=True, env=run_env(), timeout=30, stdin=subprocess.DEVNULL,
+        [
+            sys.executable,
+            "-m",
+            "anpord.testing.model_server",
+            "--rules",
+            '[{"match": "x", "fault": {"kind": "boom"}}]',
+        ],
+        capture_output=True,
+        text=True,
+        env=run_env(),
+        timeout=30,
+        stdin=subprocess.DEVNULL,
+        check=False,
     )
     assert proc.returncode == 2
     assert proc.stderr.strip() == (
-        "model_server: unknown fault 'boom'; faults: rate_limit, server_error, malformed, no_choices, reset, hang")
+        "model_server: unknown fault 'boom'; faults: rate_limit, server_error, malformed, no_choices, reset, hang"
+    )

@@ -20,8 +20,14 @@ def run_calls(url: str, folder: Path, calls: list[tuple[Any, str, dict[str, Any]
             out = []
             for trial, prompt, params in calls:
                 scope = scopes.setdefault(trial, CacheScope(trial))
-                out.append(await client.chat([{"role": "user", "content": prompt}], model="gpt-4o-mini",
-                                             cache_scope=scope, **params))
+                out.append(
+                    await client.chat(
+                        [{"role": "user", "content": prompt}],
+                        model="gpt-4o-mini",
+                        cache_scope=scope,
+                        **params,
+                    )
+                )
             return out
 
     return asyncio.run(go())
@@ -40,18 +46,24 @@ def test_a_cached_answer_is_replayed_without_a_request(model_server: Any, tmp_pa
 def test_trials_and_parameters_are_cached_apart(model_server: Any, tmp_path: Path) -> None:
     server: ModelServer = model_server()
     run_calls(server.url, tmp_path, [(0, "hello", {})])
-    replay = run_calls(server.url, tmp_path, [
-        (1, "hello", {}),                       # another trial: its own draw
-        (0, "hello", {"temperature": 0.5}),     # another parameter
-        (0, "hello", {"seed": 3}),
-        (0, "hello!", {}),                      # another message
-        (0, "hello", {}),                       # the same as before: a hit
-    ])
+    replay = run_calls(
+        server.url,
+        tmp_path,
+        [
+            (1, "hello", {}),  # another trial: its own draw
+            (0, "hello", {"temperature": 0.5}),  # another parameter
+            (0, "hello", {"seed": 3}),
+            (0, "hello!", {}),  # another message
+            (0, "hello", {}),  # the same as before: a hit
+        ],
+    )
     assert [r.cached for r in replay] == [False, False, False, False, True]
     assert len(server.requests) == 5
 
 
-def test_the_same_request_twice_in_one_trial_is_two_entries(model_server: Any, tmp_path: Path) -> None:
+def test_the_same_request_twice_in_one_trial_is_two_entries(
+    model_server: Any, tmp_path: Path
+) -> None:
     server: ModelServer = model_server()
     run_calls(server.url, tmp_path, [(0, "same", {}), (0, "same", {})])
     assert len(server.requests) == 2

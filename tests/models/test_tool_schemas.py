@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import enum
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal, Optional, TypedDict
+from typing import Annotated, Any, Literal, TypedDict
 
 import pytest
 
@@ -61,7 +61,7 @@ def plan(
     urgent: bool,
     tags: list[str],
     extra: dict[str, int],
-    note: Optional[str] = None,
+    note: str | None = None,
     mode: Literal["fast", "slow"] = "fast",
     color: Color = Color.RED,
     address: Address | None = None,
@@ -97,41 +97,72 @@ def test_a_function_becomes_a_tool_schema() -> None:
     assert props["mode"] == {"enum": ["fast", "slow"], "type": "string", "default": "fast"}
     assert props["color"] == {"enum": ["red", "blue"], "type": "string"}
     assert props["address"]["anyOf"][0] == {
-        "type": "object", "properties": {"street": {"type": "string"}, "number": {"type": "integer"}},
-        "additionalProperties": False, "required": ["street", "number"]}
+        "type": "object",
+        "properties": {"street": {"type": "string"}, "number": {"type": "integer"}},
+        "additionalProperties": False,
+        "required": ["street", "number"],
+    }
     assert props["window"]["anyOf"][0]["required"] == ["start"]
     assert props["pair"]["anyOf"][0]["prefixItems"] == [{"type": "integer"}, {"type": "string"}]
     assert props["size"] == {"type": "integer", "description": "how many, at most 10", "default": 3}
-    assert t.spec() == {"type": "function", "function": {"name": "plan", "description": "Plan a trip.",
-                                                          "parameters": params}}
+    assert t.spec() == {
+        "type": "function",
+        "function": {"name": "plan", "description": "Plan a trip.", "parameters": params},
+    }
 
 
 def test_arguments_are_checked_and_turned_into_their_types() -> None:
     t = tool(plan)
-    args = t.parse('{"city": "Oslo", "count": 2, "ratio": 1, "urgent": false, "tags": [], "extra": {},'
-                   ' "color": "blue", "window": {"start": "mon"}, "pair": [1, "a"]}')
+    args = t.parse(
+        '{"city": "Oslo", "count": 2, "ratio": 1, "urgent": false, "tags": [], "extra": {},'
+        ' "color": "blue", "window": {"start": "mon"}, "pair": [1, "a"]}'
+    )
     out = asyncio.run(t.call(args))
-    assert out == {"city": "Oslo", "color": Color.BLUE, "window": Window("mon", 1), "pair": (1, "a"), "ratio": 1.0}
+    assert out == {
+        "city": "Oslo",
+        "color": Color.BLUE,
+        "window": Window("mon", 1),
+        "pair": (1, "a"),
+        "ratio": 1.0,
+    }
     assert isinstance(out["ratio"], float)
 
 
-@pytest.mark.parametrize("arguments, message", [
-    ('{"city": "Oslo"', "arguments are not valid JSON"),
-    ("[1, 2]", "arguments must be a JSON object, got list"),
-    ('{"count": 1}', "missing required 'city'"),
-    ('{"city": 3, "count": 1, "ratio": 1, "urgent": true, "tags": [], "extra": {}}', "city: expected string, got 3"),
-    ('{"city": "a", "count": true, "ratio": 1, "urgent": true, "tags": [], "extra": {}}',
-     "count: expected integer, got True"),
-    ('{"city": "a", "count": 1, "ratio": 1, "urgent": true, "tags": [1], "extra": {}}',
-     "tags[0]: expected string, got 1"),
-    ('{"city": "a", "count": 1, "ratio": 1, "urgent": true, "tags": [], "extra": {}, "mode": "warp"}',
-     "mode: 'warp' is not one of 'fast', 'slow'"),
-    ('{"city": "a", "count": 1, "ratio": 1, "urgent": true, "tags": [], "extra": {}, "town": "x"}',
-     "unexpected 'town'"),
-    ('{"city": "a", "count": 1, "ratio": 1, "urgent": true, "tags": [], "extra": {}, "address": {"street": "x"}}',
-     "address: {'street': 'x'} matches none of the allowed forms"),
-])
-def test_arguments_that_do_not_fit_are_refused_with_the_reason(arguments: str, message: str) -> None:
+@pytest.mark.parametrize(
+    "arguments, message",
+    [
+        ('{"city": "Oslo"', "arguments are not valid JSON"),
+        ("[1, 2]", "arguments must be a JSON object, got list"),
+        ('{"count": 1}', "missing required 'city'"),
+        (
+            '{"city": 3, "count": 1, "ratio": 1, "urgent": true, "tags": [], "extra": {}}',
+            "city: expected string, got 3",
+        ),
+        (
+            '{"city": "a", "count": true, "ratio": 1, "urgent": true, "tags": [], "extra": {}}',
+            "count: expected integer, got True",
+        ),
+        (
+            '{"city": "a", "count": 1, "ratio": 1, "urgent": true, "tags": [1], "extra": {}}',
+            "tags[0]: expected string, got 1",
+        ),
+        (
+            '{"city": "a", "count": 1, "ratio": 1, "urgent": true, "tags": [], "extra": {}, "mode": "warp"}',
+            "mode: 'warp' is not one of 'fast', 'slow'",
+        ),
+        (
+            '{"city": "a", "count": 1, "ratio": 1, "urgent": true, "tags": [], "extra": {}, "town": "x"}',
+            "unexpected 'town'",
+        ),
+        (
+            '{"city": "a", "count": 1, "ratio": 1, "urgent": true, "tags": [], "extra": {}, "address": {"street": "x"}}',
+            "address: {'street': 'x'} matches none of the allowed forms",
+        ),
+    ],
+)
+def test_arguments_that_do_not_fit_are_refused_with_the_reason(
+    arguments: str, message: str
+) -> None:
     with pytest.raises(ToolArgumentsError) as info:
         tool(plan).parse(arguments)
     assert message in str(info.value)
@@ -149,7 +180,12 @@ def test_a_pydantic_model_gives_the_schema_and_the_validated_value() -> None:
 
     nested = tool(measure)  # a pydantic-typed parameter of a plain function
     assert nested.parameters["$defs"]["Point"]["required"] == ["x"]
-    assert asyncio.run(nested.call(nested.parse('{"shape": {"name": "a", "points": [{"x": 0}]}, "scale": 2}'))) == 2.0
+    assert (
+        asyncio.run(
+            nested.call(nested.parse('{"shape": {"name": "a", "points": [{"x": 0}]}, "scale": 2}'))
+        )
+        == 2.0
+    )
 
 
 def test_docstring_styles_give_parameter_descriptions() -> None:
@@ -177,7 +213,9 @@ def test_docstring_styles_give_parameter_descriptions() -> None:
 def test_what_cannot_be_a_tool_says_why() -> None:
     def bad(thing: Opaque) -> None: ...
 
-    with pytest.raises(TypeError, match="tool bad, parameter thing: cannot describe Opaque as JSON"):
+    with pytest.raises(
+        TypeError, match="tool bad, parameter thing: cannot describe Opaque as JSON"
+    ):
         tool(bad)
     with pytest.raises(ValueError, match="two tools are named 'plan'"):
         ToolSet([plan, plan])

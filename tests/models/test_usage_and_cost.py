@@ -8,7 +8,15 @@ from typing import Any
 
 import pytest
 
-from anpord.models import ChatClient, Price, Usage, cost_of, parse_pricing, price_for, register_price
+from anpord.models import (
+    ChatClient,
+    Price,
+    Usage,
+    cost_of,
+    parse_pricing,
+    price_for,
+    register_price,
+)
 from anpord.testing.model_server import rule, text
 
 USAGE = {"prompt_tokens": 2_000, "completion_tokens": 1_000}
@@ -47,14 +55,20 @@ def test_dated_snapshots_take_their_models_price_and_cached_input_is_cheaper() -
     assert price_for("gpt-4.1-mini-2025-04-14") == price_for("gpt-4.1-mini")
     price = Price(input=2.0, output=8.0, cached_input=0.5)
     # 1M input of which 400k cached, 100k output.
-    assert price.cost(Usage(1_000_000, 100_000, 400_000)) == pytest.approx(0.6 * 2.0 + 0.4 * 0.5 + 0.1 * 8.0)
+    assert price.cost(Usage(1_000_000, 100_000, 400_000)) == pytest.approx(
+        0.6 * 2.0 + 0.4 * 0.5 + 0.1 * 8.0
+    )
     assert Price(1.0, 1.0).cost(Usage(1_000_000, 0, 500_000)) == pytest.approx(1.0)
 
 
 def test_pricing_options_name_a_model_or_apply_to_the_variants_own() -> None:
     assert parse_pricing({"input": 1, "output": 2}, "mine") == {"mine": Price(1, 2)}
-    assert parse_pricing({"a": {"input": 1, "output": 2, "cached_input": 0.1}}) == {"a": Price(1, 2, 0.1)}
+    assert parse_pricing({"a": {"input": 1, "output": 2, "cached_input": 0.1}}) == {
+        "a": Price(1, 2, 0.1)
+    }
     with pytest.raises(ValueError, match=r"pricing\['a'\] must be \{'input': \$, 'output': \$"):
         parse_pricing({"a": {"input": 1}})
-    with pytest.raises(ValueError, match="price output must be a number of dollars per million tokens"):
+    with pytest.raises(
+        ValueError, match="price output must be a number of dollars per million tokens"
+    ):
         parse_pricing({"input": 1, "output": "free"}, "m")

@@ -22,12 +22,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..events import MESSAGE_COMPLETED, Event
-from ._protocol import Emit, HarnessContext, HarnessSpecError, HarnessStartError, TurnOutcome, TurnRequest
+from ._protocol import (
+    Emit,
+    HarnessContext,
+    HarnessSpecError,
+    HarnessStartError,
+    TurnOutcome,
+    TurnRequest,
+)
 
 if TYPE_CHECKING:
     from ..models import CacheScope, ChatClient, LoopSettings, ModelClients, ToolSet
 
-__all__ = ["OpenAIHarness", "OpenAISession", "OPTIONS", "resolve"]
+__all__ = ["OPTIONS", "OpenAIHarness", "OpenAISession", "resolve"]
 
 # The option keys this harness reads from Variant(options=...), with what each is.
 OPTIONS = {
@@ -54,16 +61,18 @@ OPTIONS = {
 class _Resolved:
     """A variant's settings, resolved once per run."""
 
-    settings: "LoopSettings"
-    tools: "ToolSet"
-    client: "ChatClient"
+    settings: LoopSettings
+    tools: ToolSet
+    client: ChatClient
 
 
-def _number(options: Mapping[str, Any], key: str, kind: type | tuple[type, ...], *, positive: bool = False) -> Any:
-    value = options.get(key)
+def _number(
+    options: Mapping[str, Any], key: str, kind: type | tuple[type, ...], *, positive: bool = False
+) -> Any:
+    value: Any = options.get(key)
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, kind) or (positive and value <= 0):
+    if isinstance(value, bool) or not isinstance(value, kind) or (positive and float(value) <= 0):  # type: ignore[arg-type]
         want = "a positive " if positive else "a "
         want += "integer" if kind is int else "number"
         raise ValueError(f"options[{key!r}] must be {want}, got {value!r}")
@@ -75,7 +84,7 @@ class OpenAIHarness:
 
     def __init__(self, spec: str, project_dir: Path | None = None):
         self.spec = spec
-        self.default_model = spec[len("openai:"):].strip() or None
+        self.default_model = spec[len("openai:") :].strip() or None
         self.project_dir = project_dir
         self._clients: ModelClients | None = None
         self._resolved: dict[str, _Resolved] = {}
@@ -84,7 +93,7 @@ class OpenAIHarness:
         return f"OpenAIHarness({self.spec!r})"
 
     @property
-    def clients(self) -> "ModelClients":
+    def clients(self) -> ModelClients:
         if self._clients is None:
             from ..models import ModelClients
 
@@ -102,8 +111,15 @@ class OpenAIHarness:
     def _resolve(self, ctx: HarnessContext) -> _Resolved:
         variant = ctx.variant
         # Each case gets its own (equal) Variant object: key on what the settings are made of.
-        key = repr((variant.model, sorted(variant.options.items()), sorted(variant.env.items()),
-                    ctx.extra.get("cache_dir"), ctx.max_concurrency))
+        key = repr(
+            (
+                variant.model,
+                sorted(variant.options.items()),
+                sorted(variant.env.items()),
+                ctx.extra.get("cache_dir"),
+                ctx.max_concurrency,
+            )
+        )
         resolved = self._resolved.get(key)
         if resolved is None:
             try:
@@ -113,24 +129,39 @@ class OpenAIHarness:
         return resolved
 
     def _build(self, ctx: HarnessContext) -> _Resolved:
-        from ..models import DEFAULT_BASE_URL, LoopSettings, RetryPolicy, ToolSet, load_tools, parse_pricing
+        from ..models import (
+            DEFAULT_BASE_URL,
+            LoopSettings,
+            RetryPolicy,
+            ToolSet,
+            load_tools,
+            parse_pricing,
+        )
 
         variant = ctx.variant
         options = dict(variant.options)
         unknown = sorted(set(options) - set(OPTIONS))
         if unknown:
-            raise ValueError(f"unknown option {', '.join(map(repr, unknown))}; the options are: {', '.join(OPTIONS)}")
+            raise ValueError(
+                f"unknown option {', '.join(map(repr, unknown))}; the options are: {', '.join(OPTIONS)}"
+            )
         model = variant.model or self.default_model
         if not model:
             raise ValueError("no model: write 'openai:<model>' or give the variant model=")
         env = dict(variant.env)
-        base_url = options.get("base_url") or env.get("OPENAI_BASE_URL") or os.environ.get("OPENAI_BASE_URL") \
+        base_url = (
+            options.get("base_url")
+            or env.get("OPENAI_BASE_URL")
+            or os.environ.get("OPENAI_BASE_URL")
             or DEFAULT_BASE_URL
+        )
         if not isinstance(base_url, str):
             raise ValueError(f"options['base_url'] must be a URL string, got {base_url!r}")
         key_env = options.get("api_key_env", "OPENAI_API_KEY")
         if not isinstance(key_env, str) or not key_env:
-            raise ValueError(f"options['api_key_env'] must be an environment variable name, got {key_env!r}")
+            raise ValueError(
+                f"options['api_key_env'] must be an environment variable name, got {key_env!r}"
+            )
         system = options.get("system")
         if system is not None and not isinstance(system, str):
             raise ValueError(f"options['system'] must be a string, got {type(system).__name__}")
@@ -162,17 +193,18 @@ class OpenAIHarness:
             api_key_env=key_env,
             env=env,
             timeout=float(_number(options, "timeout", (int, float), positive=True) or 120.0),
-            max_connections=_number(options, "max_connections", int, positive=True) or max(1, ctx.max_concurrency),
+            max_connections=_number(options, "max_connections", int, positive=True)
+            or max(1, ctx.max_concurrency),
             retry=retry,
             cache_dir=ctx.extra.get("cache_dir"),
         )
         return _Resolved(settings, tools, client)
 
-    async def open_session(self, ctx: HarnessContext, session_id: str) -> "OpenAISession":
+    async def open_session(self, ctx: HarnessContext, session_id: str) -> OpenAISession:
         return OpenAISession(ctx, session_id, self._resolve(ctx))
 
 
-def _cache_scope(ctx: HarnessContext) -> "CacheScope | None":
+def _cache_scope(ctx: HarnessContext) -> CacheScope | None:
     """One per trial, named by its index: repeated trials of a case are cached apart."""
     if ctx.extra.get("cache_dir") is None:
         return None
@@ -181,7 +213,9 @@ def _cache_scope(ctx: HarnessContext) -> "CacheScope | None":
         from ..models import CacheScope
 
         index = ctx.extra.get("trial_index")
-        scope = ctx.extra["model_cache_scope"] = CacheScope(index if index is not None else ctx.trial_id)
+        scope = ctx.extra["model_cache_scope"] = CacheScope(
+            index if index is not None else ctx.trial_id
+        )
     return scope
 
 
@@ -199,16 +233,24 @@ class OpenAISession:
         from ..models import ModelError, run_tool_loop, user_message
 
         if request.input is None:
-            return TurnOutcome("failed", error="the openai harness never asks for input, so there is nothing to answer")
+            return TurnOutcome(
+                "failed",
+                error="the openai harness never asks for input, so there is nothing to answer",
+            )
         self._cancel_requested = False
         self.messages.append(user_message(request.input))
         mark = len(self.messages)
         r = self.resolved
-        self._task = task = asyncio.ensure_future(run_tool_loop(
-            r.client, r.settings, self.messages, r.tools,
-            lambda kind, data: emit(Event(kind, data)),
-            cache_scope=_cache_scope(self.ctx),
-        ))
+        self._task = task = asyncio.ensure_future(
+            run_tool_loop(
+                r.client,
+                r.settings,
+                self.messages,
+                r.tools,
+                lambda kind, data: emit(Event(kind, data)),
+                cache_scope=_cache_scope(self.ctx),
+            )
+        )
         try:
             result = await task
         except asyncio.CancelledError:
@@ -265,9 +307,11 @@ def resolve(spec: str, project_dir: Path | None = None) -> OpenAIHarness:
     global _prewarming
     if not spec.startswith("openai:"):
         raise HarnessSpecError(f"not an openai harness spec: {spec!r}")
-    suffix = spec[len("openai:"):]
+    suffix = spec[len("openai:") :]
     if suffix != suffix.strip() or any(c.isspace() for c in suffix):
-        raise HarnessSpecError(f"openai harness spec must be 'openai:<model>' without spaces, got {spec!r}")
+        raise HarnessSpecError(
+            f"openai harness spec must be 'openai:<model>' without spaces, got {spec!r}"
+        )
     if _prewarming is None:
         _prewarming = threading.Thread(target=_prewarm, name="anpord-prewarm", daemon=True)
         _prewarming.start()

@@ -30,15 +30,16 @@ from ._tools import Tool, ToolArgumentsError, ToolSet, as_tool, load_tools, tool
 from ._types import ChatResponse, Choice, ToolCall, Usage, json_schema_format, parse_completion
 
 __all__ = [
+    "DEFAULT_BASE_URL",
+    "DEFAULT_MAX_CONNECTIONS",
+    "DEFAULT_MAX_STEPS",
+    "DEFAULT_TIMEOUT",
+    "PRICES_CHECKED",
     "CacheScope",
     "ChatAgent",
     "ChatClient",
     "ChatResponse",
     "Choice",
-    "DEFAULT_BASE_URL",
-    "DEFAULT_MAX_CONNECTIONS",
-    "DEFAULT_MAX_STEPS",
-    "DEFAULT_TIMEOUT",
     "LoopResult",
     "LoopSettings",
     "MalformedResponseError",
@@ -47,7 +48,6 @@ __all__ = [
     "ModelConnectionError",
     "ModelError",
     "ModelTimeoutError",
-    "PRICES_CHECKED",
     "Price",
     "ProviderError",
     "RateLimitedError",

@@ -79,19 +79,32 @@ class ChatAgent:
     async def __call__(self, turn: Any) -> Any:
         model = self.model or turn.model
         if not model:
-            raise ValueError("chat_agent needs a model: chat_agent(model=...) or the variant's model=")
+            raise ValueError(
+                "chat_agent needs a model: chat_agent(model=...) or the variant's model="
+            )
         base_url = self.base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
-        client = self.clients.get(base_url, api_key_env=self.api_key_env, timeout=self.timeout,
-                                  max_connections=self.max_connections, retry=self.retry)
+        client = self.clients.get(
+            base_url,
+            api_key_env=self.api_key_env,
+            timeout=self.timeout,
+            max_connections=self.max_connections,
+            retry=self.retry,
+        )
         settings = LoopSettings(
-            model=model, system=self.system, max_steps=self.max_steps, temperature=self.temperature,
-            seed=self.seed, max_tokens=self.max_tokens, response_format=self.response_format,
+            model=model,
+            system=self.system,
+            max_steps=self.max_steps,
+            temperature=self.temperature,
+            seed=self.seed,
+            max_tokens=self.max_tokens,
+            response_format=self.response_format,
             prices=parse_pricing(self.pricing, model) if self.pricing else {},
         )
         history = list(turn.messages)
         messages = [dict(m) for m in history[:-1]] + [user_message(turn.input)]
-        result = await run_tool_loop(client, settings, messages, self.tools,
-                                     lambda kind, data: turn.emit(kind, **data))
+        result = await run_tool_loop(
+            client, settings, messages, self.tools, lambda kind, data: turn.emit(kind, **data)
+        )
         if result.status != "completed":
             raise MaxStepsExceeded(result.error)
         return result.data if result.data is not None else result.message

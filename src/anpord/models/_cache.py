@@ -11,10 +11,11 @@ import hashlib
 import json
 import os
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
-__all__ = ["RequestCache", "CacheScope", "request_key"]
+__all__ = ["CacheScope", "RequestCache", "request_key"]
 
 FORMAT = 1
 
@@ -22,7 +23,10 @@ FORMAT = 1
 def request_key(path: str, body: Mapping[str, Any], scope: Any = None, occurrence: int = 0) -> str:
     material = json.dumps(
         {"path": path, "body": body, "scope": scope, "occurrence": occurrence},
-        sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=repr,
+        sort_keys=True,
+        ensure_ascii=False,
+        separators=(",", ":"),
+        default=repr,
     )
     return hashlib.sha256(material.encode("utf-8")).hexdigest()
 
@@ -60,7 +64,11 @@ class RequestCache:
         except (OSError, ValueError):
             self.misses += 1
             return None
-        if not isinstance(entry, dict) or entry.get("format") != FORMAT or not isinstance(entry.get("response"), dict):
+        if (
+            not isinstance(entry, dict)
+            or entry.get("format") != FORMAT
+            or not isinstance(entry.get("response"), dict)
+        ):
             self.misses += 1
             return None
         self.hits += 1

@@ -34,7 +34,7 @@ from ._types import ChatResponse, parse_completion
 if TYPE_CHECKING:
     import aiohttp
 
-__all__ = ["ChatClient", "DEFAULT_BASE_URL", "DEFAULT_TIMEOUT", "DEFAULT_MAX_CONNECTIONS"]
+__all__ = ["DEFAULT_BASE_URL", "DEFAULT_MAX_CONNECTIONS", "DEFAULT_TIMEOUT", "ChatClient"]
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_TIMEOUT = 120.0
@@ -45,13 +45,13 @@ CHAT_PATH = "/chat/completions"
 class _LoopState:
     """What a client holds per event loop: the HTTP session and the connection slots."""
 
-    def __init__(self, session: "aiohttp.ClientSession", slots: asyncio.Semaphore):
+    def __init__(self, session: aiohttp.ClientSession, slots: asyncio.Semaphore):
         self.session = session
         self.slots = slots
         self.closer: AsyncIterator[None] | None = None
 
 
-async def _closing(session: "aiohttp.ClientSession") -> AsyncIterator[None]:
+async def _closing(session: aiohttp.ClientSession) -> AsyncIterator[None]:
     # Suspended until close() or the loop's shutdown_asyncgens() finalises it: either way the
     # session is closed on its own loop.
     try:
@@ -104,15 +104,25 @@ class ChatClient:
     ):
         parts = urlsplit(base_url)
         if parts.scheme not in ("http", "https") or not parts.netloc:
-            raise ValueError(f"base_url must be an http(s) URL such as http://localhost:11434/v1, got {base_url!r}")
+            raise ValueError(
+                f"base_url must be an http(s) URL such as http://localhost:11434/v1, got {base_url!r}"
+            )
         if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
             raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
-        if isinstance(max_connections, bool) or not isinstance(max_connections, int) or max_connections < 1:
+        if (
+            isinstance(max_connections, bool)
+            or not isinstance(max_connections, int)
+            or max_connections < 1
+        ):
             raise ValueError(f"max_connections must be a positive integer, got {max_connections!r}")
         self.base_url = base_url.rstrip("/")
         self.host = parts.netloc
         self.api_key_env = api_key_env
-        key = api_key if api_key is not None else (env or {}).get(api_key_env) or os.environ.get(api_key_env)
+        key = (
+            api_key
+            if api_key is not None
+            else (env or {}).get(api_key_env) or os.environ.get(api_key_env)
+        )
         self.has_key = bool(key)
         self._headers = {"Content-Type": "application/json", **(headers or {})}
         if key:
@@ -122,12 +132,14 @@ class ChatClient:
         self.retry = retry or RetryPolicy()
         self.cache = cache
         self.prices = dict(prices or {})
-        self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState] = weakref.WeakKeyDictionary()
+        self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState] = (
+            weakref.WeakKeyDictionary()
+        )
 
     def __repr__(self) -> str:  # never shows the key
         return f"ChatClient({self.base_url!r}, max_connections={self.max_connections})"
 
-    async def __aenter__(self) -> "ChatClient":
+    async def __aenter__(self) -> ChatClient:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -142,8 +154,12 @@ class ChatClient:
             return state
         import aiohttp
 
-        connector = aiohttp.TCPConnector(limit=self.max_connections, limit_per_host=0, ttl_dns_cache=300)
-        session = aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=None))
+        connector = aiohttp.TCPConnector(
+            limit=self.max_connections, limit_per_host=0, ttl_dns_cache=300
+        )
+        session = aiohttp.ClientSession(
+            connector=connector, timeout=aiohttp.ClientTimeout(total=None)
+        )
         state = self._loops[loop] = _LoopState(session, asyncio.Semaphore(self.max_connections))
         state.closer = _closing(session)
         await state.closer.__anext__()
@@ -177,16 +193,26 @@ class ChatClient:
         body: dict[str, Any] = {"model": model, "messages": list(messages)}
         if tools:
             body["tools"] = list(tools)
-        for key, value in (("tool_choice", tool_choice), ("temperature", temperature), ("seed", seed),
-                           ("max_tokens", max_tokens), ("response_format", response_format)):
+        for key, value in (
+            ("tool_choice", tool_choice),
+            ("temperature", temperature),
+            ("seed", seed),
+            ("max_tokens", max_tokens),
+            ("response_format", response_format),
+        ):
             if value is not None:
                 body[key] = value
         if extra_body:
             body.update(extra_body)
         return await self.complete(body, cache_scope=cache_scope, prices=prices)
 
-    async def complete(self, body: Mapping[str, Any], *, cache_scope: CacheScope | None = None,
-                       prices: Mapping[str, Price] | None = None) -> ChatResponse:
+    async def complete(
+        self,
+        body: Mapping[str, Any],
+        *,
+        cache_scope: CacheScope | None = None,
+        prices: Mapping[str, Price] | None = None,
+    ) -> ChatResponse:
         """POST a ready request body to ``/chat/completions``. ``prices`` adds to the client's."""
         key = None
         if self.cache is not None:
@@ -207,8 +233,13 @@ class ChatClient:
             self.cache.put(key, raw)
         return response
 
-    def _priced(self, response: ChatResponse, body: Mapping[str, Any], prices: Mapping[str, Price] | None,
-                cached: bool = False) -> ChatResponse:
+    def _priced(
+        self,
+        response: ChatResponse,
+        body: Mapping[str, Any],
+        prices: Mapping[str, Price] | None,
+        cached: bool = False,
+    ) -> ChatResponse:
         table = {**self.prices, **prices} if prices else self.prices
         requested = body.get("model")
         cost = cost_of(requested if isinstance(requested, str) else None, response.usage, table)
@@ -233,13 +264,19 @@ class ChatClient:
             try:
                 async with state.slots:
                     async with asyncio.timeout(self.timeout):
-                        async with state.session.post(url, data=payload, headers=self._headers) as resp:
+                        async with state.session.post(
+                            url, data=payload, headers=self._headers
+                        ) as resp:
                             status, headers, data = resp.status, resp.headers, await resp.read()
             except TimeoutError:
-                last = ModelTimeoutError(f"{where}: no answer within {self.timeout:g}s", attempts=attempt)
+                last = ModelTimeoutError(
+                    f"{where}: no answer within {self.timeout:g}s", attempts=attempt
+                )
             except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as exc:
                 detail = _one_line(str(exc)) or type(exc).__name__
-                last = ModelConnectionError(f"{where}: connection failed: {detail}", attempts=attempt)
+                last = ModelConnectionError(
+                    f"{where}: connection failed: {detail}", attempts=attempt
+                )
             else:
                 if 200 <= status < 300:
                     try:
@@ -252,27 +289,38 @@ class ChatClient:
                 message = _provider_message(data)
                 retry_after = retry_after_seconds(headers)
                 if status == 429:
-                    last = RateLimitedError(f"{where}: rate limited (HTTP 429) after {attempt} attempt(s): {message}",
-                                            body=data.decode("utf-8", "replace"), attempts=attempt,
-                                            retry_after=retry_after)
+                    last = RateLimitedError(
+                        f"{where}: rate limited (HTTP 429) after {attempt} attempt(s): {message}",
+                        body=data.decode("utf-8", "replace"),
+                        attempts=attempt,
+                        retry_after=retry_after,
+                    )
                     if retry_after is not None and retry_after > policy.max_retry_after:
-                        last.args = (f"{where}: rate limited (HTTP 429): the server asks to wait "
-                                     f"{retry_after:g}s, more than max_retry_after={policy.max_retry_after:g}s",)
+                        last.args = (
+                            f"{where}: rate limited (HTTP 429): the server asks to wait "
+                            f"{retry_after:g}s, more than max_retry_after={policy.max_retry_after:g}s",
+                        )
                         raise last
                 else:
                     hint = ""
                     if status in (401, 403) and not self.has_key:
                         hint = f" (no API key was sent: {self.api_key_env} is not set)"
-                    last = ProviderError(f"{where}: HTTP {status}: {message}{hint}", status=status,
-                                         body=data.decode("utf-8", "replace"), attempts=attempt)
+                    last = ProviderError(
+                        f"{where}: HTTP {status}: {message}{hint}",
+                        status=status,
+                        body=data.decode("utf-8", "replace"),
+                        attempts=attempt,
+                    )
                     if status not in RETRY_STATUSES:
                         raise last
                 wait = retry_after
             if attempt < policy.max_attempts:
                 await asyncio.sleep(wait if wait is not None else policy.backoff(attempt))
         assert last is not None
-        if isinstance(last, ProviderError) and not isinstance(last, RateLimitedError):
-            last.args = (f"{last.args[0]} (after {policy.max_attempts} attempts)",)
-        elif isinstance(last, (ModelTimeoutError, ModelConnectionError)):
+        if (
+            isinstance(last, ProviderError)
+            and not isinstance(last, RateLimitedError)
+            or isinstance(last, (ModelTimeoutError, ModelConnectionError))
+        ):
             last.args = (f"{last.args[0]} (after {policy.max_attempts} attempts)",)
         raise last

@@ -6,12 +6,12 @@ the agent's fault: a harness turns them into a ``void`` trial (could not be meas
 from __future__ import annotations
 
 __all__ = [
-    "ModelError",
-    "ProviderError",
-    "RateLimitedError",
-    "ModelTimeoutError",
     "MalformedResponseError",
     "ModelConnectionError",
+    "ModelError",
+    "ModelTimeoutError",
+    "ProviderError",
+    "RateLimitedError",
 ]
 
 
@@ -35,7 +35,9 @@ class ProviderError(ModelError):
 class RateLimitedError(ProviderError):
     """Still rate limited (HTTP 429) after the retries, or asked to wait longer than allowed."""
 
-    def __init__(self, message: str, *, body: str = "", attempts: int = 1, retry_after: float | None = None):
+    def __init__(
+        self, message: str, *, body: str = "", attempts: int = 1, retry_after: float | None = None
+    ):
         super().__init__(message, status=429, body=body, attempts=attempts)
         self.retry_after = retry_after
 

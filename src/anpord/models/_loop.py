@@ -22,7 +22,7 @@ from ._pricing import Price
 from ._tools import ToolArgumentsError, ToolSet
 from ._types import ChatResponse, ToolCall
 
-__all__ = ["LoopSettings", "LoopResult", "run_tool_loop", "DEFAULT_MAX_STEPS"]
+__all__ = ["DEFAULT_MAX_STEPS", "LoopResult", "LoopSettings", "run_tool_loop"]
 
 DEFAULT_MAX_STEPS = 10
 Emit = Callable[[str, dict[str, Any]], None]
@@ -76,8 +76,16 @@ async def _run_call(call: ToolCall, tools: ToolSet, emit: Emit) -> str:
     emit(TOOL_CALLED, {"call_id": call.id, "name": call.name, "input": parsed})
 
     def failed(error: str) -> str:
-        emit(TOOL_RESULT, {"call_id": call.id, "name": call.name, "output": None, "status": "failed",
-                           "error": error})
+        emit(
+            TOOL_RESULT,
+            {
+                "call_id": call.id,
+                "name": call.name,
+                "output": None,
+                "status": "failed",
+                "error": error,
+            },
+        )
         return f"Error: {error}"
 
     if tool is None:
@@ -93,15 +101,29 @@ async def _run_call(call: ToolCall, tools: ToolSet, emit: Emit) -> str:
         raise
     except Exception as exc:  # noqa: BLE001 - a tool's failure is the model's to handle
         return failed(_error_line(exc))
-    emit(TOOL_RESULT, {"call_id": call.id, "name": call.name, "output": to_jsonable(output),
-                       "status": "completed", "error": None})
+    emit(
+        TOOL_RESULT,
+        {
+            "call_id": call.id,
+            "name": call.name,
+            "output": to_jsonable(output),
+            "status": "completed",
+            "error": None,
+        },
+    )
     return _tool_text(output)
 
 
 def _usage_data(response: ChatResponse, model: str, step: int) -> dict[str, Any]:
     u = response.usage
-    return {"input_tokens": u.input_tokens, "output_tokens": u.output_tokens, "cost": response.cost,
-            "model": response.model or model, "cached": response.cached, "step": step}
+    return {
+        "input_tokens": u.input_tokens,
+        "output_tokens": u.output_tokens,
+        "cost": response.cost,
+        "model": response.model or model,
+        "cached": response.cached,
+        "step": step,
+    }
 
 
 async def run_tool_loop(
@@ -135,7 +157,9 @@ async def run_tool_loop(
         messages.append(choice.to_message())
         if not choice.tool_calls:
             text = choice.content if choice.content is not None else (choice.refusal or "")
-            return LoopResult("completed", text, _structured(text, settings.response_format), steps=step)
+            return LoopResult(
+                "completed", text, _structured(text, settings.response_format), steps=step
+            )
         for call in choice.tool_calls:
             content = await _run_call(call, tools, emit)
             messages.append({"role": "tool", "tool_call_id": call.id, "content": content})

@@ -24,7 +24,10 @@ def _part(part: Any) -> dict[str, Any] | None:
         media = str(part.get("media_type") or "")
         if media.startswith("image/"):
             return {"type": "image_url", "image_url": {"url": part["data_url"]}}
-        return {"type": "file", "file": {"filename": str(part.get("name") or "file"), "file_data": part["data_url"]}}
+        return {
+            "type": "file",
+            "file": {"filename": str(part.get("name") or "file"), "file_data": part["data_url"]},
+        }
     if kind in ("image_url", "input_audio", "file"):
         return dict(part)  # already in the chat-completions shape
     return None

@@ -38,14 +38,31 @@ class ModelClients:
         # reading different keys for one server are two accounts with two rate limits.
         key_value = (env or {}).get(api_key_env) or os.environ.get(api_key_env)
         cache_key = str(Path(cache_dir).resolve()) if cache_dir is not None else None
-        ident = (base_url.rstrip("/"), api_key_env, hash(key_value), timeout, max_connections, retry, cache_key)
+        ident = (
+            base_url.rstrip("/"),
+            api_key_env,
+            hash(key_value),
+            timeout,
+            max_connections,
+            retry,
+            cache_key,
+        )
         client = self._clients.get(ident)
         if client is None:
             cache = None
             if cache_key is not None:
-                cache = self._caches.get(cache_key) or self._caches.setdefault(cache_key, RequestCache(cache_key))
-            client = ChatClient(base_url, api_key_env=api_key_env, env=env, timeout=timeout,
-                                max_connections=max_connections, retry=retry, cache=cache)
+                cache = self._caches.get(cache_key) or self._caches.setdefault(
+                    cache_key, RequestCache(cache_key)
+                )
+            client = ChatClient(
+                base_url,
+                api_key_env=api_key_env,
+                env=env,
+                timeout=timeout,
+                max_connections=max_connections,
+                retry=retry,
+                cache=cache,
+            )
             self._clients[ident] = client
         return client
 

@@ -6,12 +6,13 @@ accident, and a missing price never reads as 0 in a report."""
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from ._types import Usage
 
-__all__ = ["Price", "PRICES_CHECKED", "register_price", "price_for", "cost_of", "parse_pricing"]
+__all__ = ["PRICES_CHECKED", "Price", "cost_of", "parse_pricing", "price_for", "register_price"]
 
 # US dollars per million tokens, as OpenAI lists them for standard (not batch, flex or priority)
 # requests with prompts under the long-context threshold.
@@ -32,14 +33,20 @@ class Price:
             if value is None and key == "cached_input":
                 continue
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-                raise ValueError(f"price {key} must be a number of dollars per million tokens, got {value!r}")
+                raise ValueError(
+                    f"price {key} must be a number of dollars per million tokens, got {value!r}"
+                )
 
     def cost(self, usage: Usage) -> float | None:
         if usage.input_tokens is None or usage.output_tokens is None:
             return None
         cached = min(usage.cached_input_tokens or 0, usage.input_tokens)
         cached_rate = self.input if self.cached_input is None else self.cached_input
-        dollars = (usage.input_tokens - cached) * self.input + cached * cached_rate + usage.output_tokens * self.output
+        dollars = (
+            (usage.input_tokens - cached) * self.input
+            + cached * cached_rate
+            + usage.output_tokens * self.output
+        )
         return dollars / 1_000_000
 
 
@@ -69,7 +76,9 @@ _registered: dict[str, Price] = {}
 _SNAPSHOT = re.compile(r"-\d{4}-\d{2}-\d{2}$")
 
 
-def register_price(model: str, *, input: float, output: float, cached_input: float | None = None) -> Price:
+def register_price(
+    model: str, *, input: float, output: float, cached_input: float | None = None
+) -> Price:
     """Price ``model`` (dollars per million tokens) for every later call in this process."""
     if not isinstance(model, str) or not model:
         raise ValueError(f"register_price needs a model id, got {model!r}")
@@ -90,8 +99,14 @@ def parse_pricing(raw: Any, model: str | None = None) -> dict[str, Price]:
         raw = {model: raw}
     out = {}
     for name, entry in raw.items():
-        if not isinstance(entry, Mapping) or not {"input", "output"} <= set(entry) or set(entry) - fields:
-            raise ValueError(f"pricing[{name!r}] must be {{'input': $, 'output': $[, 'cached_input': $]}}, got {entry!r}")
+        if (
+            not isinstance(entry, Mapping)
+            or not {"input", "output"} <= set(entry)
+            or set(entry) - fields
+        ):
+            raise ValueError(
+                f"pricing[{name!r}] must be {{'input': $, 'output': $[, 'cached_input': $]}}, got {entry!r}"
+            )
         try:
             out[str(name)] = Price(entry["input"], entry["output"], entry.get("cached_input"))
         except ValueError as exc:
@@ -110,6 +125,8 @@ def price_for(model: str | None, overrides: Mapping[str, Price] | None = None) -
     return None
 
 
-def cost_of(model: str | None, usage: Usage, overrides: Mapping[str, Price] | None = None) -> float | None:
+def cost_of(
+    model: str | None, usage: Usage, overrides: Mapping[str, Price] | None = None
+) -> float | None:
     price = price_for(model, overrides)
     return None if price is None else price.cost(usage)

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import random
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
-from typing import Mapping
 
-__all__ = ["RetryPolicy", "RETRY_STATUSES", "retry_after_seconds"]
+__all__ = ["RETRY_STATUSES", "RetryPolicy", "retry_after_seconds"]
 
 # Statuses worth another attempt: timeouts, conflicts, rate limits and server faults.
 RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 520, 522, 524, 529})
@@ -27,7 +27,11 @@ class RetryPolicy:
     max_retry_after: float = 60.0
 
     def __post_init__(self) -> None:
-        if isinstance(self.max_attempts, bool) or not isinstance(self.max_attempts, int) or self.max_attempts < 1:
+        if (
+            isinstance(self.max_attempts, bool)
+            or not isinstance(self.max_attempts, int)
+            or self.max_attempts < 1
+        ):
             raise ValueError(f"max_attempts must be a positive integer, got {self.max_attempts!r}")
 
     def backoff(self, attempt: int) -> float:

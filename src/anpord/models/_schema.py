@@ -14,7 +14,7 @@ import types
 import typing
 from typing import Any, Literal, Union, get_args, get_origin
 
-__all__ = ["SchemaError", "schema_for", "coerce", "is_pydantic_model"]
+__all__ = ["SchemaError", "coerce", "is_pydantic_model", "schema_for"]
 
 
 class SchemaError(TypeError):
@@ -28,14 +28,25 @@ _SCALARS: dict[Any, dict[str, Any]] = {
     bool: {"type": "boolean"},
     type(None): {"type": "null"},
 }
-_ARRAYS = (list, tuple, set, frozenset, collections.abc.Sequence, collections.abc.Set,
-           collections.abc.Iterable, collections.abc.MutableSequence)
+_ARRAYS = (
+    list,
+    tuple,
+    set,
+    frozenset,
+    collections.abc.Sequence,
+    collections.abc.Set,
+    collections.abc.Iterable,
+    collections.abc.MutableSequence,
+)
 _OBJECTS = (dict, collections.abc.Mapping, collections.abc.MutableMapping)
 
 
 def is_pydantic_model(tp: Any) -> bool:
-    return isinstance(tp, type) and callable(getattr(tp, "model_json_schema", None)) and callable(
-        getattr(tp, "model_validate", None))
+    return (
+        isinstance(tp, type)
+        and callable(getattr(tp, "model_json_schema", None))
+        and callable(getattr(tp, "model_validate", None))
+    )
 
 
 def _is_typeddict(tp: Any) -> bool:
@@ -43,7 +54,13 @@ def _is_typeddict(tp: Any) -> bool:
 
 
 def _json_type(value: Any) -> str | None:
-    for py, name in ((bool, "boolean"), (int, "integer"), (float, "number"), (str, "string"), (type(None), "null")):
+    for py, name in (
+        (bool, "boolean"),
+        (int, "integer"),
+        (float, "number"),
+        (str, "string"),
+        (type(None), "null"),
+    ):
         if isinstance(value, py):
             return name
     return None
@@ -86,22 +103,26 @@ class _Builder:
         if origin in _ARRAYS or tp in _ARRAYS:
             args = get_args(tp)
             if origin is tuple and args and args[-1] is not Ellipsis:
-                return {"type": "array", "prefixItems": [self.build(a) for a in args],
-                        "minItems": len(args), "maxItems": len(args)}
-            schema: dict[str, Any] = {"type": "array"}
+                return {
+                    "type": "array",
+                    "prefixItems": [self.build(a) for a in args],
+                    "minItems": len(args),
+                    "maxItems": len(args),
+                }
+            array: dict[str, Any] = {"type": "array"}
             if args:
-                schema["items"] = self.build(args[0])
+                array["items"] = self.build(args[0])
             if origin in (set, frozenset, collections.abc.Set):
-                schema["uniqueItems"] = True
-            return schema
+                array["uniqueItems"] = True
+            return array
         if origin in _OBJECTS or tp in _OBJECTS:
             args = get_args(tp)
             if args and args[0] is not str:
                 raise SchemaError(f"{_name(tp)}: JSON object keys are strings")
-            schema = {"type": "object"}
+            mapping: dict[str, Any] = {"type": "object"}
             if len(args) == 2 and args[1] is not Any:
-                schema["additionalProperties"] = self.build(args[1])
-            return schema
+                mapping["additionalProperties"] = self.build(args[1])
+            return mapping
         if isinstance(tp, type) and issubclass(tp, enum.Enum):
             return _enum_schema([m.value for m in tp])
         if tp in self._stack:
@@ -121,7 +142,10 @@ class _Builder:
                     if not f.init:
                         continue
                     props[f.name] = self.build(hints.get(f.name, Any))
-                    if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+                    if (
+                        f.default is dataclasses.MISSING
+                        and f.default_factory is dataclasses.MISSING
+                    ):
                         required.append(f.name)
                 return _object(props, required)
         finally:
@@ -141,7 +165,7 @@ def _rebase(schema: Any) -> Any:
         out = {k: _rebase(v) for k, v in schema.items()}
         ref = out.get("$ref")
         if isinstance(ref, str) and ref.startswith("#/definitions/"):
-            out["$ref"] = "#/$defs/" + ref[len("#/definitions/"):]
+            out["$ref"] = "#/$defs/" + ref[len("#/definitions/") :]
         return out
     if isinstance(schema, list):
         return [_rebase(v) for v in schema]

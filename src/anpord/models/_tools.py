@@ -22,7 +22,7 @@ from typing import Any
 from ._schema import SchemaError, coerce, is_pydantic_model, schema_for
 from ._validate import schema_errors
 
-__all__ = ["Tool", "ToolArgumentsError", "ToolSet", "tool", "as_tool", "load_tools"]
+__all__ = ["Tool", "ToolArgumentsError", "ToolSet", "as_tool", "load_tools", "tool"]
 
 
 class ToolArgumentsError(ValueError):
@@ -36,7 +36,9 @@ class Tool:
     parameters: Mapping[str, Any]
     fn: Callable[..., Any] = field(repr=False)
     # Turns validated JSON arguments into the call's keyword arguments (or one positional model).
-    binder: Callable[[dict[str, Any]], tuple[tuple[Any, ...], dict[str, Any]]] = field(repr=False, default=None)  # type: ignore[assignment]
+    binder: Callable[[dict[str, Any]], tuple[tuple[Any, ...], dict[str, Any]]] | None = field(
+        repr=False, default=None
+    )
 
     def spec(self) -> dict[str, Any]:
         """The tool as a chat-completions ``tools`` entry."""
@@ -51,8 +53,10 @@ class Tool:
             text = arguments.strip() or "{}"
             try:
                 value = json.loads(text)
-            except ValueError as exc:
-                raise ToolArgumentsError(f"arguments are not valid JSON ({exc.msg} at {exc.pos})") from None
+            except json.JSONDecodeError as exc:
+                raise ToolArgumentsError(
+                    f"arguments are not valid JSON ({exc.msg} at {exc.pos})"
+                ) from None
         else:
             value = dict(arguments)
         if not isinstance(value, dict):
@@ -65,10 +69,12 @@ class Tool:
     async def call(self, arguments: dict[str, Any]) -> Any:
         """Run the tool on parsed arguments: a sync function in a thread, an async one awaited."""
         try:
-            args, kwargs = self.binder(arguments) if self.binder else ((), arguments)
+            args, kwargs = self.binder(arguments) if self.binder is not None else ((), arguments)
         except (TypeError, ValueError) as exc:
             raise ToolArgumentsError(f"arguments do not fit {self.name}: {exc}") from None
-        if inspect.iscoroutinefunction(self.fn) or inspect.iscoroutinefunction(getattr(self.fn, "__call__", None)):
+        if inspect.iscoroutinefunction(self.fn) or inspect.iscoroutinefunction(
+            type(self.fn).__call__
+        ):
             return await self.fn(*args, **kwargs)
         result = await asyncio.to_thread(self.fn, *args, **kwargs)
         if inspect.isawaitable(result):
@@ -78,7 +84,9 @@ class Tool:
 
 # -- docstrings ---------------------------------------------------------------------------------
 
-_SECTION = re.compile(r"^(Args|Arguments|Parameters|Params|Returns?|Raises|Yields|Examples?|Notes?|See Also)\s*:?\s*$")
+_SECTION = re.compile(
+    r"^(Args|Arguments|Parameters|Params|Returns?|Raises|Yields|Examples?|Notes?|See Also)\s*:?\s*$"
+)
 _REST_PARAM = re.compile(r"^:param\s+(?:[^:]*\s)?(\w+)\s*:\s*(.*)$")
 _ENTRY = re.compile(r"^\*{0,2}(\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
 
@@ -144,7 +152,9 @@ def _from_signature(fn: Callable[..., Any], name: str, description: str | None) 
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             continue
         if param.kind is param.POSITIONAL_ONLY:
-            raise SchemaError(f"tool {name}: parameter {pname} is positional-only; tools take keyword arguments")
+            raise SchemaError(
+                f"tool {name}: parameter {pname} is positional-only; tools take keyword arguments"
+            )
         tp = hints.get(pname, Any)
         try:
             schema, sub_defs = schema_for(tp)
@@ -159,7 +169,11 @@ def _from_signature(fn: Callable[..., Any], name: str, description: str | None) 
         types[pname] = tp
         if param.default is param.empty:
             required.append(pname)
-    parameters: dict[str, Any] = {"type": "object", "properties": props, "additionalProperties": False}
+    parameters: dict[str, Any] = {
+        "type": "object",
+        "properties": props,
+        "additionalProperties": False,
+    }
     if required:
         parameters["required"] = required
     if defs:
@@ -216,7 +230,9 @@ def tool(
             raise ValueError(f"tool name {tool_name!r} must be 1-64 letters, digits, '_' or '-'")
         if params is not None:
             if not is_pydantic_model(params):
-                raise TypeError(f"tool {tool_name}: params= must be a pydantic model class, got {params!r}")
+                raise TypeError(
+                    f"tool {tool_name}: params= must be a pydantic model class, got {params!r}"
+                )
             return _from_model(f, params, tool_name, description)
         return _from_signature(f, tool_name, description)
 
@@ -265,7 +281,9 @@ def load_tools(paths: str | Iterable[str], project_dir: str | Path | None = None
         try:
             obj: Any = importlib.import_module(module_name)
         except Exception as exc:  # noqa: BLE001 - any import failure is the user's to see
-            raise ValueError(f"tool {path}: cannot import {module_name}: {type(exc).__name__}: {exc}") from None
+            raise ValueError(
+                f"tool {path}: cannot import {module_name}: {type(exc).__name__}: {exc}"
+            ) from None
         for part in attr.split("."):
             if not hasattr(obj, part):
                 raise ValueError(f"tool {path}: {module_name} has no attribute {attr!r}")

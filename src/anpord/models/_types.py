@@ -6,12 +6,13 @@ Parsing is where a malformed answer is caught: anything that is not a chat compl
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from ._errors import MalformedResponseError
 
-__all__ = ["ToolCall", "Choice", "Usage", "ChatResponse", "parse_completion", "json_schema_format"]
+__all__ = ["ChatResponse", "Choice", "ToolCall", "Usage", "json_schema_format", "parse_completion"]
 
 
 @dataclass(frozen=True)
@@ -21,7 +22,11 @@ class ToolCall:
     arguments: str  # the raw JSON text the model wrote: it may not be valid JSON
 
     def to_message(self) -> dict[str, Any]:
-        return {"id": self.id, "type": "function", "function": {"name": self.name, "arguments": self.arguments}}
+        return {
+            "id": self.id,
+            "type": "function",
+            "function": {"name": self.name, "arguments": self.arguments},
+        }
 
 
 @dataclass(frozen=True)
@@ -84,12 +89,19 @@ class ChatResponse:
         try:
             return json.loads(self.text)
         except ValueError as exc:
-            raise MalformedResponseError(f"the model's answer is not JSON: {exc}: {self.text[:200]!r}") from None
+            raise MalformedResponseError(
+                f"the model's answer is not JSON: {exc}: {self.text[:200]!r}"
+            ) from None
 
 
-def json_schema_format(schema: Mapping[str, Any], name: str = "answer", *, strict: bool = True) -> dict[str, Any]:
+def json_schema_format(
+    schema: Mapping[str, Any], name: str = "answer", *, strict: bool = True
+) -> dict[str, Any]:
     """A ``response_format`` asking for JSON that follows ``schema``."""
-    return {"type": "json_schema", "json_schema": {"name": name, "schema": dict(schema), "strict": strict}}
+    return {
+        "type": "json_schema",
+        "json_schema": {"name": name, "schema": dict(schema), "strict": strict},
+    }
 
 
 def _int(value: Any) -> int | None:
@@ -120,7 +132,11 @@ def _tool_calls(raw: Any, where: str) -> tuple[ToolCall, ...]:
         elif not isinstance(args, str):  # some servers send an object: keep the model's intent
             args = json.dumps(args)
         call_id = call.get("id")
-        out.append(ToolCall(call_id if isinstance(call_id, str) and call_id else f"call_{i}", fn["name"], args))
+        out.append(
+            ToolCall(
+                call_id if isinstance(call_id, str) and call_id else f"call_{i}", fn["name"], args
+            )
+        )
     return tuple(out)
 
 

@@ -8,13 +8,17 @@ which then fails on its own, but never refuses valid ones."""
 from __future__ import annotations
 
 import re
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 __all__ = ["schema_errors"]
 
 _TYPES = {
     "string": lambda v: isinstance(v, str),
-    "integer": lambda v: (isinstance(v, int) and not isinstance(v, bool)) or (isinstance(v, float) and v.is_integer()),
+    "integer": lambda v: (
+        (isinstance(v, int) and not isinstance(v, bool))
+        or (isinstance(v, float) and v.is_integer())
+    ),
     "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
     "boolean": lambda v: isinstance(v, bool),
     "null": lambda v: v is None,
@@ -40,7 +44,11 @@ def _resolve(schema: Mapping[str, Any], root: Mapping[str, Any]) -> Mapping[str,
     while isinstance(ref, str) and ref.startswith("#/") and seen < 32:
         node: Any = root
         for part in ref[2:].split("/"):
-            node = node.get(part.replace("~1", "/").replace("~0", "~")) if isinstance(node, Mapping) else None
+            node = (
+                node.get(part.replace("~1", "/").replace("~0", "~"))
+                if isinstance(node, Mapping)
+                else None
+            )
         if not isinstance(node, Mapping):
             return {}
         schema = {**node, **{k: v for k, v in schema.items() if k != "$ref"}}
@@ -49,25 +57,36 @@ def _resolve(schema: Mapping[str, Any], root: Mapping[str, Any]) -> Mapping[str,
     return schema
 
 
-def _check(value: Any, schema: Any, path: str, root: Mapping[str, Any], errors: list[str], limit: int) -> None:
+def _check(
+    value: Any, schema: Any, path: str, root: Mapping[str, Any], errors: list[str], limit: int
+) -> None:
     if len(errors) >= limit or not isinstance(schema, Mapping):
         return
     schema = _resolve(schema, root)
     for key in ("anyOf", "oneOf"):
         options = schema.get(key)
-        if isinstance(options, list) and options:
-            if not any(not schema_errors_at(value, o, path, root) for o in options):
-                errors.append(f"{_where(path)}: {_short(value)} matches none of the allowed forms")
-                return
+        if (
+            isinstance(options, list)
+            and options
+            and all(schema_errors_at(value, o, path, root) for o in options)
+        ):
+            errors.append(f"{_where(path)}: {_short(value)} matches none of the allowed forms")
+            return
     for sub in schema.get("allOf") or ():
         _check(value, sub, path, root, errors, limit)
     kind = schema.get("type")
     if kind is not None:
         kinds = kind if isinstance(kind, list) else [kind]
         if not any(_TYPES.get(k, lambda v: True)(value) for k in kinds):
-            errors.append(f"{_where(path)}: expected {' or '.join(map(str, kinds))}, got {_short(value)}")
+            errors.append(
+                f"{_where(path)}: expected {' or '.join(map(str, kinds))}, got {_short(value)}"
+            )
             return
-    if "enum" in schema and isinstance(schema["enum"], list) and not any(_same(value, e) for e in schema["enum"]):
+    if (
+        "enum" in schema
+        and isinstance(schema["enum"], list)
+        and not any(_same(value, e) for e in schema["enum"])
+    ):
         allowed = ", ".join(_short(e) for e in schema["enum"])
         errors.append(f"{_where(path)}: {_short(value)} is not one of {allowed}")
         return
@@ -75,8 +94,12 @@ def _check(value: Any, schema: Any, path: str, root: Mapping[str, Any], errors: 
         errors.append(f"{_where(path)}: expected {_short(schema['const'])}, got {_short(value)}")
         return
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        for key, ok in (("minimum", lambda b: value >= b), ("maximum", lambda b: value <= b),
-                        ("exclusiveMinimum", lambda b: value > b), ("exclusiveMaximum", lambda b: value < b)):
+        for key, ok in (
+            ("minimum", lambda b: value >= b),
+            ("maximum", lambda b: value <= b),
+            ("exclusiveMinimum", lambda b: value > b),
+            ("exclusiveMaximum", lambda b: value < b),
+        ):
             bound = schema.get(key)
             if isinstance(bound, (int, float)) and not ok(bound):
                 errors.append(f"{_where(path)}: {value} breaks {key} {bound}")
@@ -113,7 +136,9 @@ def _check(value: Any, schema: Any, path: str, root: Mapping[str, Any], errors: 
             if name in props:
                 _check(item, props[name], sub_path, root, errors, limit)
             elif extra is False:
-                errors.append(f"{_where(path)}: unexpected {name!r} (allowed: {', '.join(props) or 'none'})")
+                errors.append(
+                    f"{_where(path)}: unexpected {name!r} (allowed: {', '.join(props) or 'none'})"
+                )
             elif isinstance(extra, Mapping):
                 _check(item, extra, sub_path, root, errors, limit)
 

@@ -52,20 +52,20 @@ from email.utils import formatdate
 from typing import Any
 
 __all__ = [
+    "ECHO",
     "ModelServer",
-    "rule",
-    "text",
+    "hang",
     "json_reply",
-    "tool_call",
-    "tool_calls",
-    "rate_limit",
-    "server_error",
+    "main",
     "malformed",
     "no_choices",
+    "rate_limit",
     "reset",
-    "hang",
-    "ECHO",
-    "main",
+    "rule",
+    "server_error",
+    "text",
+    "tool_call",
+    "tool_calls",
 ]
 
 ECHO: dict[str, Any] = {"text": "echo: {input}"}
@@ -84,7 +84,9 @@ def json_reply(value: Any, **extra: Any) -> dict[str, Any]:
     return {"json": value, **extra}
 
 
-def tool_call(name: str, arguments: Any = None, id: str | None = None, **extra: Any) -> dict[str, Any]:
+def tool_call(
+    name: str, arguments: Any = None, id: str | None = None, **extra: Any
+) -> dict[str, Any]:
     """One tool call. ``arguments``: a dict (sent as JSON) or a raw string (sent as it is)."""
     call: dict[str, Any] = {"name": name, "arguments": {} if arguments is None else arguments}
     if id is not None:
@@ -97,8 +99,15 @@ def tool_calls(*calls: tuple[str, Any], **extra: Any) -> dict[str, Any]:
     return {"tool_calls": [{"name": n, "arguments": a} for n, a in calls], **extra}
 
 
-def rate_limit(retry_after: float | str | None = 1, times: int | None = 1, *, http_date: bool = False) -> dict[str, Any]:
-    return {"kind": "rate_limit", "retry_after": retry_after, "http_date": http_date, "times": times}
+def rate_limit(
+    retry_after: float | str | None = 1, times: int | None = 1, *, http_date: bool = False
+) -> dict[str, Any]:
+    return {
+        "kind": "rate_limit",
+        "retry_after": retry_after,
+        "http_date": http_date,
+        "times": times,
+    }
 
 
 def server_error(status: int = 500, times: int | None = 1) -> dict[str, Any]:
@@ -121,7 +130,9 @@ def hang(times: int | None = None) -> dict[str, Any]:
     return {"kind": "hang", "times": times}
 
 
-def rule(match: str | None, *replies: Mapping[str, Any], fault: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def rule(
+    match: str | None, *replies: Mapping[str, Any], fault: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
     out: dict[str, Any] = {"match": match, "replies": [dict(r) for r in replies]}
     if fault is not None:
         out["fault"] = dict(fault)
@@ -135,7 +146,11 @@ def _text_of(content: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "\n".join(str(p.get("text", "")) for p in content if isinstance(p, Mapping) and p.get("type") == "text")
+        return "\n".join(
+            str(p.get("text", ""))
+            for p in content
+            if isinstance(p, Mapping) and p.get("type") == "text"
+        )
     return ""
 
 
@@ -144,7 +159,11 @@ def _turn_position(messages: list[Any]) -> tuple[str, int]:
     for i in range(len(messages) - 1, -1, -1):
         m = messages[i]
         if isinstance(m, Mapping) and m.get("role") == "user":
-            step = sum(1 for n in messages[i + 1:] if isinstance(n, Mapping) and n.get("role") == "assistant")
+            step = sum(
+                1
+                for n in messages[i + 1 :]
+                if isinstance(n, Mapping) and n.get("role") == "assistant"
+            )
             return _text_of(m.get("content")), step
     return "", 0
 
@@ -158,7 +177,9 @@ class _Rule:
         match = raw.get("match")
         if match is not None and not isinstance(match, str):
             raise ValueError(f"rule match must be a string or null, got {match!r}")
-        self.pattern = re.compile(match[3:]) if isinstance(match, str) and match.startswith("re:") else None
+        self.pattern = (
+            re.compile(match[3:]) if isinstance(match, str) and match.startswith("re:") else None
+        )
         self.match = match
         replies = raw.get("replies")
         if replies is None and "reply" in raw:
@@ -166,7 +187,9 @@ class _Rule:
         self.replies = [dict(r) for r in (replies or [])]
         self.fault = dict(raw["fault"]) if raw.get("fault") else None
         if self.fault is not None and self.fault.get("kind") not in _FAULTS:
-            raise ValueError(f"unknown fault {self.fault.get('kind')!r}; faults: {', '.join(_FAULTS)}")
+            raise ValueError(
+                f"unknown fault {self.fault.get('kind')!r}; faults: {', '.join(_FAULTS)}"
+            )
         if not self.replies and self.fault is None:
             raise ValueError(f"rule {match!r} has neither replies nor a fault")
         self.faults_served = 0
@@ -193,7 +216,9 @@ class _Rule:
 _FAULTS = ("rate_limit", "server_error", "malformed", "no_choices", "reset", "hang")
 
 
-def completion(reply: Mapping[str, Any], body: Mapping[str, Any], last_user: str, ids: Iterable[int]) -> dict[str, Any]:
+def completion(
+    reply: Mapping[str, Any], body: Mapping[str, Any], last_user: str, ids: Iterable[int]
+) -> dict[str, Any]:
     """The chat-completion body for ``reply`` to request ``body``."""
     counter = iter(ids)
     message: dict[str, Any] = {"role": "assistant", "content": None}
@@ -202,11 +227,16 @@ def completion(reply: Mapping[str, Any], body: Mapping[str, Any], last_user: str
         calls = []
         for call in reply["tool_calls"]:
             args = call.get("arguments", {})
-            calls.append({
-                "id": call.get("id") or f"call_{next(counter)}",
-                "type": "function",
-                "function": {"name": call["name"], "arguments": args if isinstance(args, str) else json.dumps(args)},
-            })
+            calls.append(
+                {
+                    "id": call.get("id") or f"call_{next(counter)}",
+                    "type": "function",
+                    "function": {
+                        "name": call["name"],
+                        "arguments": args if isinstance(args, str) else json.dumps(args),
+                    },
+                }
+            )
         message["tool_calls"] = calls
         finish = "tool_calls"
         produced: Any = calls
@@ -215,8 +245,14 @@ def completion(reply: Mapping[str, Any], body: Mapping[str, Any], last_user: str
     else:
         message["content"] = produced = str(reply.get("text", "")).replace("{input}", last_user)
     usage = reply.get("usage") or {}
-    prompt = usage.get("prompt_tokens", sum(_words(m.get("content") or "") + 1 for m in body.get("messages", [])
-                                            if isinstance(m, Mapping)))
+    prompt = usage.get(
+        "prompt_tokens",
+        sum(
+            _words(m.get("content") or "") + 1
+            for m in body.get("messages", [])
+            if isinstance(m, Mapping)
+        ),
+    )
     out = usage.get("completion_tokens", _words(produced))
     return {
         "id": f"chatcmpl-{next(counter)}",
@@ -228,15 +264,27 @@ def completion(reply: Mapping[str, Any], body: Mapping[str, Any], last_user: str
     }
 
 
-_REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 411: "Length Required", 429: "Too Many Requests",
-            500: "Internal Server Error", 502: "Bad Gateway", 503: "Service Unavailable", 504: "Gateway Timeout"}
+_REASONS = {
+    200: "OK",
+    400: "Bad Request",
+    404: "Not Found",
+    411: "Length Required",
+    429: "Too Many Requests",
+    500: "Internal Server Error",
+    502: "Bad Gateway",
+    503: "Service Unavailable",
+    504: "Gateway Timeout",
+}
 _MAX_HEAD = 64 << 10
 _MAX_BODY = 64 << 20
 
 
 def _response(status: int, body: bytes, headers: Mapping[str, str] | None = None) -> bytes:
-    head = [f"HTTP/1.1 {status} {_REASONS.get(status, 'Status')}", "Content-Type: application/json",
-            f"Content-Length: {len(body)}"]
+    head = [
+        f"HTTP/1.1 {status} {_REASONS.get(status, 'Status')}",
+        "Content-Type: application/json",
+        f"Content-Length: {len(body)}",
+    ]
     head += [f"{k}: {v}" for k, v in (headers or {}).items()]
     return ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body
 
@@ -251,7 +299,7 @@ class _Connection(asyncio.Protocol):
     A small protocol of its own rather than a web framework: a scripted answer costs a parse, a
     timer and one write, so the server is never what a benchmark measures."""
 
-    def __init__(self, server: "ModelServer"):
+    def __init__(self, server: ModelServer):
         self.server = server
         self.buffer = bytearray()
         self.transport: asyncio.Transport | None = None
@@ -308,10 +356,12 @@ class _Connection(asyncio.Protocol):
                 return
             if len(self.buffer) < end + 4 + length:
                 return
-            body = bytes(self.buffer[end + 4:end + 4 + length])
-            del self.buffer[:end + 4 + length]
+            body = bytes(self.buffer[end + 4 : end + 4 + length])
+            del self.buffer[: end + 4 + length]
             connection = headers.get("connection", "").lower()
-            self.keep_alive = connection != "close" and (version == "HTTP/1.1" or connection == "keep-alive")
+            self.keep_alive = connection != "close" and (
+                version == "HTTP/1.1" or connection == "keep-alive"
+            )
             self.busy = True
             self.counted = False
             self.server._request(self, method, target.split("?", 1)[0], headers, body)
@@ -396,8 +446,12 @@ class ModelServer:
 
     def stats(self) -> dict[str, int]:
         with self._lock:
-            return {"served": self.served, "in_flight": self.in_flight, "peak_in_flight": self.peak_in_flight,
-                    "connections": len(self._peers)}
+            return {
+                "served": self.served,
+                "in_flight": self.in_flight,
+                "peak_in_flight": self.peak_in_flight,
+                "connections": len(self._peers),
+            }
 
     def reset_stats(self) -> None:
         with self._lock:
@@ -422,10 +476,12 @@ class ModelServer:
 
     # -- answering ----------------------------------------------------------------------------
 
-    def _answer_for(self, body: Mapping[str, Any]) -> tuple[Mapping[str, Any] | None, Mapping[str, Any], str]:
+    def _answer_for(
+        self, body: Mapping[str, Any]
+    ) -> tuple[Mapping[str, Any] | None, Mapping[str, Any], str]:
         """(the fault to serve or None, the reply, the last user message)."""
-        messages = body.get("messages") if isinstance(body.get("messages"), list) else []
-        last_user, step = _turn_position(messages)
+        messages = body.get("messages")
+        last_user, step = _turn_position(messages if isinstance(messages, list) else [])
         for r in self.rules:
             if r.matches(last_user):
                 fault = r.take_fault()
@@ -434,14 +490,18 @@ class ModelServer:
                 return None, r.replies[min(step, len(r.replies) - 1)], last_user
         return None, self.default, last_user
 
-    def _request(self, conn: _Connection, method: str, path: str, headers: dict[str, str], raw: bytes) -> None:
+    def _request(
+        self, conn: _Connection, method: str, path: str, headers: dict[str, str], raw: bytes
+    ) -> None:
         if method == "GET":
             if path == "/_anpord/requests":
                 conn.send(_json(200, self.requests))
             elif path == "/_anpord/stats":
                 conn.send(_json(200, self.stats()))
             elif path.endswith("/models"):
-                conn.send(_json(200, {"object": "list", "data": [{"id": "scripted", "object": "model"}]}))
+                conn.send(
+                    _json(200, {"object": "list", "data": [{"id": "scripted", "object": "model"}]})
+                )
             else:
                 conn.send(_json(404, {"error": {"message": f"no route {path}"}}))
             return
@@ -462,7 +522,9 @@ class ModelServer:
         if self.record:
             entry = dict(body)
             entry["_path"] = path
-            entry["_headers"] = {"Authorization": headers["authorization"]} if "authorization" in headers else {}
+            entry["_headers"] = (
+                {"Authorization": headers["authorization"]} if "authorization" in headers else {}
+            )
             with self._lock:
                 self._requests.append(entry)
         fault, reply, last_user = self._answer_for(body)
@@ -491,26 +553,39 @@ class ModelServer:
             headers = {}
             after = fault.get("retry_after")
             if after is not None:
-                headers["Retry-After"] = (formatdate(time.time() + float(after), usegmt=True)
-                                          if fault.get("http_date") else str(after))
-            return _json(429, {"error": {"message": "Rate limit reached (scripted)", "type": "rate_limit"}}, headers)
+                headers["Retry-After"] = (
+                    formatdate(time.time() + float(after), usegmt=True)
+                    if fault.get("http_date")
+                    else str(after)
+                )
+            return _json(
+                429,
+                {"error": {"message": "Rate limit reached (scripted)", "type": "rate_limit"}},
+                headers,
+            )
         if kind == "server_error":
-            return _json(int(fault.get("status", 500)), {"error": {"message": "The server had an error (scripted)"}})
+            return _json(
+                int(fault.get("status", 500)),
+                {"error": {"message": "The server had an error (scripted)"}},
+            )
         if kind == "malformed":
             return _response(200, b"<html>this is not JSON")
         if kind == "no_choices":
             return _json(200, {"id": "chatcmpl-x", "object": "chat.completion", "choices": []})
         # reset: a head promising 4096 bytes, a few of them, then the connection is cut
-        return (b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 4096\r\n\r\n"
-                b'{"id": "chatcmpl-cut", "choices": [')
+        return (
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 4096\r\n\r\n"
+            b'{"id": "chatcmpl-cut", "choices": ['
+        )
 
     # -- running ------------------------------------------------------------------------------
 
     async def serve(self) -> None:
         """Bind and serve on the running loop (sets ``port``); returns once listening."""
         loop = asyncio.get_running_loop()
-        self._server = await loop.create_server(lambda: _Connection(self), self.host, self.port,
-                                                backlog=4096, reuse_address=True)
+        self._server = await loop.create_server(
+            lambda: _Connection(self), self.host, self.port, backlog=4096, reuse_address=True
+        )
         self.port = self._server.sockets[0].getsockname()[1]
 
     async def shutdown(self) -> None:
@@ -522,7 +597,7 @@ class ModelServer:
             await self._server.wait_closed()
             self._server = None
 
-    def start(self) -> "ModelServer":
+    def start(self) -> ModelServer:
         ready = threading.Event()
         failure: list[BaseException] = []
 
@@ -554,7 +629,7 @@ class ModelServer:
             self._thread.join(timeout=10)
             self._loop = self._thread = None
 
-    def __enter__(self) -> "ModelServer":
+    def __enter__(self) -> ModelServer:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
@@ -585,8 +660,10 @@ def _is_pipe(stream: Any) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m anpord.testing.model_server",
-                                     description="A scripted OpenAI-compatible server on 127.0.0.1.")
+    parser = argparse.ArgumentParser(
+        prog="python -m anpord.testing.model_server",
+        description="A scripted OpenAI-compatible server on 127.0.0.1.",
+    )
     parser.add_argument("--latency", type=float, default=0.0, help="seconds before each answer")
     parser.add_argument("--rules", help="a JSON file of rules, or the JSON list itself")
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
@@ -608,7 +685,10 @@ def main(argv: list[str] | None = None) -> int:
             loop.add_signal_handler(sig, done.set)
         if _is_pipe(sys.stdin):
             # Also end when the parent closes our stdin pipe (it went away without a signal).
-            loop.add_reader(sys.stdin.fileno(), lambda: done.set() if not os.read(sys.stdin.fileno(), 4096) else None)
+            loop.add_reader(
+                sys.stdin.fileno(),
+                lambda: done.set() if not os.read(sys.stdin.fileno(), 4096) else None,
+            )
         await done.wait()
         await server.shutdown()
 

@@ -23,11 +23,15 @@ async def composed(turn):
 """
 
 
-def test_chat_agent_runs_the_tool_loop_as_a_python_agent(make_project: Any, model_server: Any) -> None:
-    server = model_server([
-        rule("weather", tool_call("get_weather", {"city": "Oslo"}), text("Sunny in Oslo")),
-        rule("loop", tool_call("lookup", {"query": "x"})),
-    ])
+def test_chat_agent_runs_the_tool_loop_as_a_python_agent(
+    make_project: Any, model_server: Any
+) -> None:
+    server = model_server(
+        [
+            rule("weather", tool_call("get_weather", {"city": "Oslo"}), text("Sunny in Oslo")),
+            rule("loop", tool_call("lookup", {"query": "x"})),
+        ]
+    )
     project = make_project(
         {
             "agents/model_tools.py": TOOLS,
@@ -63,14 +67,22 @@ def test_chat_agent_runs_the_tool_loop_as_a_python_agent(make_project: Any, mode
     assert_passed(run, "agent/weather")
     loop = run.result("agent/loop")
     assert loop["verdict"] == "failed"
-    assert loop["reason"] == ("agent raised MaxStepsExceeded: the model was still calling tools after "
-                              "max_steps=2 model calls")
-    weather = [r["messages"] for r in server.requests if r["messages"][1]["content"] == "weather in Oslo?"]
+    assert loop["reason"] == (
+        "agent raised MaxStepsExceeded: the model was still calling tools after "
+        "max_steps=2 model calls"
+    )
+    weather = [
+        r["messages"] for r in server.requests if r["messages"][1]["content"] == "weather in Oslo?"
+    ]
     assert weather[0][0] == {"role": "system", "content": "Be brief."}
     # The next turn carries the session's history (as text).
     follow = [r["messages"] for r in server.requests if r["messages"][-1]["content"] == "and again"]
     assert [m["role"] for m in follow[0]] == ["system", "user", "assistant", "user"]
 
-    composed = project.run("evals/composed.eval.py", "--harness", "python:agents.support:composed",
-                           env={"OPENAI_BASE_URL": server.url})
+    composed = project.run(
+        "evals/composed.eval.py",
+        "--harness",
+        "python:agents.support:composed",
+        env={"OPENAI_BASE_URL": server.url},
+    )
     assert_passed(composed, "composed")

@@ -24,17 +24,25 @@ from anpord.testing.model_server import (
 FAST_FAILING = {"max_attempts": 2, "retry_delay": 0.05, "timeout": 1, "max_steps": 3}
 
 
-def test_each_fault_gets_its_verdict_and_the_run_goes_on(make_project: Any, model_server: Any) -> None:
-    server = model_server([
-        rule("ratelimited", fault=rate_limit(retry_after=0.1, times=None)),
-        rule("servererror", fault=server_error(502, times=None)),
-        rule("malformed", fault=malformed()),
-        rule("nochoices", fault=no_choices()),
-        rule("reset", fault=reset(times=None)),
-        rule("hang", fault=hang()),
-        rule("loop", tool_call("lookup", {"query": "again"})),
-        rule("recovers", text("answered after one 429"), fault=rate_limit(retry_after=0.1, times=1)),
-    ])
+def test_each_fault_gets_its_verdict_and_the_run_goes_on(
+    make_project: Any, model_server: Any
+) -> None:
+    server = model_server(
+        [
+            rule("ratelimited", fault=rate_limit(retry_after=0.1, times=None)),
+            rule("servererror", fault=server_error(502, times=None)),
+            rule("malformed", fault=malformed()),
+            rule("nochoices", fault=no_choices()),
+            rule("reset", fault=reset(times=None)),
+            rule("hang", fault=hang()),
+            rule("loop", tool_call("lookup", {"query": "again"})),
+            rule(
+                "recovers",
+                text("answered after one 429"),
+                fault=rate_limit(retry_after=0.1, times=1),
+            ),
+        ]
+    )
     project = make_project(
         {
             "agents/model_tools.py": TOOLS,
@@ -68,16 +76,23 @@ def test_each_fault_gets_its_verdict_and_the_run_goes_on(make_project: Any, mode
     loop = results["loop"]
     assert loop["verdict"] == "failed"
     assert "the model was still calling tools after max_steps=3 model calls" in loop["reason"]
-    assert [e["name"] for e in run.events("faults/loop") if e["type"] == "tool.called"] == ["lookup"] * 3
+    assert [e["name"] for e in run.events("faults/loop") if e["type"] == "tool.called"] == [
+        "lookup"
+    ] * 3
     assert_passed(run, "faults/recovers")
     assert_passed(run, "faults/plain")
     # The retried requests really were sent twice; the malformed answer was not retried.
     sent = [r["messages"][-1]["content"] for r in server.requests]
-    assert sent.count("ratelimited") == 2 and sent.count("servererror") == 2 and sent.count("malformed") == 1
+    assert (
+        sent.count("ratelimited") == 2
+        and sent.count("servererror") == 2
+        and sent.count("malformed") == 1
+    )
 
 
 def test_an_unreachable_endpoint_and_bad_options_void_the_trial_with_the_reason(
-        make_project: Any, model_server: Any) -> None:
+    make_project: Any, model_server: Any
+) -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         closed_port = s.getsockname()[1]  # nothing listens here once closed
@@ -109,21 +124,30 @@ def test_an_unreachable_endpoint_and_bad_options_void_the_trial_with_the_reason(
     by_variant = {r["variant"]: r for r in run.results()}
     assert {r["verdict"] for r in by_variant.values()} == {"void"}
     assert by_variant["down"]["reason"].startswith(
-        f"model call failed: m at 127.0.0.1:{closed_port}: connection failed: Cannot connect to host")
+        f"model call failed: m at 127.0.0.1:{closed_port}: connection failed: Cannot connect to host"
+    )
     assert by_variant["down"]["reason"].endswith("(after 2 attempts)")
-    assert by_variant["typo"]["reason"].startswith("openai:m (variant typo): unknown option 'tols'; the options are: base_url")
+    assert by_variant["typo"]["reason"].startswith(
+        "openai:m (variant typo): unknown option 'tols'; the options are: base_url"
+    )
     assert by_variant["badtool"]["reason"] == (
-        "openai:m (variant badtool): tool agents.model_tools:nothing: agents.model_tools has no attribute 'nothing'")
+        "openai:m (variant badtool): tool agents.model_tools:nothing: agents.model_tools has no attribute 'nothing'"
+    )
     assert by_variant["nomodel"]["reason"] == (
-        "openai: (variant nomodel): no model: write 'openai:<model>' or give the variant model=")
+        "openai: (variant nomodel): no model: write 'openai:<model>' or give the variant model="
+    )
 
 
 def test_a_spec_that_cannot_be_a_model_id_is_a_usage_error(make_project: Any) -> None:
-    project = make_project({"evals/one.eval.py": eval_file("""
+    project = make_project(
+        {
+            "evals/one.eval.py": eval_file("""
         @define_eval
         async def test(t):
             await t.send("hello")
-    """)})
+    """)
+        }
+    )
     run = project.run("--harness", "openai:two words")
     assert run.code == 2
     assert "openai harness spec must be 'openai:<model>' without spaces" in run.stderr

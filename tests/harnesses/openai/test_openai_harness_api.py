@@ -13,7 +13,9 @@ from anpord.harnesses import HarnessContext, TurnRequest, resolve_harness
 from anpord.testing.model_server import rule, text
 
 
-def run_trials(url: str, trials: list[dict[str, Any]], prompt: str = "hello") -> tuple[list[list[Event]], Any]:
+def run_trials(
+    url: str, trials: list[dict[str, Any]], prompt: str = "hello"
+) -> tuple[list[list[Event]], Any]:
     """One harness for the run; each trial gets its own context (``extra``) and one turn."""
     harness = resolve_harness("openai:scripted-model")
     variant = Variant(harness="openai:scripted-model", options={"base_url": url})
@@ -22,7 +24,9 @@ def run_trials(url: str, trials: list[dict[str, Any]], prompt: str = "hello") ->
         await harness.setup()
         out = []
         for extra in trials:
-            ctx = HarnessContext(variant=variant, model=None, sandbox=None, log=lambda m: None, extra=dict(extra))
+            ctx = HarnessContext(
+                variant=variant, model=None, sandbox=None, log=lambda m: None, extra=dict(extra)
+            )
             session = await harness.open_session(ctx, "ses_1")
             events: list[Event] = []
             outcome = await session.run_turn(TurnRequest(input=prompt), events.append)
@@ -39,17 +43,23 @@ def usage_of(events: list[Event]) -> dict[str, Any]:
     return next(dict(e.data) for e in events if e.type == "usage")
 
 
-def test_the_cache_replays_a_trial_and_keeps_trials_apart(model_server: Any, tmp_path: Path) -> None:
+def test_the_cache_replays_a_trial_and_keeps_trials_apart(
+    model_server: Any, tmp_path: Path
+) -> None:
     server = model_server([rule("hello", text("hi there"))])
     cache = tmp_path / "cache"
-    first, _ = run_trials(server.url, [{"cache_dir": cache, "trial_index": 0}, {"cache_dir": cache, "trial_index": 1}])
+    first, _ = run_trials(
+        server.url, [{"cache_dir": cache, "trial_index": 0}, {"cache_dir": cache, "trial_index": 1}]
+    )
     assert len(server.requests) == 2, "each trial index is its own draw"
-    again, _ = run_trials(server.url, [{"cache_dir": cache, "trial_index": 1}, {"cache_dir": cache, "trial_index": 0}])
+    again, _ = run_trials(
+        server.url, [{"cache_dir": cache, "trial_index": 1}, {"cache_dir": cache, "trial_index": 0}]
+    )
     assert len(server.requests) == 2, "the second run was answered from the cache"
     assert [usage_of(t)["cached"] for t in first + again] == [False, False, True, True]
     message = [e for e in again[0] if e.type == "message.completed"]
     assert message[0].data == {"role": "assistant", "text": "hi there"}
-    uncached, _ = run_trials(server.url, [{"trial_index": 0}])
+    run_trials(server.url, [{"trial_index": 0}])
     assert len(server.requests) == 3, "without cache_dir nothing is cached"
 
 
