@@ -90,7 +90,8 @@ def stop_server(proc: subprocess.Popen[str]) -> None:
     proc.wait(timeout=10)
 
 
-async def bare_client(url: str, n: int, conc: int) -> float:
+async def bare_client(url: str, n: int, conc: int) -> tuple[float, float]:
+    """(wall seconds, CPU seconds) for N requests, C at a time."""
     import aiohttp
 
     body = {"model": "bench-model", "messages": [{"role": "user", "content": "ping"}]}
@@ -112,9 +113,9 @@ async def bare_client(url: str, n: int, conc: int) -> float:
                 data = json.loads(await resp.read())
             assert "ping" in data["choices"][0]["message"]["content"]
 
-        t0 = time.perf_counter()
+        cpu0, t0 = time.process_time(), time.perf_counter()
         await asyncio.gather(*(one(i) for i in range(n)))
-        return time.perf_counter() - t0
+        return time.perf_counter() - t0, time.process_time() - cpu0
 
 
 async def harness_alone(url: str, n: int, conc: int) -> tuple[float, float]:
@@ -147,7 +148,8 @@ async def harness_alone(url: str, n: int, conc: int) -> tuple[float, float]:
     return wall, cpu
 
 
-def cli_run(url: str, n: int, conc: int) -> tuple[float, int, str]:
+def cli_run(url: str, n: int, conc: int) -> tuple[float, float, int, str]:
+    """(wall seconds, CPU seconds of the anpord process, exit code, its closing line)."""
     folder = Path(tempfile.mkdtemp(prefix="anpord-w1-"))
     try:
         (folder / "evals").mkdir()
@@ -158,6 +160,7 @@ def cli_run(url: str, n: int, conc: int) -> tuple[float, int, str]:
             NO_COLOR="1",
             PYTHONPATH=os.pathsep.join(filter(None, [str(SRC), os.environ.get("PYTHONPATH")])),
         )
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
         proc = subprocess.run(
             [sys.executable, "-m", "anpord", "eval"],
@@ -169,8 +172,10 @@ def cli_run(url: str, n: int, conc: int) -> tuple[float, int, str]:
             check=False,
         )
         wall = time.perf_counter() - t0
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
         tail = (proc.stdout.strip().splitlines() or [""])[-1]
-        return wall, proc.returncode, tail
+        return wall, cpu, proc.returncode, tail
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
@@ -208,8 +213,9 @@ def inspect_ai_run(url: str, n: int, conc: int) -> str:
         (folder / "ping_task.py").write_text(INSPECT_TASK.format(n=n))
         env = dict(
             os.environ,
-            OPENAI_BASE_URL=url,
-            OPENAI_API_KEY="sk-local-bench",
+            # inspect-ai's provider for any OpenAI-compatible server (chat completions).
+            BENCH_BASE_URL=url,
+            BENCH_API_KEY="sk-local-bench",
             INSPECT_LOG_DIR=str(folder / "logs"),
         )
         cmd = [
@@ -219,7 +225,7 @@ def inspect_ai_run(url: str, n: int, conc: int) -> str:
             "eval",
             "ping_task.py",
             "--model",
-            "openai/bench-model",
+            "openai-api/bench/bench-model",
             "--max-connections",
             str(conc),
             "--display",
@@ -230,7 +236,7 @@ def inspect_ai_run(url: str, n: int, conc: int) -> str:
         proc = subprocess.run(cmd, cwd=folder, env=env, capture_output=True, text=True, check=False)
         wall = time.perf_counter() - t0
         if proc.returncode != 0:
-            return f"failed (exit {proc.returncode}): {(proc.stderr or proc.stdout).strip().splitlines()[-1:]}"
+            return f"failed (exit {proc.returncode}): {(proc.stderr or proc.stdout).strip()[-600:]}"
         return f"{wall:.2f} s wall (CLI, {conc} connections)"
     finally:
         shutil.rmtree(folder, ignore_errors=True)
@@ -253,11 +259,28 @@ def promptfoo_run(url: str, n: int, conc: int) -> str:
             + tests
             + "\n"
         )
-        cmd = ["promptfoo", "eval", "--no-cache", "--no-write", "--no-table", "-j", str(conc)]
+        out = folder / "out.json"
+        cmd = [
+            "promptfoo",
+            "eval",
+            "--no-cache",
+            "--no-write",
+            "--no-table",
+            "-j",
+            str(conc),
+            "-o",
+            str(out),
+        ]
+        env = dict(os.environ, PROMPTFOO_DISABLE_TELEMETRY="1", PROMPTFOO_DISABLE_UPDATE="1")
         t0 = time.perf_counter()
-        proc = subprocess.run(cmd, cwd=folder, capture_output=True, text=True, check=False)
+        proc = subprocess.run(cmd, cwd=folder, env=env, capture_output=True, text=True, check=False)
         wall = time.perf_counter() - t0
-        return f"{wall:.2f} s wall (CLI, -j {conc}, exit {proc.returncode})"
+        try:
+            stats = json.loads(out.read_text())["results"]["stats"]
+            passed = f"{stats.get('successes')} passed, {stats.get('failures')} failed"
+        except (OSError, ValueError, KeyError, TypeError):
+            passed = f"no results: {(proc.stderr or proc.stdout).strip()[-300:]}"
+        return f"{wall:.2f} s wall (CLI, -j {conc}, exit {proc.returncode}: {passed})"
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
@@ -281,17 +304,21 @@ def main() -> int:
             n, conc = (int(x) for x in size.lower().split("x"))
             ideal = n / conc * args.latency
             print(f"\nN={n}, C={conc}  (latency-bound ideal {ideal:.2f} s)")
-            bare = asyncio.run(bare_client(url, n, conc))
-            print(f"  bare aiohttp client:  {bare:.2f} s wall  ({n / bare:,.0f} req/s)")
+            bare, bare_cpu = asyncio.run(bare_client(url, n, conc))
+            print(
+                f"  bare aiohttp client:  {bare:.2f} s wall  ({n / bare:,.0f} req/s; "
+                f"{bare_cpu / n * 1000:.2f} ms CPU per request)"
+            )
             wall, cpu = asyncio.run(harness_alone(url, n, conc))
             print(
                 f"  harness alone:        {wall:.2f} s wall  ({wall / bare:.2f}x bare; "
                 f"{cpu / n * 1000:.2f} ms CPU per trial in harness + client)"
             )
             if not args.skip_cli:
-                cli, code, tail = cli_run(url, n, conc)
+                cli, cli_cpu, code, tail = cli_run(url, n, conc)
                 print(
-                    f"  anpord eval (CLI):    {cli:.2f} s wall  ({cli / bare:.2f}x bare; exit {code}: {tail})"
+                    f"  anpord eval (CLI):    {cli:.2f} s wall  ({cli / bare:.2f}x bare; "
+                    f"{cli_cpu / n * 1000:.2f} ms CPU per trial, start-up included; exit {code}: {tail})"
                 )
             if not args.skip_others:
                 others(url, n, conc)

@@ -226,8 +226,7 @@ class OpenAISession:
         self.resolved = resolved
         # The conversation as the model sees it (tool calls and results included), no system prompt.
         self.messages: list[dict[str, Any]] = []
-        self._task: asyncio.Future[Any] | None = None
-        self._cancel_requested = False
+        self._scope: asyncio.Timeout | None = None
 
     async def run_turn(self, request: TurnRequest, emit: Emit) -> TurnOutcome:
         from ..models import ModelError, run_tool_loop, user_message
@@ -237,54 +236,51 @@ class OpenAISession:
                 "failed",
                 error="the openai harness never asks for input, so there is nothing to answer",
             )
-        self._cancel_requested = False
         self.messages.append(user_message(request.input))
         mark = len(self.messages)
         r = self.resolved
-        self._task = task = asyncio.ensure_future(
-            run_tool_loop(
-                r.client,
-                r.settings,
-                self.messages,
-                r.tools,
-                lambda kind, data: emit(Event(kind, data)),
-                cache_scope=_cache_scope(self.ctx),
-            )
-        )
+        # The turn runs in the caller's task (no task of its own per turn); cancel() ends it
+        # through this scope, which turns that one cancellation into TimeoutError right here
+        # while a cancellation from outside (the trial's deadline) still propagates.
+        self._scope = scope = asyncio.timeout(None)
         try:
-            result = await task
-        except asyncio.CancelledError:
+            async with scope:
+                result = await run_tool_loop(
+                    r.client,
+                    r.settings,
+                    self.messages,
+                    r.tools,
+                    lambda kind, data: emit(Event(kind, data)),
+                    cache_scope=_cache_scope(self.ctx),
+                )
+        except TimeoutError:
+            if not scope.expired():
+                raise
             del self.messages[mark:]  # an unanswered tool call would make the history invalid
-            current = asyncio.current_task()
-            if self._cancel_requested and not (current and current.cancelling()):
-                return TurnOutcome("cancelled", error="cancelled")
+            return TurnOutcome("cancelled", error="cancelled")
+        except asyncio.CancelledError:
+            del self.messages[mark:]
             raise
         except ModelError as exc:
             del self.messages[mark:]
             raise HarnessStartError(f"model call failed: {exc}") from None
         finally:
-            self._task = None
+            self._scope = None
         if result.status != "completed":
             return TurnOutcome("failed", error=result.error)
         emit(Event(MESSAGE_COMPLETED, {"role": "assistant", "text": result.message}))
         return TurnOutcome("completed", message=result.message, data=result.data)
 
     async def cancel(self) -> bool:
-        task = self._task
-        if task is None or task.done():
+        scope = self._scope
+        if scope is None or scope.expired():
             return False
-        self._cancel_requested = True
-        task.cancel()  # reaches the in-flight request: aiohttp drops its connection
+        # Cancels the turn's task at whatever it awaits: the in-flight request is dropped.
+        scope.reschedule(asyncio.get_running_loop().time())
         return True
 
     async def close(self) -> None:
-        task = self._task
-        if task is not None and not task.done():
-            task.cancel()
-            try:
-                await task
-            except BaseException:  # noqa: BLE001 - closing after a cancel must not raise
-                pass
+        await self.cancel()  # the drive cancels a running turn first; this is a safety net
 
 
 _prewarming: threading.Thread | None = None

@@ -76,9 +76,17 @@ def test_chat_agent_runs_the_tool_loop_as_a_python_agent(
     ]
     assert weather[0][0] == {"role": "system", "content": "Be brief."}
     # The next turn carries the session's history (as text).
-    follow = {r["messages"][1]["content"]: r["messages"] for r in server.requests
-              if r["messages"][-1]["content"] == "and again"}
-    assert [m["role"] for m in follow["weather in Oslo?"]] == ["system", "user", "assistant", "user"]
+    follow = {
+        r["messages"][1]["content"]: r["messages"]
+        for r in server.requests
+        if r["messages"][-1]["content"] == "and again"
+    }
+    assert [m["role"] for m in follow["weather in Oslo?"]] == [
+        "system",
+        "user",
+        "assistant",
+        "user",
+    ]
     assert follow["weather in Oslo?"][2] == {"role": "assistant", "content": "Sunny in Oslo"}
     # A failed turn left no answer in the history.
     assert [m["role"] for m in follow["loop"]] == ["system", "user", "user"]

@@ -46,6 +46,13 @@ def test_each_fault_gets_its_verdict_and_the_run_goes_on(
     project = make_project(
         {
             "agents/model_tools.py": TOOLS,
+            "evals/slow.eval.py": eval_file(f"""
+                @define_eval(timeout=0.5)
+                async def test(t):
+                    await t.send("hang")
+                    t.succeeded()
+                    {END}
+            """),
             "evals/faults.eval.py": eval_file(f"""
                 @define_eval(each=["ratelimited", "servererror", "malformed", "nochoices", "reset", "hang",
                                    "loop", "recovers", "plain"], id=lambda row: row)
@@ -59,7 +66,13 @@ def test_each_fault_gets_its_verdict_and_the_run_goes_on(
     )
     run = project.run()
     assert run.code == 1, run.output
-    results = {case.split("/")[1]: lines[0] for case, lines in run.by_case().items()}
+    results = {
+        case.split("/")[1]: lines[0]
+        for case, lines in run.by_case().items()
+        if case.startswith("faults/")
+    }
+    slow = run.result("slow")
+    assert slow["verdict"] == "timed_out" and slow["reason"] == "timed out after 0.5s", slow
     assert len(results) == 9, "every case ran"
     where = f"scripted-model at 127.0.0.1:{server.port}"
     expected = {
