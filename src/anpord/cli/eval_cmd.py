@@ -38,6 +38,8 @@ def build_parser() -> Parser:
     p.add_argument("--harness", metavar="SPEC", help="run every case against this harness instead")
     p.add_argument("--model", metavar="M", help="override the model on every selected variant")
     p.add_argument("--sandbox", metavar="S", help="override the sandbox on every selected variant")
+    p.add_argument("--cache", action="store_true",
+                   help="reuse model and judge calls from earlier runs (keyed on the request and the trial index)")
     p.add_argument("--no-artifacts", action="store_true", help=argparse.SUPPRESS)
     return p
 
@@ -129,7 +131,7 @@ def _run(args: argparse.Namespace, fail_on: str, out: TextIO) -> int:
         opts = RunOptions(
             trials=args.trials, timeout=args.timeout, max_concurrency=args.max_concurrency,
             variants=args.variant, harness=args.harness, model=args.model, sandbox=args.sandbox,
-            fail_on=fail_on, artifacts=not args.no_artifacts,
+            fail_on=fail_on, artifacts=not args.no_artifacts, cache=args.cache,
         )
         if not cases:
             if loaded:

@@ -57,6 +57,12 @@ def _http(spec: str, project_dir: Path | None) -> Harness:
     return resolve(spec)
 
 
+def _openai(spec: str, project_dir: Path | None) -> Harness:
+    from .openai import resolve
+
+    return resolve(spec, project_dir)
+
+
 def _coding(spec: str, project_dir: Path | None) -> Harness:
     from .coding.harness import resolve
 
@@ -66,6 +72,7 @@ def _coding(spec: str, project_dir: Path | None) -> Harness:
 _RESOLVERS: dict[str, Resolver] = {
     "python:": _python,
     "command:": _command,
+    "openai:": _openai,
     "http://": _http,
     "https://": _http,
 }

@@ -9,7 +9,7 @@ emits the boundary events (``session.started``, ``turn.started``, ``turn.complet
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Literal, Protocol, runtime_checkable
 
@@ -96,6 +96,8 @@ class HarnessContext:
     seed: int | None = None  # the trial's seed, for harnesses that pass one to a model
     cache_dir: Path | None = None  # set when the run reuses model calls (``--cache``)
     trial_index: int = 0  # which trial of its cell: part of a cache key, so trials stay independent
+    # Per-trial scratch space a harness may keep state in, shared by the trial's sessions.
+    extra: dict[str, Any] = field(default_factory=dict)
     # The folder holding evals.config.py, when the runner says (harnesses that read files kept
     # beside the evals, such as profiles, find it themselves otherwise).
     evals_root: Path | None = None

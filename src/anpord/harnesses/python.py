@@ -37,6 +37,7 @@ from ._protocol import (
     Emit,
     HarnessContext,
     HarnessSpecError,
+    HarnessStartError,
     TurnOutcome,
     TurnRequest,
 )
@@ -181,6 +182,13 @@ class PythonHarness:
         return PythonSession(self, ctx, session_id)
 
 
+def _is_model_outage(exc: BaseException) -> bool:
+    """An error from anpord's model client (``chat_agent``, ``ChatClient``) that says the endpoint
+    could not answer. Only looked up when the agent has used the client."""
+    models = sys.modules.get("anpord.models")
+    return models is not None and isinstance(exc, models.ModelError)
+
+
 async def _call_hook(agent: Any, name: str) -> None:
     # The agent is user code, not a protocol object: its hooks are optional.
     hook = getattr(agent, name, None)
@@ -287,6 +295,10 @@ class PythonSession:
         except BaseException as exc:  # noqa: BLE001 - SystemExit/KeyboardInterrupt fail the trial only
             tb = "".join(traceback.format_exception(exc))
             self.ctx.log(f"agent raised:\n{tb}")
+            if _is_model_outage(exc):
+                # The model endpoint gave no answer (down, rate limited, broken): nothing about
+                # the agent was measured.
+                return ("void", None, ErrorInfo("harness", f"the model call failed: {exception_line(exc)}", tb))
             return ("failed", None, ErrorInfo("agent", f"agent raised {exception_line(exc)}", tb))
         return ("completed", value, None)
 
@@ -327,6 +339,8 @@ class PythonSession:
             status, failure = "cancelled", None
         if status == "cancelled":
             return TurnOutcome("cancelled", error="cancelled")
+        if status == "void" and failure is not None:
+            raise HarnessStartError(failure.message)
         if failure is not None:
             return TurnOutcome("failed", error=failure.message, failure=failure)
         if value is None:

@@ -304,7 +304,7 @@ class _Run:
         if isinstance(executor, LocalExecutor):
             monitor = executor.monitor = StallMonitor(loop)
             monitor.start()
-        cache_dir = str(self.plan.project.folder / ".anpord" / "cache" / "calls") if self.opts.cache else None
+        cache_dir = str(self.plan.project.folder / ".anpord" / "cache" / "models") if self.opts.cache else None
         specs = _specs(self.plan, self.record.run_id, cache_dir, self.done)
         work = asyncio.ensure_future(executor.run(specs, self, self.stop))
         stopper = asyncio.ensure_future(self.stop.wait())

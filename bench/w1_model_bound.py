@@ -1,0 +1,331 @@
+"""W1 — model-bound evals: single-turn cases through the ``openai:`` harness against a scripted
+model server that answers after 50 ms.
+
+    python bench/w1_model_bound.py [--latency 0.05] [--sizes 1000x100,5000x500] [--skip-cli]
+
+For each size N×C (N cases, concurrency C) it prints, measured in the same run against the same
+server (a separate process, ``python -m anpord.testing.model_server``):
+
+1. **bare client floor**: N chat-completions requests with C in flight, straight on aiohttp
+   (one session, a connector of C) — what any client needs at least.
+2. **anpord eval (CLI)**: ``anpord eval`` as a subprocess in a temp project: N cases (one eval
+   file fanned out with ``each=``), each ``await t.send(...)`` then one ``includes`` check,
+   ``max_concurrency=C``; wall time including interpreter start-up, discovery and artifacts.
+   Targets: N=1000,C=100 ≤ 1.2 s and ≤ 1.5× the bare client; N=5000,C=500 ≤ 2.5 s.
+3. **harness alone**: the same N turns driven straight through the harness protocol
+   (``open_session`` → ``run_turn``) in this process, no runner: the harness + client share of the
+   CLI figure, with CPU milliseconds per trial.
+
+inspect-ai and promptfoo run against the same server when installed; otherwise a note says so.
+Figures are printed, never asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+sys.path.insert(0, str(SRC))
+
+CONFIG = """
+from anpord import define_eval_config, Variant
+
+config = define_eval_config(
+    harness="openai:bench-model", max_concurrency={conc}, timeout=300,
+    variants=[Variant(harness="openai:bench-model", env={{"OPENAI_BASE_URL": {url!r}}},
+                      options={{"max_connections": {conc}}})],
+)
+"""
+
+EVAL = """
+from anpord import define_eval
+from anpord.expect import includes
+
+
+@define_eval(each=range({n}))
+async def test(t, row):
+    await t.send(f"ping {{row}}")
+    t.check(t.reply, includes("ping"))
+"""
+
+
+def start_server(latency: float) -> tuple[subprocess.Popen[str], str]:
+    env = dict(
+        os.environ,
+        PYTHONPATH=os.pathsep.join(filter(None, [str(SRC), os.environ.get("PYTHONPATH")])),
+    )
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "anpord.testing.model_server",
+            "--latency",
+            str(latency),
+            "--no-record",
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    assert proc.stdout is not None
+    return proc, proc.stdout.readline().strip()
+
+
+def stop_server(proc: subprocess.Popen[str]) -> None:
+    assert proc.stdin is not None
+    proc.stdin.close()
+    proc.wait(timeout=10)
+
+
+async def bare_client(url: str, n: int, conc: int) -> tuple[float, float]:
+    """(wall seconds, CPU seconds) for N requests, C at a time."""
+    import aiohttp
+
+    body = {"model": "bench-model", "messages": [{"role": "user", "content": "ping"}]}
+    slots = asyncio.Semaphore(conc)
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=conc)) as session:
+
+        async def one(i: int) -> None:
+            payload = json.dumps(
+                {**body, "messages": [{"role": "user", "content": f"ping {i}"}]}
+            ).encode()
+            async with (
+                slots,
+                session.post(
+                    url + "/chat/completions",
+                    data=payload,
+                    headers={"Content-Type": "application/json"},
+                ) as resp,
+            ):
+                data = json.loads(await resp.read())
+            assert "ping" in data["choices"][0]["message"]["content"]
+
+        cpu0, t0 = time.process_time(), time.perf_counter()
+        await asyncio.gather(*(one(i) for i in range(n)))
+        return time.perf_counter() - t0, time.process_time() - cpu0
+
+
+async def harness_alone(url: str, n: int, conc: int) -> tuple[float, float]:
+    """(wall seconds, CPU seconds) for N turns through the harness protocol, C at a time."""
+    from anpord.authoring import Variant
+    from anpord.harnesses import HarnessContext, TurnRequest, resolve_harness
+
+    harness = resolve_harness("openai:bench-model")
+    variant = Variant(
+        harness="openai:bench-model", options={"base_url": url, "max_connections": conc}
+    )
+    await harness.setup()
+    slots = asyncio.Semaphore(conc)
+
+    async def one(i: int) -> None:
+        async with slots:
+            ctx = HarnessContext(
+                variant=variant, model=None, sandbox=None, log=lambda m: None, max_concurrency=conc
+            )
+            session = await harness.open_session(ctx, f"ses_{i}")
+            events: list[Any] = []
+            outcome = await session.run_turn(TurnRequest(input=f"ping {i}"), events.append)
+            assert outcome.status == "completed" and "ping" in (outcome.message or "")
+            await session.close()
+
+    cpu0, t0 = time.process_time(), time.perf_counter()
+    await asyncio.gather(*(one(i) for i in range(n)))
+    wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
+    await harness.teardown()
+    return wall, cpu
+
+
+def cli_run(url: str, n: int, conc: int) -> tuple[float, float, int, str]:
+    """(wall seconds, CPU seconds of the anpord process, exit code, its closing line)."""
+    folder = Path(tempfile.mkdtemp(prefix="anpord-w1-"))
+    try:
+        (folder / "evals").mkdir()
+        (folder / "evals" / "evals.config.py").write_text(CONFIG.format(conc=conc, url=url))
+        (folder / "evals" / "ping.eval.py").write_text(EVAL.format(n=n))
+        env = dict(
+            os.environ,
+            NO_COLOR="1",
+            PYTHONPATH=os.pathsep.join(filter(None, [str(SRC), os.environ.get("PYTHONPATH")])),
+        )
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t0 = time.perf_counter()
+        proc = subprocess.run(
+            [sys.executable, "-m", "anpord", "eval"],
+            cwd=folder,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            check=False,
+        )
+        wall = time.perf_counter() - t0
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+        tail = (proc.stdout.strip().splitlines() or [""])[-1]
+        return wall, cpu, proc.returncode, tail
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def others(url: str, n: int, conc: int) -> None:
+    import importlib.util
+
+    if importlib.util.find_spec("inspect_ai") is None:
+        print("  inspect-ai: not installed (pip install inspect-ai to compare)")
+    else:
+        print(f"  inspect-ai: {inspect_ai_run(url, n, conc)}")
+    if shutil.which("promptfoo") is None:
+        print("  promptfoo: not installed (npm install -g promptfoo to compare)")
+    else:
+        print(f"  promptfoo: {promptfoo_run(url, n, conc)}")
+
+
+INSPECT_TASK = """
+from inspect_ai import Task, task
+from inspect_ai.dataset import Sample
+from inspect_ai.scorer import includes
+from inspect_ai.solver import generate
+
+
+@task
+def ping():
+    return Task(dataset=[Sample(input=f"ping {{i}}", target="ping") for i in range({n})],
+                solver=[generate()], scorer=includes())
+"""
+
+
+def inspect_ai_run(url: str, n: int, conc: int) -> str:
+    folder = Path(tempfile.mkdtemp(prefix="anpord-w1-inspect-"))
+    try:
+        (folder / "ping_task.py").write_text(INSPECT_TASK.format(n=n))
+        env = dict(
+            os.environ,
+            # inspect-ai's provider for any OpenAI-compatible server (chat completions).
+            BENCH_BASE_URL=url,
+            BENCH_API_KEY="sk-local-bench",
+            INSPECT_LOG_DIR=str(folder / "logs"),
+        )
+        cmd = [
+            sys.executable,
+            "-m",
+            "inspect_ai",
+            "eval",
+            "ping_task.py",
+            "--model",
+            "openai-api/bench/bench-model",
+            "--max-connections",
+            str(conc),
+            "--display",
+            "none",
+            "--no-log-samples",
+        ]
+        t0 = time.perf_counter()
+        proc = subprocess.run(cmd, cwd=folder, env=env, capture_output=True, text=True, check=False)
+        wall = time.perf_counter() - t0
+        if proc.returncode != 0:
+            return f"failed (exit {proc.returncode}): {(proc.stderr or proc.stdout).strip()[-600:]}"
+        return f"{wall:.2f} s wall (CLI, {conc} connections)"
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def promptfoo_run(url: str, n: int, conc: int) -> str:
+    folder = Path(tempfile.mkdtemp(prefix="anpord-w1-promptfoo-"))
+    try:
+        tests = "\n".join(f"  - vars: {{i: {i}}}" for i in range(n))
+        (folder / "promptfooconfig.yaml").write_text(
+            textwrap.dedent(f"""\
+            prompts: ["ping {{{{i}}}}"]
+            providers:
+              - id: openai:chat:bench-model
+                config: {{apiBaseUrl: "{url}", apiKey: "sk-local-bench"}}
+            defaultTest:
+              assert: [{{type: contains, value: ping}}]
+            tests:
+            """)
+            + tests
+            + "\n"
+        )
+        out = folder / "out.json"
+        cmd = [
+            "promptfoo",
+            "eval",
+            "--no-cache",
+            "--no-write",
+            "--no-table",
+            "-j",
+            str(conc),
+            "-o",
+            str(out),
+        ]
+        env = dict(os.environ, PROMPTFOO_DISABLE_TELEMETRY="1", PROMPTFOO_DISABLE_UPDATE="1")
+        t0 = time.perf_counter()
+        proc = subprocess.run(cmd, cwd=folder, env=env, capture_output=True, text=True, check=False)
+        wall = time.perf_counter() - t0
+        try:
+            stats = json.loads(out.read_text())["results"]["stats"]
+            passed = f"{stats.get('successes')} passed, {stats.get('failures')} failed"
+        except (OSError, ValueError, KeyError, TypeError):
+            passed = f"no results: {(proc.stderr or proc.stdout).strip()[-300:]}"
+        return f"{wall:.2f} s wall (CLI, -j {conc}, exit {proc.returncode}: {passed})"
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--latency", type=float, default=0.05)
+    ap.add_argument("--sizes", default="1000x100,5000x500", help="NxC pairs, comma-separated")
+    ap.add_argument("--skip-cli", action="store_true")
+    ap.add_argument("--skip-others", action="store_true", help="do not run inspect-ai / promptfoo")
+    args = ap.parse_args()
+    resource.setrlimit(resource.RLIMIT_NOFILE, (65536, 65536)) if resource.getrlimit(
+        resource.RLIMIT_NOFILE
+    )[1] >= 65536 else None
+    print(
+        f"python {sys.version.split()[0]}, {os.cpu_count()} cpus, model latency {args.latency * 1000:.0f} ms"
+    )
+    server, url = start_server(args.latency)
+    try:
+        for size in args.sizes.split(","):
+            n, conc = (int(x) for x in size.lower().split("x"))
+            ideal = n / conc * args.latency
+            print(f"\nN={n}, C={conc}  (latency-bound ideal {ideal:.2f} s)")
+            bare, bare_cpu = asyncio.run(bare_client(url, n, conc))
+            print(
+                f"  bare aiohttp client:  {bare:.2f} s wall  ({n / bare:,.0f} req/s; "
+                f"{bare_cpu / n * 1000:.2f} ms CPU per request)"
+            )
+            wall, cpu = asyncio.run(harness_alone(url, n, conc))
+            print(
+                f"  harness alone:        {wall:.2f} s wall  ({wall / bare:.2f}x bare; "
+                f"{cpu / n * 1000:.2f} ms CPU per trial in harness + client)"
+            )
+            if not args.skip_cli:
+                cli, cli_cpu, code, tail = cli_run(url, n, conc)
+                print(
+                    f"  anpord eval (CLI):    {cli:.2f} s wall  ({cli / bare:.2f}x bare; "
+                    f"{cli_cpu / n * 1000:.2f} ms CPU per trial, start-up included; exit {code}: {tail})"
+                )
+            if not args.skip_others:
+                others(url, n, conc)
+    finally:
+        stop_server(server)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,107 @@
+"""The scripted model server itself: rules by the last user message and the step within the turn,
+and the same server run as a separate program."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import urllib.request
+from typing import Any
+
+from project_support import run_env
+
+from anpord.models import ChatClient
+from anpord.testing.model_server import json_reply, rule, text, tool_call, tool_calls
+
+
+def chat(url: str, messages: list[dict[str, Any]]) -> Any:
+    async def go() -> Any:
+        async with ChatClient(url) as client:
+            return await client.chat(messages, model="m")
+
+    return asyncio.run(go())
+
+
+def test_replies_follow_the_rule_and_the_step_of_the_turn(model_server: Any) -> None:
+    server = model_server(
+        [
+            rule(
+                "re:^plan (\\w+)$", tool_calls(("a", {"n": 1}), ("b", {})), text("planned {input}")
+            ),
+            rule("data", json_reply({"ok": True})),
+            rule("loop", tool_call("again")),
+        ]
+    )
+    first = chat(server.url, [{"role": "user", "content": "plan trip"}])
+    assert [c.name for c in first.tool_calls] == ["a", "b"] and first.finish_reason == "tool_calls"
+    assert json.loads(first.tool_calls[0].arguments) == {"n": 1}
+    history = [
+        {"role": "user", "content": "plan trip"},
+        first.choice.to_message(),
+        {"role": "tool", "tool_call_id": first.tool_calls[0].id, "content": "1"},
+    ]
+    assert chat(server.url, history).text == "planned plan trip"
+    assert (
+        chat(server.url, [{"role": "user", "content": "plan a trip"}]).text == "echo: plan a trip"
+    )
+    assert chat(server.url, [{"role": "user", "content": "data"}]).json() == {"ok": True}
+    looped = [{"role": "user", "content": "loop"}] + [{"role": "assistant", "content": "x"}] * 5
+    assert chat(server.url, looped).tool_calls[0].name == "again"  # the last reply repeats
+
+
+def test_the_server_runs_as_a_program_and_reports_what_it_received(tmp_path: Any) -> None:
+    rules = tmp_path / "rules.json"
+    rules.write_text(json.dumps([rule("hi", text("hello from a file"))]))
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "anpord.testing.model_server",
+            "--latency",
+            "0.01",
+            "--rules",
+            str(rules),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=run_env(),
+    )
+    try:
+        assert proc.stdout is not None
+        url = proc.stdout.readline().strip()
+        assert url.startswith("http://127.0.0.1:") and url.endswith("/v1")
+        assert chat(url, [{"role": "user", "content": "hi"}]).text == "hello from a file"
+        received = json.load(urllib.request.urlopen(url.replace("/v1", "/_anpord/requests")))
+        assert [r["messages"] for r in received] == [[{"role": "user", "content": "hi"}]]
+        stats = json.load(urllib.request.urlopen(url.replace("/v1", "/_anpord/stats")))
+        assert stats["served"] == 1
+    finally:
+        assert proc.stdin is not None
+        proc.stdin.close()  # closing its stdin pipe ends it
+        assert proc.wait(timeout=10) == 0
+
+
+def test_bad_rules_are_one_line_and_exit_2(tmp_path: Any) -> None:
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "anpord.testing.model_server",
+            "--rules",
+            '[{"match": "x", "fault": {"kind": "boom"}}]',
+        ],
+        capture_output=True,
+        text=True,
+        env=run_env(),
+        timeout=30,
+        stdin=subprocess.DEVNULL,
+        check=False,
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == (
+        "model_server: unknown fault 'boom'; faults: rate_limit, server_error, malformed, no_choices, reset, hang"
+    )
