@@ -1,7 +1,8 @@
 """Import speed: a generated 10,000-case evals.json through ``anpord eval import``, then the
-suite it wrote through ``anpord eval --list``.
+suite it wrote through ``anpord eval --list``; then a directory of 10,000 YAML case files through
+``anpord eval import --format yaml``.
 
-    python bench/import_bench.py [--cases 10000] [--runs 5]
+    python bench/import_bench.py [--cases 10000] [--runs 5] [--only evals-json|yaml]
 
 Each command runs in a fresh subprocess (the installed ``anpord`` console script, so the figure
 includes the interpreter's start-up); the figure is the median wall time of ``--runs`` runs after
@@ -11,6 +12,10 @@ in-process (``anpord.importers.import_cases``), without start-up.
 
 The cases mix what real files hold: two structured assertions and one prose assertion per case,
 every tenth case with no assertions, every third naming a fixture directory, an expected output.
+The YAML files are shaped like browser-agent suites: a name, a task (every third a ``|`` block),
+two judge lines, ``max_steps`` on most, a field the format does not define on some, and a mix of
+``.yaml`` and ``.yml``. For them the YAML parser in use is printed too (PyYAML's C loader, or
+its pure-Python one where libyaml is missing), since that is most of the cost.
 
 ``--list`` needs the runner; if ``anpord eval --list`` fails, its error is printed instead of a
 figure.
@@ -59,9 +64,38 @@ def case(i: int) -> dict[str, object]:
     }
 
 
+def yaml_case(i: int) -> str:
+    task = (
+        f"task: |\n  Open the demo storefront and find order {i}.\n  Report its status.\n"
+        if i % 3 == 0
+        else f"task: Open the demo storefront and find order {i}, then report its status\n"
+    )
+    return (
+        f"# Order lookup {i}\n"
+        f"name: Order lookup {i}\n"
+        f"{task}"
+        "judge_context:\n"
+        "  - The agent must open the orders page before answering\n"
+        f'  - "The answer names order {i} and its status"\n'
+        + ("" if i % 4 == 0 else "max_steps: 12\n")
+        + ("expected_substrings: [shipped, delivered]\n" if i % 5 == 0 else "")
+    )
+
+
 def anpord() -> str:
     beside = Path(sys.executable).with_name("anpord")
     return str(beside) if beside.exists() else "anpord"
+
+
+def child_env() -> dict[str, str]:
+    """The environment for the timed commands: this anpord's own source first on the path, so
+    the command runs the same code the in-process figure measured (a relative PYTHONPATH would
+    not survive the change of folder)."""
+    import anpord
+
+    source = str(Path(anpord.__file__).resolve().parents[1])
+    path = os.pathsep.join(filter(None, [source, os.environ.get("PYTHONPATH")]))
+    return {**os.environ, "NO_COLOR": "1", "PYTHONPATH": path}
 
 
 def _cpu() -> float:
@@ -96,15 +130,61 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cases", type=int, default=10_000)
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--only", choices=("evals-json", "yaml"), default=None)
     args = parser.parse_args()
+    if args.only != "yaml" and evals_json_bench(args) != 0:
+        return 1
+    if args.only != "evals-json":
+        return yaml_bench(args)
+    return 0
 
+
+def yaml_parser() -> str:
+    import yaml  # type: ignore[import-untyped]
+
+    return "C loader (libyaml)" if getattr(yaml, "__with_libyaml__", False) else "pure Python"
+
+
+def yaml_bench(args: argparse.Namespace) -> int:
+    with tempfile.TemporaryDirectory(prefix="anpord-import-bench-") as folder:
+        root = Path(folder)
+        cases = root / "cases"
+        cases.mkdir()
+        for i in range(args.cases):
+            suffix = ".yml" if i % 7 == 0 else ".yaml"
+            (cases / f"order-{i:05d}{suffix}").write_text(yaml_case(i), encoding="utf-8")
+        env = child_env()
+        print(
+            f"\n{args.cases:,} yaml case files in one directory, median of {args.runs} runs; "
+            f"PyYAML {yaml_parser()} available"
+        )
+
+        from anpord.importers import import_cases
+
+        start = time.perf_counter()
+        suite = import_cases("yaml", str(cases))
+        in_process = time.perf_counter() - start
+        print(
+            f"import, in-process:            {in_process:.3f} s "
+            f"({len(suite.source) / 1e6:.1f} MB of suite)"
+        )
+        argv = [anpord(), "eval", "import", "--format", "yaml", "cases", "--out", "x.eval.py"]
+        wall, cpu, done = timed([*argv, "--force"], root, env, args.runs)
+        if done.returncode != 0:
+            print(f"anpord eval import failed (exit {done.returncode}): {done.stderr.strip()}")
+            return 1
+        print(f"anpord eval import --format yaml: {wall:.3f} s wall, {cpu:.3f} s CPU")
+    return 0
+
+
+def evals_json_bench(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="anpord-import-bench-") as folder:
         root = Path(folder)
         (root / "evals").mkdir()
         (root / "evals" / "evals.config.py").write_text(CONFIG)
         data = {"skill_name": "release notes", "evals": [case(i) for i in range(args.cases)]}
         (root / "evals.json").write_text(json.dumps(data, indent=2), encoding="utf-8")
-        env = {**os.environ, "NO_COLOR": "1"}
+        env = child_env()
         size = (root / "evals.json").stat().st_size
 
         print(f"{args.cases:,} cases, evals.json {size / 1e6:.1f} MB, median of {args.runs} runs")
@@ -143,12 +223,20 @@ def main() -> int:
 
         # The first listing compiles the 10,000-case module and caches the code; later ones reuse it.
         start = time.perf_counter()
-        first_run = subprocess.run([anpord(), "eval", "--list", out], cwd=root, env=env,
-                                   capture_output=True, text=True, check=False)
+        first_run = subprocess.run(
+            [anpord(), "eval", "--list", out],
+            cwd=root,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
         cold = time.perf_counter() - start
         if first_run.returncode == 0:
             met = "met" if cold <= LIST_TARGET_S else "MISSED"
-            print(f"anpord eval --list, first run: {cold:.3f} s wall (target ≤ {LIST_TARGET_S:g} s: {met})")
+            print(
+                f"anpord eval --list, first run: {cold:.3f} s wall (target ≤ {LIST_TARGET_S:g} s: {met})"
+            )
         wall, cpu, done = timed([anpord(), "eval", "--list", out], root, env, args.runs)
         if done.returncode != 0:
             first = (done.stderr.strip() or done.stdout.strip() or "no output").splitlines()[0]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import resource
 import subprocess
 import sys
 import warnings
@@ -51,10 +52,20 @@ def anpord_command() -> list[str]:
 
 
 def run_anpord(
-    *args: str, cwd: Path | str | None = None, timeout: float = 120
+    *args: str,
+    cwd: Path | str | None = None,
+    timeout: float = 120,
+    memory_limit: int | None = None,
 ) -> subprocess.CompletedProcess[str]:
+    """Run this checkout's anpord; ``memory_limit`` caps its address space (bytes), so a
+    runaway allocation fails the test with a MemoryError instead of taking the machine."""
     env = {**os.environ, "NO_COLOR": "1", "PYTHONIOENCODING": "utf-8"}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(SRC), env.get("PYTHONPATH")]))
+
+    def cap() -> None:
+        if memory_limit is not None:
+            resource.setrlimit(resource.RLIMIT_AS, (memory_limit, memory_limit))
+
     return subprocess.run(
         [*anpord_command(), *args],
         cwd=cwd,
@@ -64,4 +75,5 @@ def run_anpord(
         env=env,
         timeout=timeout,
         check=False,
+        preexec_fn=cap,
     )

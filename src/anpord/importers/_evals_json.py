@@ -14,6 +14,7 @@ from ._errors import CaseFileEmpty, CaseFileNotEvalsJson, CaseFileNotJson
 from ._files import read_text
 from ._model import CaseFile, Check, Converted, ImportedCase, Rule, Unwritten
 from ._text import describe_actual, kept_fields, listing
+from ._values import LongNumber, digit_limit, parse_int
 
 __all__ = ["NO_ASSERTION", "read_evals_json"]
 
@@ -116,14 +117,15 @@ def _needles(value: Any, where: str, found: _Findings) -> None:
 def _structured(raw: dict[str, Any], where: str, found: _Findings) -> Check | None:
     kind, text, needles = raw["kind"], raw.get("text"), raw.get("needles")
     if (
-        kind in _RULES
+        type(kind) is str
+        and kind in _RULES
         and type(text) is str
         and type(needles) is list
         and needles
         and all(type(needle) is str and needle for needle in needles)
     ):
         return Converted(_RULES[kind], text, tuple(needles))  # the well-formed case, fast
-    if kind not in _RULES:
+    if not isinstance(kind, str) or kind not in _RULES:
         found.expected(f"{where}.kind", " | ".join(json.dumps(name) for name in _RULES), kind)
     if "text" not in raw:
         found.add(f"{where}.text", "is missing")
@@ -175,6 +177,12 @@ def _case(index: int, raw: Any, found: _Findings) -> ImportedCase | None:
     case = own_id if own_id is not None else f"at index {index}"
     if "id" not in raw:
         found.add(f"case {case}, id", "is missing")
+    elif isinstance(raw["id"], LongNumber):
+        found.expected(
+            f"case {case}, id",
+            f"an integer of at most {digit_limit():,} digits, or a string",
+            raw["id"],
+        )
     elif own_id is None:
         found.expected(f"case {case}, id", "integer or string", raw["id"])
     if not raw.keys() <= _KNOWN_CASE:
@@ -259,7 +267,8 @@ def read_evals_json(path: str) -> CaseFile:
     """Read and check an evals-json file; refuse it (an ``ImportRefusal``) rather than guess."""
     text = read_text(path, CaseFileNotJson)
     try:
-        data = json.loads(text)
+        # An integer too long for Python to convert stays a LongNumber, refused where it is read.
+        data = json.loads(text, parse_int=parse_int)
     except json.JSONDecodeError as error:
         raise CaseFileNotJson(path, str(error)) from None
     except RecursionError:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import os
 from collections.abc import Callable
 
@@ -21,18 +22,31 @@ def _reason(error: OSError) -> str:
     return error.strerror or type(error).__name__
 
 
+# Byte-order marks and the encodings they announce, longest first: the UTF-32 LE mark begins
+# with the UTF-16 LE one. (Windows tools write UTF-16 with a mark, PowerShell's default.)
+_MARKS = (
+    (codecs.BOM_UTF32_LE, "utf-32"),
+    (codecs.BOM_UTF32_BE, "utf-32"),
+    (codecs.BOM_UTF8, "utf-8-sig"),
+    (codecs.BOM_UTF16_LE, "utf-16"),
+    (codecs.BOM_UTF16_BE, "utf-16"),
+)
+
+
 def read_text(path: str, not_text: Callable[[str, str], ImportRefusal]) -> str:
-    """The file's text (UTF-8, a byte-order mark allowed); ``not_text`` names a file that is
-    not UTF-8, since neither format can be anything else."""
+    """The file's text: UTF-8, or UTF-8, UTF-16 or UTF-32 announced by a byte-order mark
+    (dropped); ``not_text`` names a file that is neither, since no format can be anything else."""
     try:
         with open(path, "rb") as handle:
             data = handle.read()
     except OSError as error:
         raise CaseFileUnreadable(path, _reason(error)) from None
+    encoding = next((name for mark, name in _MARKS if data.startswith(mark)), "utf-8")
     try:
-        return data.decode("utf-8-sig")
+        return data.decode(encoding)
     except UnicodeDecodeError as error:
-        raise not_text(path, f"not UTF-8 text (invalid byte at offset {error.start})") from None
+        shown = "UTF-8" if encoding.startswith("utf-8") else encoding.upper()
+        raise not_text(path, f"not {shown} text (invalid byte at offset {error.start})") from None
 
 
 def write_atomic(path: str, text: str, *, force: bool) -> None:

@@ -15,6 +15,7 @@ __all__ = [
     "Tally",
     "Unwritten",
     "assign_keys",
+    "key_of",
     "summary_of",
 ]
 
@@ -84,11 +85,21 @@ def tally_of(cases: tuple[ImportedCase, ...]) -> Tally:
     return Tally(cases=len(cases), converted=converted, needs_author=len(checks) - converted)
 
 
+def key_of(own_id: str) -> str:
+    """A case's own id as a key: slugged, except that a leading minus sign on a number is
+    spelled out, since slugging drops it and would make case -5 the same case as case 5."""
+    text = own_id.strip()
+    if text[:1] == "-" and text[1:2].isdigit():
+        text = "minus-" + text[1:]
+    return slug(text)
+
+
 def assign_keys(cases: tuple[ImportedCase, ...]) -> tuple[list[str], list[str]]:
-    """Stable, unique case ids: each case's own id slugged. A repeated id keeps its first holder
-    and the others get the lowest free ``-2``, ``-3`` … suffix, so no id a file gives shifts
-    because another one is repeated. Returns the keys and notes about the repeats."""
-    bases = [slug(case.own_id) or slug(case.fallback_key) or "case" for case in cases]
+    """Stable, unique case ids: each case's own id as a key (``key_of``). A repeated key keeps
+    its first holder and the others get the lowest free ``-2``, ``-3`` … suffix, so no id a file
+    gives shifts because another one is repeated. Returns the keys and notes about the
+    repeats."""
+    bases = [key_of(case.own_id) or slug(case.fallback_key) or "case" for case in cases]
     taken: set[str] = set()
     first: list[bool] = []
     for base in bases:

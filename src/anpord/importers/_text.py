@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Collection, Iterable
 from typing import Any
 
 from .._ids import slug as slug_once
+from ._values import LongNumber, field_name, render, render_leaf
 
 __all__ = [
     "comment_lines",
@@ -85,17 +85,18 @@ def one_line(text: str) -> str:
     return escape_unprintable(text)
 
 
+_JSON_TYPES = (dict, list, tuple, set, frozenset, str, int, float, bool, type(None))
+
+
 def describe_actual(value: Any, limit: int = 80) -> str:
-    """A value as an error message shows it: JSON-like, short, one line."""
-    try:
-        shown = json.dumps(value, ensure_ascii=False)
-    except (TypeError, ValueError):  # YAML can hold dates and other values JSON cannot
-        shown = f"{value} (a {type(value).__name__})"
-    if len(shown) > limit:
-        shown = shown[: limit - 1] + "…"
-    return shown
-
-
+    """A value as an error message shows it: JSON-like, short, one line, whatever it holds."""
+    if isinstance(value, LongNumber):
+        return value.describe()
+    if isinstance(value, _JSON_TYPES):
+        return render(value, limit)
+    # YAML can hold dates, binary and other values JSON cannot: name the type beside them.
+    suffix = f" (a {type(value).__name__})"
+    return render_leaf(value, max(limit - len(suffix), 1)) + suffix
 
 
 def slug(value: str) -> str:
@@ -132,8 +133,6 @@ def kept_fields(raw: dict[Any, Any], known: Collection[str]) -> tuple[str, ...]:
     for key, value in raw.items():
         if key in known:
             continue
-        text = json.dumps(value, ensure_ascii=False, default=str)
-        if len(text) > _KEPT_FIELD_CHARS:
-            text = text[: _KEPT_FIELD_CHARS - 1] + "…"
-        kept.append(f"Not imported, from the file: {key} = {text}")
+        text = render(value, _KEPT_FIELD_CHARS)
+        kept.append(f"Not imported, from the file: {field_name(key)} = {text}")
     return tuple(kept)

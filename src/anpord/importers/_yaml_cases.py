@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import os
 import stat
-from typing import Any
+from typing import Any, NamedTuple
 
 from ._errors import (
     CaseDirectoryEmpty,
@@ -18,7 +18,9 @@ from ._errors import (
 )
 from ._files import read_text
 from ._model import CaseFile, ImportedCase, Unwritten
-from ._text import describe_actual, kept_fields, listing, one_line
+from ._text import describe_actual, kept_fields, listing
+from ._values import LongNumber, digit_limit, field_name
+from ._yaml_load import YamlUnreadable, load_yaml
 
 __all__ = ["DEFAULT_MAX_STEPS", "UNJUDGED", "read_yaml_cases"]
 
@@ -31,28 +33,12 @@ UNJUDGED = "This case named no judge context. Write what a good answer is."
 _NOT_A_LIMIT = "Anpord does not cap steps, so this is a note, not a limit."
 
 
-def _yaml_reason(error: Exception) -> str:
-    problem = getattr(error, "problem", None)
-    mark = getattr(error, "problem_mark", None)
-    if problem is None:
-        return one_line(" ".join(str(error).split()))
-    context = getattr(error, "context", None)
-    text = f"{context}, {problem}" if context else str(problem)
-    if mark is not None:
-        text += f" (line {mark.line + 1}, column {mark.column + 1})"
-    return text
-
-
 def _parse(path: str) -> Any:
-    import yaml  # type: ignore[import-untyped]  # only the yaml path pays for it
-
     text = read_text(path, CaseFileNotYaml)
     try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as error:
-        raise CaseFileNotYaml(path, _yaml_reason(error)) from None
-    except RecursionError:
-        raise CaseFileNotYaml(path, "nested too deeply to read") from None
+        return load_yaml(text)
+    except YamlUnreadable as error:
+        raise CaseFileNotYaml(path, error.reason) from None
 
 
 class _Seen:
@@ -86,7 +72,9 @@ def _case(path: str, data: Any, seen: _Seen, shown: str) -> ImportedCase:
         else:
             expected(f"judge_context.{n}", "string", line)
     steps = data.get("max_steps")
-    if steps is not None and (not isinstance(steps, int) or isinstance(steps, bool)):
+    if isinstance(steps, LongNumber):
+        expected("max_steps", f"an integer of at most {digit_limit():,} digits", steps)
+    elif steps is not None and (not isinstance(steps, int) or isinstance(steps, bool)):
         expected("max_steps", "integer", steps)
     if issues:
         more = len(issues) - _MAX_ISSUES
@@ -97,7 +85,7 @@ def _case(path: str, data: Any, seen: _Seen, shown: str) -> ImportedCase:
 
     for key in data:
         if key not in _KNOWN:
-            seen.unknown.setdefault(str(key), []).append(shown)
+            seen.unknown.setdefault(field_name(key), []).append(shown)
     if not lines:
         seen.unjudged.append(shown)
     budget: tuple[str, ...]
@@ -120,21 +108,67 @@ def _case(path: str, data: Any, seen: _Seen, shown: str) -> ImportedCase:
     )
 
 
-def _case_files(directory: str) -> list[str]:
-    """The directory's ``*.yaml`` and ``*.yml`` files, sorted so the same directory always
-    makes the same suite. Anything else in it is left alone."""
+class _Listing(NamedTuple):
+    """A directory's case files, and what else it holds (said on stderr, never read)."""
+
+    paths: list[str]
+    other_files: list[str]
+    folders: list[str]
+    special: list[str]
+
+    def notes(self, directory: str) -> list[str]:
+        groups = (
+            (self.other_files, "file", "files", "not named *.yaml or *.yml"),
+            (self.folders, "folder", "folders", "folders in it are not searched"),
+            (self.special, "entry", "entries", "not a regular file"),
+        )
+        return [
+            f"Skipped {len(names)} {one if len(names) == 1 else many} in {directory} "
+            f"({why}): {listing(names)}."
+            for names, one, many, why in groups
+            if names
+        ]
+
+
+def _case_files(directory: str) -> _Listing:
+    """The directory's ``*.yaml`` and ``*.yml`` files (in any case: ``CASE.YML`` too), sorted
+    so the same directory always makes the same suite; and the names of everything else in it,
+    which is left alone but reported."""
+    names: list[str] = []
+    other_files: list[str] = []
+    folders: list[str] = []
+    special: list[str] = []
     try:
         with os.scandir(directory) as entries:
-            names = [
-                entry.name
-                for entry in entries
-                if entry.name.endswith(_SUFFIXES) and not entry.is_dir()
-            ]
+            for entry in entries:
+                if entry.is_dir():
+                    folders.append(entry.name)
+                elif not entry.name.lower().endswith(_SUFFIXES):
+                    other_files.append(entry.name)
+                elif entry.is_file() or _leads_nowhere(entry):
+                    names.append(entry.name)
+                else:
+                    special.append(entry.name)
     except OSError as error:
         raise CaseDirectoryUnreadable(directory, error.strerror or type(error).__name__) from None
     if not names:
         raise CaseDirectoryEmpty(directory)
-    return [os.path.join(directory, name) for name in sorted(names)]
+    return _Listing(
+        paths=[os.path.join(directory, name) for name in sorted(names)],
+        other_files=sorted(other_files),
+        folders=sorted(folders),
+        special=sorted(special),
+    )
+
+
+def _leads_nowhere(entry: os.DirEntry[str]) -> bool:
+    """A link to nothing is read (and stops the import by name); a pipe, socket or device is
+    not: opening a pipe would wait for a writer forever."""
+    try:
+        entry.stat()
+    except OSError:
+        return True
+    return False
 
 
 def _notes(seen: _Seen) -> list[str]:
@@ -165,10 +199,12 @@ def read_yaml_cases(path: str) -> CaseFile:
     except OSError as error:
         raise CaseFileUnreadable(path, error.strerror or type(error).__name__) from None
     directory = stat.S_ISDIR(mode)
-    paths = _case_files(path) if directory else [path]
+    listed = _case_files(path) if directory else None
+    paths = listed.paths if listed is not None else [path]
     seen = _Seen()
     # Notes name a directory's files by their own names: the directory is in the command line.
     cases = tuple(
         _case(one, _parse(one), seen, os.path.basename(one) if directory else one) for one in paths
     )
-    return CaseFile(format="yaml", path=path, cases=cases, notes=tuple(_notes(seen)))
+    skipped = listed.notes(path) if listed is not None else []
+    return CaseFile(format="yaml", path=path, cases=cases, notes=(*skipped, *_notes(seen)))
