@@ -407,7 +407,8 @@ def summarize_cell(results: Sequence[TrialResult]) -> CellSummary:
 def usage_totals(results: Sequence[TrialResult]) -> dict[str, float | None]:
     """Tokens and cost over trials. Cost is ``None`` (unknown) as soon as one trial that used a
     model has no known cost: an unknown price is unknown, not zero."""
-    tokens_in = tokens_out = 0.0
+    tokens_in: float = 0
+    tokens_out: float = 0
     cost: float | None = 0.0
     used = False
     for r in results:

@@ -180,3 +180,12 @@ def group_reasons(results: Iterable[TrialResult]) -> list[tuple[str, str]]:
     return [
         (reason, ", ".join(trial_label(t) for t in sorted(ts))) for reason, ts in groups.items()
     ]
+
+
+def usage_text(usage: dict[str, Any]) -> str:
+    """``5,120 input tokens, 812 output tokens, $0.0031`` (``cost unknown`` when a price was)."""
+    parts = [f"{int(usage.get('input_tokens') or 0):,} input tokens",
+             f"{int(usage.get('output_tokens') or 0):,} output tokens"]
+    cost = usage.get("cost")
+    parts.append("cost unknown" if cost is None else f"${cost:.4f}")
+    return ", ".join(parts)

@@ -39,6 +39,7 @@ from ._text import (
     pct,
     score_text,
     trial_label,
+    usage_text,
 )
 
 __all__ = ["ConsoleReporter"]
@@ -306,6 +307,8 @@ class ConsoleReporter:
                 ],
             )
         out += self._variant_lines(cells)
+        if summary.usage:
+            out.append(self._render([("Usage: ", DIM), (usage_text(summary.usage), "")]))
         if run_dir := summary.run_dir or self._run_dir:
             out.append(self._render([("Results: ", DIM), (display_path(run_dir), "")]))
         if summary.interrupted:
