@@ -79,9 +79,11 @@ KNOWN_TYPES = frozenset(
 TURN_BOUNDARY_TYPES = frozenset({TURN_COMPLETED, TURN_FAILED, TURN_CANCELLED, SESSION_WAITING})
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Event:
-    """One thing that happened. ``data`` holds the type's fields (see DESIGN §5)."""
+    """One thing that happened. ``data`` holds the type's fields (see DESIGN §5). Treat an event as
+    immutable once emitted (it is not frozen only because frozen dataclasses cost a microsecond
+    more to build, and a trial builds many)."""
 
     type: str
     data: Mapping[str, Any] = field(default_factory=dict)

@@ -76,10 +76,18 @@ class Variant:
 
     @property
     def label(self) -> str:
+        # Read for every trial and event on the hot path: computed once (the variant is frozen).
+        try:
+            return self.__dict__["_label"]
+        except KeyError:
+            pass
         if self.name:
-            return self.name
-        base = f"{self.harness or 'default'}/{self.model or 'default'}"
-        return f"{base}@{self.profile}" if self.profile else base
+            label = self.name
+        else:
+            base = f"{self.harness or 'default'}/{self.model or 'default'}"
+            label = f"{base}@{self.profile}" if self.profile else base
+        self.__dict__["_label"] = label
+        return label
 
     def with_defaults(self, harness: str | None, model: str | None, sandbox: str | None) -> "Variant":
         return replace(

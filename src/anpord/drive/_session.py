@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 import base64
 import mimetypes
-import uuid
+import itertools
+import secrets
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -39,6 +40,12 @@ from ..results._model import ErrorInfo
 from ._turn import InputRequest, Turn
 
 __all__ = ["Session", "LiveTurn", "TrialState", "EventNotSeen", "DriveError"]
+
+
+# Session ids: unique within a process (a counter) and across processes (a random prefix), for
+# agent servers that see sessions from several runs.
+_SESSION_PREFIX = secrets.token_hex(3)
+_session_numbers = itertools.count(1)
 
 
 class DriveError(Exception):
@@ -102,7 +109,7 @@ class LiveTurn:
         self.index = index
         self.request = request
         self.events: list[Event] = []
-        self._changed = asyncio.Event()
+        self._changed: asyncio.Event | None = None  # made when someone waits for an event
         self._turn: Turn | None = None
         self._task: asyncio.Future[Turn]
         if background:
@@ -131,10 +138,14 @@ class LiveTurn:
 
     def _emit(self, event: Event) -> None:
         if "session_id" not in event.data:
-            event = Event(event.type, {**event.data, "session_id": self.session_id}, event.ts)
+            if type(event.data) is dict:  # a fresh dict each event: fill it in place
+                event.data["session_id"] = self.session_id
+            else:
+                event = Event(event.type, {**event.data, "session_id": self.session_id}, event.ts)
         self.events.append(event)
         self.session._on_event(event)
-        self._changed.set()
+        if self._changed is not None:
+            self._changed.set()
 
     async def _run(self) -> Turn:
         session = self.session
@@ -174,7 +185,8 @@ class LiveTurn:
         if outcome.status == "failed" and outcome.failure is not None:
             session.state.agent_failures[id(turn)] = outcome.failure
         session._settled(turn)
-        self._changed.set()
+        if self._changed is not None:
+            self._changed.set()
         return turn
 
     async def wait_for_event(self, type: str, data: Any = None, *, timeout: float | None = None) -> Event:
@@ -192,12 +204,14 @@ class LiveTurn:
                 self._task.result()  # re-raise a harness failure as itself
                 types = ", ".join(e.type for e in self.events) or "none"
                 raise EventNotSeen(f"turn {self.index} settled before a {type!r} event matching; saw: {types}")
+            if self._changed is None:
+                self._changed = asyncio.Event()
             self._changed.clear()
             remaining = None if deadline is None else deadline - loop.time()
             if remaining is not None and remaining <= 0:
                 raise EventNotSeen(f"no {type!r} event within {timeout}s")
             try:
-                await asyncio.wait_for(self._changed.wait(), remaining)
+                await asyncio.wait_for(self._changed.wait(), remaining)  # type: ignore[union-attr]
             except asyncio.TimeoutError:
                 raise EventNotSeen(f"no {type!r} event within {timeout}s") from None
 
@@ -217,7 +231,7 @@ class Session(ScopedAssertions):
 
     def __init__(self, state: TrialState, session_id: str | None = None):
         self.state = state
-        self.session_id = session_id or f"ses_{uuid.uuid4().hex[:12]}"
+        self.session_id = session_id or f"ses_{_SESSION_PREFIX}{next(_session_numbers):x}"
         self.events: list[Event] = []
         self.turns: list[Turn] = []
         self._hs: HarnessSession | None = None

@@ -47,6 +47,21 @@ def _has_key_prefix(text: str) -> bool:
     )
 
 
+def _has_key_prefix_bytes(data: bytes) -> bool:
+    return (
+        b"sk-" in data
+        or b"ghp_" in data
+        or b"gho_" in data
+        or b"ghu_" in data
+        or b"ghs_" in data
+        or b"ghr_" in data
+        or b"github_pat_" in data
+        or b"AKIA" in data
+        or b"xox" in data
+        or b"AIza" in data
+    )
+
+
 # Escaping layers undone: a value in a JSON string (1), JSON text in a JSON string (2), a check
 # message quoting that (3), inside a trial record (4), and one to spare. Each layer doubles the
 # backslashes before an escape, so a layer more costs nothing but a wider count.
@@ -184,6 +199,11 @@ class Redactor:
         self._secrets = re.compile(_trie_pattern(words)) if words else None
         # Every spelling of a secret holds its anchor: text holding no anchor holds no secret.
         self._anchors: tuple[str, ...] | None = None if always else tuple(dict.fromkeys(anchors))
+
+    def may_change(self, data: bytes) -> bool:
+        """Whether redacting this UTF-8 text could change it: a secret is declared, or it holds
+        a key prefix. Lets a writer skip decoding bytes it would write unchanged."""
+        return self._secrets is not None or _has_key_prefix_bytes(data)
 
     def __call__(self, text: str) -> str:
         if self._secrets is not None and (

@@ -114,9 +114,7 @@ class RunWriter:
     def write_trial(self, result: TrialResult, events: Sequence[Event]) -> None:
         """Append the trial's events, then its line (which points at them). Sets
         ``result.events`` and ``result.files``."""
-        block = self.redact(
-            b"".join([encode(e.to_dict()) + b"\n" for e in events]).decode("utf-8", "surrogatepass")
-        ).encode("utf-8", "surrogatepass")
+        block = self._redact_bytes(b"".join([encode({"type": e.type, "ts": e.ts, **e.data}) + b"\n" for e in events]))
         _write_all(self._events, block)
         result.events = EventsRef(self._offset, len(block), len(events))
         self._offset += len(block)
@@ -129,8 +127,12 @@ class RunWriter:
             result.files["logs"] = self._spill(result, "log", "\n".join(result.logs) + "\n")
             line["logs"] = []
         line["files"] = dict(result.files)
-        text = self.redact(encode(line).decode("utf-8", "surrogatepass"))
-        _write_all(self._results, (text + "\n").encode("utf-8", "surrogatepass"))
+        _write_all(self._results, self._redact_bytes(encode(line)) + b"\n")
+
+    def _redact_bytes(self, data: bytes) -> bytes:
+        if not self.redact.may_change(data):
+            return data  # the usual case: no secret declared, nothing key-shaped
+        return self.redact(data.decode("utf-8", "surrogatepass")).encode("utf-8", "surrogatepass")
 
     def close(self) -> None:
         for fd in (self._results, self._events):

@@ -48,6 +48,8 @@ class _Router(io.TextIOBase):
 
     def finish(self, sink: Callable[[str], None]) -> None:
         """Log the trial's unfinished line, if any."""
+        if not self._partial:
+            return  # the usual case: nothing printed without a newline
         rest = self._partial.pop(sink, None)
         if rest:
             self._emit(sink, rest)

@@ -17,15 +17,19 @@ from typing import Any
 
 from .._errors import exception_line
 
-__all__ = ["CURRENT_EXITS", "CURRENT_TRIAL", "ExitLog", "TaskExited", "task_factory"]
+__all__ = ["CURRENT_EXITS", "ExitLog", "TaskExited", "task_factory"]
 
 
 class ExitLog:
-    """The exits raised in one trial's tasks: (one-line summary, traceback) pairs."""
+    """The exits raised in one trial's tasks: (one-line summary, traceback) pairs. ``trial`` names
+    the trial, so a task it started can be blamed for stalling the event loop (see _stalls)."""
 
-    def __init__(self) -> None:
+    __slots__ = ("entries", "open", "trial")
+
+    def __init__(self, trial: str | None = None) -> None:
         self.entries: list[tuple[str, str]] = []
         self.open = True  # closed once the trial's verdict is decided
+        self.trial = trial
 
     def record(self, summary: str, tb: str) -> bool:
         if self.open:
@@ -35,11 +39,6 @@ class ExitLog:
 
 CURRENT_EXITS: contextvars.ContextVar[ExitLog | None] = contextvars.ContextVar(
     "anpord_current_exits", default=None
-)
-# The label of the trial whose code is running: tasks are tagged with it when created, so a
-# stall of the event loop can be blamed on the trial that caused it (see _stalls).
-CURRENT_TRIAL: contextvars.ContextVar[str | None] = contextvars.ContextVar(
-    "anpord_current_trial", default=None
 )
 
 
@@ -56,7 +55,7 @@ def task_factory(loop: asyncio.AbstractEventLoop, coro: Any, **kwargs: Any) -> a
     recorded: list[bool] = []
     task = asyncio.Task(_contained(coro, log, recorded), loop=loop, **kwargs)
     # Which trial's code this task runs, for blaming a stall of the loop on it (see _stalls).
-    task._anpord_trial = context.get(CURRENT_TRIAL) if context is not None else CURRENT_TRIAL.get()  # type: ignore[attr-defined]
+    task._anpord_trial = log.trial  # type: ignore[attr-defined]
 
     def done(task: asyncio.Task[Any]) -> None:
         if recorded:

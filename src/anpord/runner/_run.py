@@ -186,6 +186,24 @@ def late_signals() -> Iterator[list[int]]:
         yield signals.received
 
 
+@contextlib.contextmanager
+def _gc_for_a_run() -> Iterator[None]:
+    """Trials allocate many short-lived objects; with the default thresholds the cyclic garbage
+    collector runs every few hundred of them and rescans everything loaded before the run (eval
+    files, cases, modules). Freezing what exists and collecting young objects less often saves
+    about a tenth of the runner's time per trial; both are undone after the run."""
+    import gc
+
+    previous = gc.get_threshold()
+    gc.freeze()
+    gc.set_threshold(20_000, 20, 20)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*previous)
+        gc.unfreeze()
+
+
 class _Run:
     """One run's driver state."""
 
@@ -389,7 +407,7 @@ def execute(plan: Plan, opts: RunOptions, reporters: Sequence[Any], *,
     ``executor`` defaults to the local worker pool. ``resume`` (a ``RunReading`` of a run that did
     not finish) runs only its missing trials, appending to the same run folder."""
     run = _Run(plan, opts, reporters, executor, resume)
-    with _Signals(run.on_first_signal, run.on_second_signal) as signals:
+    with _Signals(run.on_first_signal, run.on_second_signal) as signals, _gc_for_a_run():
         run.start_writer()
         try:
             with captured_output(), unawaited_calls_fail():

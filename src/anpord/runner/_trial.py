@@ -16,7 +16,6 @@ import inspect
 import time
 import traceback
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 from .._errors import exception_line
@@ -28,10 +27,12 @@ from ..harnesses import Harness, HarnessContext, HarnessStartError
 from ..results._model import ErrorInfo, TrialResult
 from ..sandboxes._protocol import SandboxError, SandboxInstance, SandboxSpec
 from ._capture import CURRENT_LOG, flush_partial
-from ._contain import CURRENT_EXITS, CURRENT_TRIAL, ExitLog, TaskExited
+from ._contain import CURRENT_EXITS, ExitLog, TaskExited
 from ._rewrite import CURRENT_RECORDER
 from ._validate import SandboxHolder, ValidateError, run_declarative
 from ._verdict import decide_verdict
+
+from ._spec import as_path
 
 if TYPE_CHECKING:
     from ._spec import TrialSpec
@@ -127,7 +128,8 @@ class _Trial:
         self._log_bytes = 0
         self._dropped = 0
         self.recorder = Recorder()
-        self.exits = ExitLog()
+        self.label = job.spec.label  # `case variant #n`, for sandboxes, harnesses and stalls
+        self.exits = ExitLog(self.label)
         self.state: TrialState | None = None
         self.t: T | None = None
         self.holder: SandboxHolder | None = None
@@ -148,7 +150,7 @@ class _Trial:
     async def prepare(self) -> None:
         case, spec, job = self.case, self.spec, self.job
         sandbox_spec = SandboxSpec(variant=spec.variant, source=case.source,
-                                   source_base=case.file.path.parent, label=spec.label)
+                                   source_base=case.file.folder, label=self.label)
 
         async def opener() -> SandboxInstance:
             return await self.env.open_sandbox(spec.variant, sandbox_spec)
@@ -168,7 +170,7 @@ class _Trial:
         ctx = self._harness_context(holder.instance) if job.harness is not None else None
         self.state = TrialState(
             harness=job.harness, harness_ctx=ctx, recorder=self.recorder,
-            base_dir=case.file.path.parent, log=self.log, harness_error=job.harness_error,
+            base_dir=case.file.folder, log=self.log, harness_error=job.harness_error,
         )
         self.t = T(self.state, workspace=holder.instance.workspace if holder.instance else None,
                    row=case.row, seed=spec.seed)
@@ -177,9 +179,9 @@ class _Trial:
         spec = self.spec
         return HarnessContext(
             variant=spec.variant, model=spec.variant.model, sandbox=instance, log=self.log,
-            trial_id=spec.label, max_concurrency=self.env.max_concurrency, seed=spec.seed,
-            cache_dir=None if spec.cache_dir is None else Path(spec.cache_dir),
-            trial_index=spec.trial, evals_root=Path(spec.evals_root),
+            trial_id=self.label, max_concurrency=self.env.max_concurrency, seed=spec.seed,
+            cache_dir=None if spec.cache_dir is None else as_path(spec.cache_dir),
+            trial_index=spec.trial, evals_root=spec.root,
         )
 
     # -- 2. drive ----------------------------------------------------------------------------
@@ -218,7 +220,7 @@ class _Trial:
             if task.done():
                 return  # finished in the same loop iteration: its own result stands
             # Time the loop spent stalled by other trials does not count against this one.
-            lost = self.env.lost_time(self.spec.label, started)
+            lost = self.env.lost_time(self.label, started)
             remaining = timeout + lost - (loop.time() - started)
             if remaining > 0.001:
                 timers.append(loop.call_later(remaining, on_deadline))
@@ -314,7 +316,7 @@ class _Trial:
         )
         if self._dropped:
             self.logs.append(f"[{self._dropped} bytes of log not kept: cap {LOG_CAP} bytes per trial]")
-        stalls = self.env.stalls_caused(spec.label)
+        stalls = self.env.stalls_caused(self.label)
         if stalls:
             worst = max(s.duration for s in stalls)
             blame = (f"its code blocked the event loop for {worst:.1f} s, stalling every trial — use a "
@@ -354,7 +356,6 @@ async def run_trial(job: TrialJob, env: TrialEnv) -> tuple[TrialResult, list[Eve
         CURRENT_LOG.set(trial.log),
         # SystemExit/KeyboardInterrupt in a task the test or the agent started (see _contain).
         CURRENT_EXITS.set(trial.exits),
-        CURRENT_TRIAL.set(job.spec.label),
     )
     body = BodyOutcome()
     try:
@@ -376,5 +377,4 @@ async def run_trial(job: TrialJob, env: TrialEnv) -> tuple[TrialResult, list[Eve
             CURRENT_RECORDER.reset(tokens[0])
             CURRENT_LOG.reset(tokens[1])
             CURRENT_EXITS.reset(tokens[2])
-            CURRENT_TRIAL.reset(tokens[3])
     return trial.decide(body)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 import importlib.util
 import marshal
@@ -53,6 +54,11 @@ class EvalFile:
     id: str  # path relative to the root, without .eval.py
     case_filter: set[str] | None = None  # ids of single cases asked for, else all
     cache_dir: Path | None = None  # where compiled eval files are cached
+
+    @functools.cached_property
+    def folder(self) -> Path:
+        """Where relative paths in the file start (sources, send_file); read once per trial."""
+        return self.path.parent
 
 
 @dataclass
