@@ -128,10 +128,14 @@ class TurnContext(_TurnEvents):
         options: Sequence[Any] | None = ("approve", "deny"),
         tool_name: str | None = None,
         input: Any = None,
+        display: str | None = None,
     ) -> Any:
-        """Park the session until the eval answers; returns the chosen option id (or value)."""
+        """Park the session until the eval answers; returns the chosen option id (or value).
+        ``display`` is how the request is shown to the person deciding (a short title such as
+        ``"Delete notes.txt"``), when that differs from the prompt."""
         return await self._request_input(
-            prompt=prompt, options=normalize_options(options), tool_name=tool_name, input=input
+            prompt=prompt, options=normalize_options(options), tool_name=tool_name, input=input,
+            display=display,
         )
 
 
@@ -185,10 +189,11 @@ class SyncTurnContext(_TurnEvents):
         options: Sequence[Any] | None = ("approve", "deny"),
         tool_name: str | None = None,
         input: Any = None,
+        display: str | None = None,
     ) -> Any:
         self._check()
         future = asyncio.run_coroutine_threadsafe(
-            self._inner.request_input(prompt, options, tool_name, input), self._loop
+            self._inner.request_input(prompt, options, tool_name, input, display), self._loop
         )
         try:
             with self._parked():

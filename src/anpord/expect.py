@@ -39,6 +39,7 @@ from ._render import preview as _preview
 from ._render import render as _render
 
 __all__ = [
+    "BaseMatcher",
     "MatchResult",
     "Matcher",
     "equals",
@@ -57,7 +58,14 @@ Kind = Literal["gate", "soft"]
 
 @dataclass(frozen=True, slots=True)
 class MatchResult:
-    """What a matcher decided. ``error`` is set when a user function raised while matching."""
+    """What a matcher decided about one value.
+
+    ``ok``: whether it matched. ``score``: 0–1 (a gate passes when the score reaches its
+    threshold, 1 by default; a soft check records it). ``expected``: what was expected, in a
+    JSON-able form, shown in reports. ``actual``: the value seen. ``message``: why it did not match
+    (empty when it did), shown under the failed check. ``error``: set when user code raised while
+    matching; the check is then an error, never a pass.
+    """
 
     ok: bool
     score: float
@@ -100,10 +108,16 @@ class BaseMatcher:
 
     @property
     def description(self) -> str:
+        """How the matcher is named in reports (``includes("Sunny")``). A subclass may set it in
+        its ``__init__`` (``self.description = ...``) or override ``_describe_self``."""
         # Cached: a check reads it several times (record name, expected, messages).
         if self._description is None:
             self._description = self._describe_self()
         return self._description
+
+    @description.setter
+    def description(self, value: str) -> None:
+        self._description = str(value)
 
     def _describe_self(self) -> str:
         return self.name

@@ -73,7 +73,7 @@ def test_one_line_per_case_with_its_mark() -> None:
     assert "✗ weather/slow  timed out after 30s" in lines
     assert "○ weather/judge  void: judge could not answer: connection refused" in lines
     assert "– weather/later  skipped: needs an API key" in lines
-    assert "~ weather/tone  score 0.62 < 0.80" in lines
+    assert "~ weather/tone  score 0.62 (close to reference 0.62 < 0.80)" in lines
 
 
 def test_failure_details_show_the_check_expected_actual_and_message() -> None:
@@ -374,3 +374,34 @@ def test_grid_details_trials_that_failed_alike_once() -> None:
     lines = out.getvalue().splitlines()
     assert "    ✗ #0, #1, #2  failed: no rain" in lines
     assert sum(1 for line in lines if "expected: 'Rain'" in line) == 1
+
+
+def test_a_trials_score_is_the_same_number_in_console_json_junit_and_record(tmp_path: Any) -> None:
+    """One definition: the mean of the trial's soft checks' scores, wherever it is shown."""
+    import json
+    import xml.etree.ElementTree as ET
+
+    from anpord.results import summary_json, write_junit
+
+    checks = [
+        soft_miss("similarity", 0.2, 0.8, label="tone"),
+        AssertionRecord(name="similarity", kind="soft", status="passed", score=0.48, threshold=None,
+                        label="recorded only"),
+    ]
+    scored = trial("weather/tone", "scored", score=0.34, assertions=checks)
+    passed = trial("weather/sunny", score=0.48, assertions=[checks[1]])
+    text, _ = run_plain([scored, passed])
+    lines = text.splitlines()
+    assert "~ weather/tone  score 0.34 (tone 0.20 < 0.80)" in lines
+    assert any(line.startswith("✓ weather/sunny") and line.endswith("score 0.48") for line in lines)
+    rs = [scored, passed]
+    doc = json.loads(summary_json(summary_for(rs), rs))
+    by_case = {c["case_id"]: c["results"][0]["score"] for c in doc["cells"]}
+    assert by_case == {"weather/tone": 0.34, "weather/sunny": 0.48}
+    write_junit(tmp_path / "j.xml", summary_for(rs), rs)
+    scores = {
+        case.get("classname"): case.find("properties/property[@name='score']").get("value")
+        for case in ET.parse(tmp_path / "j.xml").getroot().iter("testcase")
+    }
+    assert scores == {"weather/tone": "0.3400", "weather/sunny": "0.4800"}
+    assert scored.to_dict()["score"] == 0.34

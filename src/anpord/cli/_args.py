@@ -11,8 +11,26 @@ __all__ = ["Parser", "positive_int", "positive_float"]
 
 class Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
-        print(f"{self.prog}: error: {message} (see --help)", file=sys.stderr)
+        print(f"{self.prog}: error: {message}{self._suggestion(message)} (see --help)", file=sys.stderr)
         raise SystemExit(2)
+
+    def _suggestion(self, message: str) -> str:
+        """``; did you mean --trials?`` for a mistyped flag."""
+        import difflib
+
+        if not message.startswith("unrecognized arguments:"):
+            return ""
+        known = [s for s in self._option_string_actions if s.startswith("--")]
+        hints = []
+        for word in message.split(":", 1)[1].split():
+            flag = word.split("=", 1)[0]
+            if flag.startswith("-"):
+                close = difflib.get_close_matches(flag if flag.startswith("--") else "-" + flag, known, n=1)
+                if close:
+                    hints.append((flag, close[0]))
+        if len(hints) == 1:
+            return f"; did you mean {hints[0][1]}?"
+        return "; did you mean " + ", ".join(f"{good} (for {bad})" for bad, good in hints) + "?" if hints else ""
 
 
 def positive_int(text: str) -> int:

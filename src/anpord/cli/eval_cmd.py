@@ -143,6 +143,7 @@ def _run(args: argparse.Namespace, fail_on: str, out: TextIO) -> int:
         plan = build_plan(project, cases, opts)
         if not plan.cells:
             raise UsageError("nothing to run: no variant selected")
+        _note_missing_programs(plan)
     except UsageError as exc:
         if args.json:
             # A CI step parsing stdout gets a document saying why, not an empty stream.
@@ -184,6 +185,45 @@ def _report(args: argparse.Namespace, fail_on: str, out: TextIO, redact: Any, re
 
         out.write(summary_json(summary, results, redact=redact) + "\n")
     return code
+
+
+_SHELL_WORDS = frozenset(
+    "cd echo printf true false test [ [[ exec eval export source . set unset if for while until case "
+    "{ ( ! time command builtin read exit return shift trap type ulimit umask wait".split()
+)
+
+
+def _note_missing_programs(plan: Any) -> None:
+    """Say once, before running, when a variant's agent program is not installed here (an imported
+    suite defaults to `claude`): its trials will be void, and --harness points the suite at
+    another agent. The trials stay void; this only says why up front."""
+    import shlex
+    import shutil
+
+    from ..harnesses import CODING_AGENTS
+
+    for variant in plan.variants:
+        spec = variant.harness or ""
+        program = None
+        if spec.startswith("command:"):
+            try:
+                words = shlex.split(spec.removeprefix("command:"))
+            except ValueError:
+                continue
+            program = words[0] if words else None
+            if program is None or "/" in program or "$" in program or "=" in program or program in _SHELL_WORDS:
+                continue  # a path, a variable, an assignment or a shell builtin: the shell decides
+        elif spec in CODING_AGENTS and "executable" not in variant.options:
+            program = spec
+        if program is None or shutil.which(program, path=variant.env.get("PATH")):
+            continue
+        trials = sum(c.trials for c in plan.cells if c.variant.label == variant.label)
+        print(
+            f"anpord eval: note: {program} is not installed here, so the {trials} trial(s) of variant "
+            f"{variant.label} will be void; point the suite at your agent with --harness SPEC "
+            "(e.g. --harness python:agents.mine:agent or --harness 'command:python3 agent.py')",
+            file=sys.stderr,
+        )
 
 
 def _sweep(project_folder: Path) -> None:

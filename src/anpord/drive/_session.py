@@ -355,7 +355,8 @@ class Session(ScopedAssertions):
 
     async def require_input_request(self, **filters: Any) -> InputRequest:
         """A gate: exactly one pending request matches ``filters``; returns it.
-        Filters: request_id, tool_name, prompt (substring or matcher), input, option_ids."""
+        Filters: request_id, tool_name, prompt and display (substring or matcher), input,
+        option_ids."""
         if self._active is not None and not self._active.done:
             await self._active.result()
         pending = self.pending_input_requests
@@ -433,16 +434,16 @@ def _request_matches(req: InputRequest, filters: dict[str, Any]) -> bool:
         if key == "option_ids":
             if list(want) != req.option_ids:
                 return False
-        elif key == "prompt" and isinstance(want, str):
-            if want not in req.prompt:
+        elif key in ("prompt", "display") and isinstance(want, str):
+            if want not in (getattr(req, key) or ""):
                 return False
-        elif key in ("request_id", "tool_name", "prompt", "input", "session_id"):
+        elif key in ("request_id", "tool_name", "prompt", "display", "input", "session_id"):
             if not match_value(want, getattr(req, key))[0]:
                 return False
         else:
             raise DriveError(
                 f"require_input_request: unknown filter {key!r} "
-                "(use request_id, tool_name, prompt, input, option_ids)"
+                "(use request_id, tool_name, prompt, display, input, option_ids)"
             )
     return True
 

@@ -31,6 +31,7 @@ class InputRequest:
     tool_name: str | None = None
     input: Any = None
     session_id: str | None = None
+    display: str | None = None  # how the request is shown to the person deciding, when given
 
     @property
     def option_ids(self) -> list[str]:
@@ -49,6 +50,7 @@ class InputRequest:
             tool_name=d.get("tool_name"),
             input=d.get("input"),
             session_id=d.get("session_id"),
+            display=d.get("display") if isinstance(d.get("display"), str) else None,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -59,6 +61,7 @@ class InputRequest:
             "tool_name": self.tool_name,
             "input": self.input,
             "session_id": self.session_id,
+            "display": self.display,
         }
 
 

@@ -221,14 +221,15 @@ class PythonSession:
         self._emit(event)
 
     async def _request_input(self, *, prompt: str, options: list[dict[str, str]], tool_name: str | None,
-                             input: Any) -> Any:
+                             input: Any, display: str | None = None) -> Any:
         request_id = f"req_{next(self._request_ids)}"
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._pending[request_id] = future
-        self._route(
-            Event(INPUT_REQUESTED, {"session_id": self.session_id, "request_id": request_id, "prompt": prompt,
-                                    "options": options, "tool_name": tool_name, "input": input})
-        )
+        data = {"session_id": self.session_id, "request_id": request_id, "prompt": prompt,
+                "options": options, "tool_name": tool_name, "input": input}
+        if display is not None:
+            data["display"] = display
+        self._route(Event(INPUT_REQUESTED, data))
         if self._parked is not None and not self._parked.done():
             self._parked.set_result(None)
         try:

@@ -108,12 +108,14 @@ def missed_soft(result: TrialResult) -> list[Any]:
 
 
 def score_text(result: TrialResult) -> str:
-    """``score 0.62 < 0.80`` for a scored trial."""
+    """The trial's score — the one the record, ``--json`` and JUnit give: the mean of its soft
+    checks' scores — and which soft checks fell below their threshold: ``score 0.62 (tone 0.62 <
+    0.80)``."""
     missed = missed_soft(result)
+    text = "scored" if result.score is None else f"score {result.score:.2f}"
     if len(missed) == 1:
-        return f"score {missed[0].score:.2f} < {missed[0].threshold:.2f}"
-    score = result.score if result.score is not None else (missed[0].score if missed else None)
-    text = "scored" if score is None else f"score {score:.2f}"
+        m = missed[0]
+        return f"{text} ({m.display_name} {m.score:.2f} < {m.threshold:.2f})"
     return text + (f" ({len(missed)} soft checks below threshold)" if missed else "")
 
 

@@ -213,7 +213,9 @@ class ConsoleReporter:
     def _verdict_tail(r: TrialResult) -> list[Segment]:
         v = r.verdict
         if v == "passed":
-            return [(f"  {r.duration:.2f}s", DIM)]
+            # A soft check without a threshold never fails a trial: its score still shows.
+            score = f"  score {r.score:.2f}" if r.score is not None else ""
+            return [(f"  {r.duration:.2f}s{score}", DIM)]
         if v == "scored":
             return [(f"  {score_text(r)}", SGR[v])]
         label = "timed out" if v == "timed_out" else v

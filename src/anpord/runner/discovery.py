@@ -151,7 +151,13 @@ def select_files(project: Project, args: Sequence[str]) -> list[EvalFile]:
             ef.case_filter.add(case_id)
 
     if not args:
-        for p in _all_files(root):
+        # As pytest does: run from inside the evals root, no argument means the current folder.
+        here = Path.cwd().resolve()
+        folder = here if here != root and here.is_relative_to(root) else root
+        files = _all_files(folder)
+        if not files and folder != root:
+            raise UsageError(f"nothing to run: no *{EVAL_SUFFIX} file under {_rel(folder) or '.'}")
+        for p in files:
             add(p)
     for arg in args:
         p = Path(arg)
@@ -298,15 +304,27 @@ def _user_frame(exc: BaseException, path: Path) -> str:
     return ""
 
 
+def _eval_list(value: Any) -> bool:
+    return isinstance(value, (list, tuple)) and bool(value) and all(isinstance(v, Eval) for v in value)
+
+
 def load_file(ef: EvalFile) -> Eval | Suite:
     module = _exec_module(ef.path, _module_name(ef.id), rewrite=True, cache_dir=ef.cache_dir)
-    bound = [
-        (k, v) for k, v in vars(module).items()
-        if not k.startswith("_") and isinstance(v, (Eval, Suite))
-    ]
+    public = [(k, v) for k, v in vars(module).items() if not k.startswith("_")]
+    bound = [(k, v) for k, v in public if isinstance(v, (Eval, Suite))]
     if not bound:
+        # A dataset written as a list of cases (`cases = [define_eval(...) for row in rows]`):
+        # one case per element, ids from their own id= or their index, as a suite's.
+        lists = [(k, v) for k, v in public if _eval_list(v)]
+        if len(lists) == 1:
+            return Suite(cases=tuple(lists[0][1]))
+        if len(lists) > 1:
+            names = ", ".join(k for k, _ in lists)
+            raise UsageError(f"{_rel(ef.path)}: binds several lists of evals ({names}); keep exactly one")
         raise UsageError(
-            f"{_rel(ef.path)}: binds no eval: define one public value with define_eval(...) or define_suite(...)"
+            f"{_rel(ef.path)}: binds no eval: define one public value with define_eval(...) or "
+            "define_suite(...); for one case per row of a dataset, use @define_eval(each=rows) or "
+            "bind a list of define_eval(...) values (cases = [define_eval(...) for row in rows])"
         )
     if len(bound) > 1:
         names = ", ".join(k for k, _ in bound)
