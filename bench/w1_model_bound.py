@@ -12,7 +12,10 @@ server (a separate process, ``python -m anpord.testing.model_server``):
    file fanned out with ``each=``), each ``await t.send(...)`` then one ``includes`` check,
    ``max_concurrency=C``; wall time including interpreter start-up, discovery and artifacts.
    Targets: N=1000,C=100 ≤ 1.2 s and ≤ 1.5× the bare client; N=5000,C=500 ≤ 2.5 s.
-3. **harness alone**: the same N turns driven straight through the harness protocol
+3. **anpord eval, Python agent**: the same run with a Python agent that posts to the server on
+   one aiohttp session it opens in its run-level ``setup`` hook and closes in ``teardown``.
+   Target (runner overhead): N=1000,C=100 ≤ 1.2 s wall including start-up.
+4. **harness alone**: the same N turns driven straight through the harness protocol
    (``open_session`` → ``run_turn``) in this process, no runner: the harness + client share of the
    CLI figure, with CPU milliseconds per trial.
 
@@ -47,6 +50,40 @@ config = define_eval_config(
     variants=[Variant(harness="openai:bench-model", env={{"OPENAI_BASE_URL": {url!r}}},
                       options={{"max_connections": {conc}}})],
 )
+"""
+
+PYTHON_CONFIG = """
+from anpord import define_eval_config
+
+config = define_eval_config(harness="python:w1_agent:agent", max_concurrency={conc}, timeout=300)
+"""
+
+PYTHON_AGENT = """
+import json
+
+import aiohttp
+
+URL = {url!r}
+
+
+class Agent:
+    \"\"\"One HTTP session for the whole run, opened and closed by the run-level hooks.\"\"\"
+
+    async def setup(self):
+        self.session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit={conc}))
+
+    async def teardown(self):
+        await self.session.close()
+
+    async def __call__(self, turn):
+        payload = {{"model": "bench-model", "messages": [{{"role": "user", "content": turn.input}}]}}
+        async with self.session.post(URL + "/chat/completions", data=json.dumps(payload),
+                                     headers={{"Content-Type": "application/json"}}) as resp:
+            body = json.loads(await resp.read())
+        return body["choices"][0]["message"]["content"]
+
+
+agent = Agent()
 """
 
 EVAL = """
@@ -148,12 +185,16 @@ async def harness_alone(url: str, n: int, conc: int) -> tuple[float, float]:
     return wall, cpu
 
 
-def cli_run(url: str, n: int, conc: int) -> tuple[float, float, int, str]:
+def cli_run(url: str, n: int, conc: int, agent: str = "openai") -> tuple[float, float, int, str]:
     """(wall seconds, CPU seconds of the anpord process, exit code, its closing line)."""
     folder = Path(tempfile.mkdtemp(prefix="anpord-w1-"))
     try:
         (folder / "evals").mkdir()
-        (folder / "evals" / "evals.config.py").write_text(CONFIG.format(conc=conc, url=url))
+        if agent == "python":
+            (folder / "evals" / "evals.config.py").write_text(PYTHON_CONFIG.format(conc=conc))
+            (folder / "w1_agent.py").write_text(PYTHON_AGENT.format(url=url, conc=conc))
+        else:
+            (folder / "evals" / "evals.config.py").write_text(CONFIG.format(conc=conc, url=url))
         (folder / "evals" / "ping.eval.py").write_text(EVAL.format(n=n))
         env = dict(
             os.environ,
@@ -315,11 +356,12 @@ def main() -> int:
                 f"{cpu / n * 1000:.2f} ms CPU per trial in harness + client)"
             )
             if not args.skip_cli:
-                cli, cli_cpu, code, tail = cli_run(url, n, conc)
-                print(
-                    f"  anpord eval (CLI):    {cli:.2f} s wall  ({cli / bare:.2f}x bare; "
-                    f"{cli_cpu / n * 1000:.2f} ms CPU per trial, start-up included; exit {code}: {tail})"
-                )
+                for agent, name in (("openai", "openai: harness"), ("python", "Python agent")):
+                    cli, cli_cpu, code, tail = cli_run(url, n, conc, agent)
+                    print(
+                        f"  anpord eval, {name + ':':<16} {cli:.2f} s wall  ({cli / bare:.2f}x bare; "
+                        f"{cli_cpu / n * 1000:.2f} ms CPU per trial, start-up included; exit {code}: {tail})"
+                    )
             if not args.skip_others:
                 others(url, n, conc)
     finally:
