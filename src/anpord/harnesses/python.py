@@ -25,6 +25,7 @@ from typing import Any, Callable, Iterator
 from .._errors import exception_line
 from ..agent import SyncTurnContext, TurnCancelled, TurnContext
 from ..results._model import ErrorInfo
+from ..runner._contain import contains_exits
 from ..events import (
     INPUT_REQUESTED,
     INPUT_RESOLVED,
@@ -287,6 +288,7 @@ class PythonSession:
             self._task = asyncio.ensure_future(self._guarded(turn))
         return await self._settle()
 
+    @contains_exits
     async def _guarded(self, turn: TurnContext) -> tuple[str, Any, ErrorInfo | None]:
         """Run the agent; never let its exceptions (even SystemExit) escape the task."""
         try:

@@ -17,7 +17,7 @@ from typing import Any
 
 from .._errors import exception_line
 
-__all__ = ["CURRENT_EXITS", "ExitLog", "TaskExited", "task_factory"]
+__all__ = ["CURRENT_EXITS", "ExitLog", "TaskExited", "contains_exits", "task_factory"]
 
 
 class ExitLog:
@@ -46,12 +46,29 @@ class TaskExited(Exception):
     """A task raised SystemExit or KeyboardInterrupt (recorded for its trial, if still running)."""
 
 
+# Code objects of anpord's own task bodies that already catch SystemExit/KeyboardInterrupt (the
+# trial's body, a Python agent's turn): their tasks need no wrapper, which at thousands of trials
+# a second is a measurable saving.
+_CONTAINED_ALREADY: set[Any] = set()
+
+
+def contains_exits(fn: Any) -> Any:
+    """Mark a coroutine function whose body turns SystemExit/KeyboardInterrupt into ordinary
+    results itself (a decorator)."""
+    _CONTAINED_ALREADY.add(fn.__code__)
+    return fn
+
+
 def task_factory(loop: asyncio.AbstractEventLoop, coro: Any, **kwargs: Any) -> asyncio.Task[Any]:
     # kwargs: context (3.11+), name (3.13.3+), eager_start (3.14+), all handed on to the Task.
     context = kwargs.get("context")
     log = context.get(CURRENT_EXITS) if context is not None else CURRENT_EXITS.get()
     if log is None or not inspect.iscoroutine(coro):
         return asyncio.Task(coro, loop=loop, **kwargs)
+    if coro.cr_code in _CONTAINED_ALREADY:
+        task = asyncio.Task(coro, loop=loop, **kwargs)
+        task._anpord_trial = log.trial  # type: ignore[attr-defined]
+        return task
     recorded: list[bool] = []
     task = asyncio.Task(_contained(coro, log, recorded), loop=loop, **kwargs)
     # Which trial's code this task runs, for blaming a stall of the loop on it (see _stalls).

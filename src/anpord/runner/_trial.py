@@ -27,7 +27,7 @@ from ..harnesses import Harness, HarnessContext, HarnessStartError
 from ..results._model import ErrorInfo, TrialResult
 from ..sandboxes._protocol import SandboxError, SandboxInstance, SandboxSpec
 from ._capture import CURRENT_LOG, flush_partial
-from ._contain import CURRENT_EXITS, ExitLog, TaskExited
+from ._contain import CURRENT_EXITS, ExitLog, TaskExited, contains_exits
 from ._rewrite import CURRENT_RECORDER
 from ._validate import SandboxHolder, ValidateError, run_declarative
 from ._verdict import decide_verdict
@@ -186,6 +186,7 @@ class _Trial:
 
     # -- 2. drive ----------------------------------------------------------------------------
 
+    @contains_exits
     async def _body(self) -> None:
         ev, case, t = self.case.eval, self.case, self.t
         assert t is not None and self.holder is not None
