@@ -19,13 +19,14 @@ import os
 import re
 import secrets
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Sequence
 
 from .._fs import write_atomic
 from ..events import Event
 from ._encode import encode
-from ._model import EventsRef, TrialResult
+from ._model import FORMAT_VERSION, EventsRef, TrialResult
 from ._redact import Redactor
 from ._run_record import RunRecord
 
@@ -49,6 +50,10 @@ def safe_segment(text: str) -> str:
         digest = hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()[:8]
         s = f"{s[:111]}-{digest}"
     return s
+
+
+# Every line starts with its format version: `{"v":1,` then the record's fields.
+_VERSION_PREFIX = b'{"v":%d,' % FORMAT_VERSION
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -114,20 +119,31 @@ class RunWriter:
     def write_trial(self, result: TrialResult, events: Sequence[Event]) -> None:
         """Append the trial's events, then its line (which points at them). Sets
         ``result.events`` and ``result.files``."""
-        block = self._redact_bytes(b"".join([encode({"type": e.type, "ts": e.ts, **e.data}) + b"\n" for e in events]))
-        _write_all(self._events, block)
-        result.events = EventsRef(self._offset, len(block), len(events))
-        self._offset += len(block)
-
-        line = result.to_dict()
+        block = b"".join([encode({"type": e.type, "ts": e.ts, **e.data}) + b"\n" for e in events])
+        # What the line keeps inline: a traceback and a long log go to files under trials/.
+        inline = result
         if result.error is not None and result.error.traceback:
             result.files["traceback"] = self._spill(result, "traceback", result.error.traceback)
-            line["error"] = {**line["error"], "traceback": None}
+            inline = replace(inline, error=replace(result.error, traceback=None))
         if result.logs and sum(len(x) for x in result.logs) > LOG_INLINE_LIMIT:
             result.files["logs"] = self._spill(result, "log", "\n".join(result.logs) + "\n")
-            line["logs"] = []
-        line["files"] = dict(result.files)
-        _write_all(self._results, self._redact_bytes(encode(line)) + b"\n")
+            inline = replace(inline, logs=[])
+        # The events' place is known before they are written: a line is only ever appended
+        # after the block it points at.
+        ref = EventsRef(self._offset, len(block), len(events))
+        inline.events = result.events = ref
+        # The record's fields are the line's keys (TrialResult.to_dict), encoded straight from
+        # the dataclass: no intermediate dicts on the runner's hottest path.
+        line = _VERSION_PREFIX + encode(inline)[1:]
+        if self.redact.may_change(block + line):
+            block, line = self._redact_bytes(block), self._redact_bytes(line)
+            ref = EventsRef(self._offset, len(block), len(events))
+            if ref != result.events:  # redaction changed the block's length: point at what is written
+                inline.events = result.events = ref
+                line = self._redact_bytes(_VERSION_PREFIX + encode(inline)[1:])
+        _write_all(self._events, block)
+        self._offset += len(block)
+        _write_all(self._results, line + b"\n")
 
     def _redact_bytes(self, data: bytes) -> bytes:
         if not self.redact.may_change(data):
