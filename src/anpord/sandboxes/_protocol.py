@@ -8,12 +8,13 @@ Ctrl-C. Everything a trial starts (agent programs, ``context.exec``, shell verif
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Mapping, Protocol, Sequence, runtime_checkable
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # asyncio only for annotations: importing the package stays cheap
+    import asyncio
+
     from ..authoring._config import Variant
     from ..workspace import Source
 
@@ -84,7 +85,9 @@ class SandboxInstance(Protocol):
         Its whole process tree is killed by ``kill_all``/``close``."""
         ...
 
-    async def exec(self, cmd: str, *, timeout: float = 60.0, env: Mapping[str, str] | None = None) -> ExecResult:
+    async def exec(
+        self, cmd: str, *, timeout: float = 60.0, env: Mapping[str, str] | None = None
+    ) -> ExecResult:
         """Run ``cmd`` under ``bash -o pipefail -c`` inside the sandbox, in the workspace.
         Raises ``SandboxError`` when the sandbox itself could not start it."""
         ...
@@ -94,6 +97,13 @@ class SandboxInstance(Protocol):
         program (a failed mount, say), given what it wrote on stderr; ``None`` when the program
         ran, whatever its exit code. Callers make such a run ``void``, not a failure of the
         program."""
+        ...
+
+    async def limit_exceeded(self) -> str | None:
+        """Why the trial broke a limit of its sandbox (``workspace size cap of 1 GiB exceeded
+        …``), or ``None``. Call it once the agent and the checks are done, before ``close``;
+        a breach is remembered even if the files are gone since. Callers fail the trial with
+        this reason: the agent did run, and wrote too much."""
         ...
 
     async def kill_tree(self, proc: asyncio.subprocess.Process) -> None:
