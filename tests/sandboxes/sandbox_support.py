@@ -15,6 +15,7 @@ from proc_support import KINDS, live_with, run  # noqa: F401 - re-exported for t
 
 from anpord.authoring import Variant, files
 from anpord.sandboxes import SandboxSpec
+from anpord.sandboxes._watchdog import start_time
 from anpord.sandboxes.bwrap import BwrapSandbox
 from anpord.sandboxes.local import LocalSandbox
 
@@ -77,6 +78,7 @@ from pathlib import Path
 from anpord.authoring import Variant, files
 from anpord.sandboxes import SandboxSpec
 from anpord.sandboxes._owner import watchdog_pid
+from anpord.sandboxes._watchdog import start_time
 from anpord.sandboxes.bwrap import BwrapSandbox
 from anpord.sandboxes.local import LocalSandbox
 
@@ -137,6 +139,8 @@ class Runner:
         ready = self.init.stdout.readline().split()
         assert ready[:1] == ["ready"], "the runner did not start"
         self.watchdog = int(ready[1]) if ready[1] != "None" else None
+        # Who they are: a pid may be another process's by the time a failed test cleans up.
+        self._started = {pid: start_time(pid) for pid in (self.pid, self.watchdog) if pid}
 
     def kill(self) -> None:
         os.kill(self.pid, signal.SIGKILL)
@@ -152,8 +156,8 @@ class Runner:
     def close(self) -> None:
         """Kill what is left (a failed test's leftovers)."""
         if self.init.poll() is None:
-            for pid in (self.pid, self.watchdog):
-                if pid:
+            for pid, started in self._started.items():
+                if start_time(pid) == started:
                     try:
                         os.kill(pid, signal.SIGKILL)
                     except OSError:

@@ -19,6 +19,7 @@ import pytest
 from sandbox_support import live_with, run, spec
 
 from anpord.authoring import files
+from anpord.sandboxes import bwrap
 from anpord.sandboxes.bwrap import DEFAULT_SANDBOX_UID, BwrapSandbox, Privileges, _held_back
 
 REPO = Path(__file__).resolve().parents[2]
@@ -261,12 +262,12 @@ def test_as_root_without_setpriv_a_user_namespace_still_holds(
 ) -> None:
     # A machine without setpriv (util-linux): the fallback is a user namespace, which leaves
     # the program uid 0 to the host, so /proc's settings must be read-only, and it says so.
-    import anpord.sandboxes.bwrap as bwrap
-
     real_which = bwrap.shutil.which
     monkeypatch.setattr(bwrap, "_probed", {})  # probed again, on this machine without setpriv
     monkeypatch.setattr(
-        bwrap.shutil, "which", lambda name, *a, **k: None if name == "setpriv" else real_which(name, *a, **k)
+        bwrap.shutil,
+        "which",
+        lambda name, *a, **k: None if name == "setpriv" else real_which(name, *a, **k),
     )
     sandbox = BwrapSandbox(tmp_root=shm_root)
     privileges = run(sandbox.privileges())

@@ -164,3 +164,28 @@ def test_sizes_read_as_binary_units(text: object, size: int | None) -> None:
 def test_what_is_not_a_size_is_refused(text: object) -> None:
     with pytest.raises(ValueError):
         parse_size(text)
+
+
+MANY_FILES = 'python3 -c \'import os\nfor i in range(17000): open(f"f{i}", "w").close()\''
+
+
+def test_empty_files_count_too_in_memory(shm_root: Path) -> None:
+    # A cap of 8M allows 16384 files: a tmpfs refuses the next one.
+    res, reason, mounted = over_the_cap("local", shm_root, MANY_FILES)
+    assert mounted and "No space left on device" in res.stderr
+    assert reason is not None
+
+
+def test_empty_files_count_too_on_disk(tmp_root: Path) -> None:
+    res, reason, mounted = over_the_cap("local", tmp_root, MANY_FILES + "; sleep 20")
+    assert not mounted and res.exit_code == -9
+    assert reason is not None
+
+
+def test_caps_beyond_the_memory_there_is_are_watched_instead(shm_root: Path) -> None:
+    # Each tmpfs is outside /dev/shm's own limit: together they stay within its free room.
+    free = os.statvfs(shm_root).f_bavail * os.statvfs(shm_root).f_frsize
+    res, reason, mounted = over_the_cap(
+        "local", shm_root, "head -c 2M /dev/zero > f; echo ok", cap=str(free + (1 << 30))
+    )
+    assert (mounted, res.stdout, reason) == (False, "ok\n", None)

@@ -20,7 +20,7 @@ def kill_with_its_watchdog(runner: Runner) -> None:
     """What the watchdog cannot clean up after: both killed at once (an OOM kill, a kill of
     the whole process tree)."""
     assert runner.watchdog is not None
-    os.kill(runner.watchdog, signal.SIGKILL)
+    os.kill(runner.watchdog, signal.SIGKILL)  # alive: its parent, the runner, has not reaped it
     runner.kill()
     time.sleep(0.3)
 

@@ -37,7 +37,16 @@ from ._proc import (
     wait_exit,
 )
 from ._protocol import ExecResult, SandboxError, SandboxSpec
-from ._size import SizeGuard, final_check, format_size, mount_capped, size_cap, unwatch, watch
+from ._size import (
+    SizeGuard,
+    final_check,
+    format_size,
+    mount_capped,
+    release,
+    size_cap,
+    unwatch,
+    watch,
+)
 from ._watchdog import discard_folder
 
 __all__ = [
@@ -47,6 +56,7 @@ __all__ = [
     "base_environment",
     "cleanup_all",
     "default_tmp_root",
+    "discard",
     "make_root",
 ]
 
@@ -104,11 +114,17 @@ def cleanup_all() -> None:
         inst._tracker.kill_now()
         if inst._guard is not None:
             unwatch(inst._guard)
-        discard_folder(str(inst.root))
+        discard(inst.root)
         _OPEN.discard(inst)
 
 
 atexit.register(cleanup_all)
+
+
+def discard(root: Path) -> None:
+    """Remove an instance folder (unmounting it first if it is a tmpfs of its own)."""
+    discard_folder(str(root))
+    release(root)
 
 
 def make_root(tmp_root: Path | None) -> Path:
@@ -301,7 +317,7 @@ class BaseInstance:
         finally:
             if self._guard is not None:
                 unwatch(self._guard)
-            await asyncio.to_thread(discard_folder, str(self.root))
+            await asyncio.to_thread(discard, self.root)
             _OPEN.discard(self)
 
 
@@ -335,7 +351,7 @@ async def open_instance(
     except BaseException as exc:
         if inst is not None:
             _OPEN.discard(inst)
-        discard_folder(str(root))
+        discard(root)
         if isinstance(exc, SandboxError) or not isinstance(exc, Exception):
             raise
         raise SandboxError(_fill_failure(exc, cap)) from exc

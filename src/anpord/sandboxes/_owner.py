@@ -35,7 +35,7 @@ _tag: tuple[int, str] | None = None  # (pid, prefix): recomputed in a forked chi
 
 
 def instance_prefix() -> str:
-    """``anpord-<pid>-<start>-<boot>-``: what this process's instance folders and markers start with."""
+    """``anpord-<pid>-<start>-<boot>-``: how this process's instance folders and markers start."""
     global _tag
     pid = os.getpid()
     if _tag is None or _tag[0] != pid:
@@ -201,4 +201,3 @@ def sweep_stale(tmp_root: str | os.PathLike[str] | None = None) -> int:
         return sum(not os.path.lexists(p) for p in stale)
     except Exception:  # noqa: BLE001 - a sweep must never stop the command that runs it
         return 0
-

@@ -8,9 +8,10 @@ Ctrl-C. Everything a trial starts (agent programs, ``context.exec``, shell verif
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Mapping, Protocol, Sequence, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:  # asyncio only for annotations: importing the package stays cheap
     import asyncio
@@ -18,7 +19,7 @@ if TYPE_CHECKING:  # asyncio only for annotations: importing the package stays c
     from ..authoring._config import Variant
     from ..workspace import Source
 
-__all__ = ["Sandbox", "SandboxInstance", "SandboxSpec", "ExecResult", "SandboxError"]
+__all__ = ["ExecResult", "Sandbox", "SandboxError", "SandboxInstance", "SandboxSpec"]
 
 
 class SandboxError(Exception):
@@ -55,8 +56,8 @@ class ExecResult:
 class SandboxSpec:
     """What one trial asks of its sandbox."""
 
-    variant: "Variant"
-    source: "Source | None" = None
+    variant: Variant
+    source: Source | None = None
     # The folder relative source paths start from (the eval file's folder).
     source_base: Path = field(default_factory=Path.cwd)
     label: str = "trial"

@@ -32,9 +32,12 @@ __all__ = [
     "SIZE_OPTION",
     "SizeGuard",
     "format_size",
+    "inode_cap",
     "mount_capped",
     "parse_size",
+    "release",
     "size_cap",
+    "usage",
 ]
 
 SIZE_OPTION = "sandbox_size"  # Variant(options={"sandbox_size": "2G"})
@@ -113,20 +116,41 @@ def _is_tmpfs(path: str) -> bool:
     return _in_memory[path]
 
 
+# Caps of the tmpfs mounts this process holds open, by folder: together they stay within the
+# room the memory-backed folder they sit in had (its own size limit no longer covers them).
+_mounted: dict[str, int] = {}
+_mounted_lock = threading.Lock()
+
+
 def mount_capped(folder: Path, size: int) -> bool:
     """Mount a tmpfs of ``size`` bytes on the empty ``folder`` when that is possible and keeps
-    the data where it was going anyway (in memory). Returns whether it did."""
+    the data where it was going anyway (in memory), within the room there. Returns whether it
+    did; ``release`` it when the folder is gone."""
     if _cannot_mount or os.geteuid() != 0 or not _is_tmpfs(str(folder.parent)):
         return False
-    # Inodes: one per 4 KiB of cap (262144 for 1 GiB), never fewer than 16384.
-    options = f"size={size},nr_inodes={max(size // 4096, 16384)},mode=0700"
+    with _mounted_lock:
+        try:
+            st = os.statvfs(folder.parent)
+        except OSError:
+            return False
+        if sum(_mounted.values()) + size > st.f_bavail * st.f_frsize:
+            return False  # watched instead, inside the folder's own limit
+        _mounted[str(folder)] = size
+    options = f"size={size},nr_inodes={inode_cap(size)},mode=0700"
     import ctypes
 
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.mount(b"anpord", os.fsencode(folder), b"tmpfs", MS_NOSUID | MS_NODEV, options.encode()):
         _cannot_mount.append(os.strerror(ctypes.get_errno()))
+        release(folder)
         return False
     return True
+
+
+def release(folder: Path) -> None:
+    """Forget the mount on ``folder`` (unmounted, or never made)."""
+    with _mounted_lock:
+        _mounted.pop(str(folder), None)
 
 
 # -- the guard ------------------------------------------------------------------------------------
@@ -137,17 +161,23 @@ TMPFS_INTERVAL = 0.25
 PAGE = 4096
 
 
-def allocated_bytes(top: str) -> int:
-    """Bytes allocated under ``top``: every inode once, links never followed. Descends by file
-    descriptor (one open per level), so an agent swapping a folder for a link mid-walk cannot
-    send it elsewhere."""
+def inode_cap(size: int) -> int:
+    """How many files a cap of ``size`` bytes allows: one per 4 KiB, never fewer than 16384
+    (empty files cost kernel memory, or disk inodes, without counting towards the bytes)."""
+    return max(size // 4096, 16384)
+
+
+def usage(top: str) -> tuple[int, int]:
+    """(bytes allocated, inodes) under ``top``: every inode once, links never followed.
+    Descends by file descriptor (one open per level), so an agent swapping a folder for a link
+    mid-walk cannot send it elsewhere."""
     seen: set[int] = set()
     total = 0
     flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
     try:
         fd = os.open(top, flags)
     except OSError:
-        return 0
+        return 0, 0
     stack: list[tuple[int, list[str]]] = []
     while True:
         subdirs: list[str] = []
@@ -178,7 +208,7 @@ def allocated_bytes(top: str) -> int:
             except OSError:
                 fd = -1
         if fd < 0:
-            return total
+            return total, len(seen)
 
 
 def _full(mount: str) -> bool:
@@ -221,7 +251,8 @@ class SizeGuard:
             if self.mounted:
                 over = _full(str(self.root))
             elif final or now >= self._walk_due:
-                over = walked_over = allocated_bytes(str(self.root)) > self.cap
+                used, inodes = usage(str(self.root))
+                over = walked_over = used > self.cap or inodes > inode_cap(self.cap)
                 took = time.monotonic() - now
                 self._walk_due = time.monotonic() + max(WATCH_INTERVAL, WATCH_SHARE * took)
             if self.private_tmps is not None and any(_full(p) for p in self.private_tmps()):

@@ -164,7 +164,8 @@ def _candidates() -> list[Privileges]:
                 f"uid {uid} of the host, no capabilities",
             )
         )
-    userns = f"uid {uid} in a user namespace (uid 0 to the host: {'setpriv could not switch users' if setpriv else 'setpriv is not installed'}), no capabilities"
+    why = "setpriv could not switch users" if setpriv else "setpriv is not installed"
+    userns = f"uid {uid} in a user namespace (uid 0 to the host: {why}), no capabilities"
     ids = ("--uid", str(uid), "--gid", str(uid))
     tried.append(
         Privileges(
@@ -551,5 +552,6 @@ def _held_back(status: str, privileges: Privileges) -> str | None:
             return f"a sandboxed program would hold capabilities ({name} {value or 'unknown'})"
     uid = fields.get("Uid", "").split()
     if not uid or any(int(u) != privileges.uid for u in uid):
-        return f"a sandboxed program would run as uid {' '.join(uid) or 'unknown'}, not {privileges.uid}"
+        seen = " ".join(uid) or "unknown"
+        return f"a sandboxed program would run as uid {seen}, not {privileges.uid}"
     return None
