@@ -52,8 +52,17 @@ def main(argv: list[str] | None = None) -> int:
         known = ", ".join(["eval", "eval import", *list(COMMANDS)[1:]])
         print(f"anpord: error: unknown command {command!r}{hint} (commands: {known})", file=sys.stderr)
         return 2
+    _sweep_stale_sandboxes()
     entry_point = importlib.import_module(module, __package__).main
     return int(entry_point(rest))
+
+
+def _sweep_stale_sandboxes() -> None:
+    """Trial folders (and any process still in them) left by a runner killed with SIGKILL before
+    its watchdog could clean up: every command removes them first. Never fails the command."""
+    from ..sandboxes import sweep_stale
+
+    sweep_stale()
 
 
 def entry() -> None:

@@ -163,7 +163,7 @@ class Judgment:
         )
 
 
-ErrorKind = Literal["test", "agent", "harness", "sandbox", "validate", "internal", "task_exit"]
+ErrorKind = Literal["test", "agent", "harness", "sandbox", "limit", "validate", "internal", "task_exit"]
 
 
 @dataclass(frozen=True)
@@ -173,7 +173,8 @@ class ErrorInfo:
 
     Kinds: ``test`` (the test body raised), ``agent`` (the agent under test raised or its turn
     failed), ``harness`` (the agent could not be started), ``sandbox`` (the sandbox could not be
-    set up), ``validate`` (a declarative case's validate() misbehaved), ``task_exit`` (a task the
+    set up), ``limit`` (the trial broke a limit of its sandbox, such as its size cap: the agent
+    ran, and did too much), ``validate`` (a declarative case's validate() misbehaved), ``task_exit`` (a task the
     test or agent started raised SystemExit/KeyboardInterrupt), ``internal`` (anpord itself).
     ``where`` is ``file:line`` of the eval file's frame that raised, when known.
     """

@@ -135,6 +135,7 @@ class _Trial:
         self.holder: SandboxHolder | None = None
         self.snapshot: Any = None
         self.deadline_at = 0.0  # loop time at which the deadline is due
+        self.limit: str | None = None  # a limit of the sandbox the trial broke (its size cap)
 
     def log(self, message: str) -> None:
         size = len(message)
@@ -282,6 +283,14 @@ class _Trial:
     # -- 4. close ----------------------------------------------------------------------------
 
     async def close(self) -> None:
+        instance = self.holder.instance if self.holder is not None else None
+        if instance is not None:
+            # Asked first: a breach is what ended the agent's run, and closing the sessions
+            # deletes their files, which would hide a full workspace.
+            try:
+                self.limit = await instance.limit_exceeded()
+            except Exception:  # noqa: BLE001 - a failed measurement is no breach
+                self.limit = None
         try:
             if self.state is not None:
                 await self.state.close()
@@ -310,8 +319,13 @@ class _Trial:
         if self.exits.entries and (error is None or error.kind == "task_exit"):
             summary, tb = self.exits.entries[0]
             error = ErrorInfo("task_exit", f"a task it started raised {summary}", tb)
+        timed_out = body.timed_out
+        if self.limit is not None and body.skipped is None:
+            # The breach is the cause; what followed (the agent killed, a void turn, a timeout
+            # while it was being stopped) is not.
+            error, void, timed_out = ErrorInfo("limit", self.limit), None, None
         verdict, reason = decide_verdict(
-            skipped=body.skipped, void_reason=void, timed_out=body.timed_out,
+            skipped=body.skipped, void_reason=void, timed_out=timed_out,
             execution_error=error.message if error is not None else None,
             records=self.recorder.records,
         )

@@ -10,9 +10,14 @@ import importlib
 import sys
 from collections.abc import Callable
 
+from ._owner import sweep_stale
 from ._protocol import ExecResult, Sandbox, SandboxError, SandboxInstance, SandboxSpec
+from ._size import DEFAULT_SIZE, SIZE_ENV, SIZE_OPTION, parse_size
 
 __all__ = [
+    "DEFAULT_SIZE",
+    "SIZE_ENV",
+    "SIZE_OPTION",
     "ExecResult",
     "Sandbox",
     "SandboxError",
@@ -20,8 +25,10 @@ __all__ = [
     "SandboxSpec",
     "cleanup_all",
     "get_sandbox",
+    "parse_size",
     "register_sandbox",
     "sandbox_names",
+    "sweep_stale",
 ]
 
 SandboxFactory = Callable[[], Sandbox]

@@ -1,25 +1,31 @@
 """What the ``local`` and ``bwrap`` instances share: a temp root, spawning, exec, cleanup.
 
-Layout of one instance's root (a fresh ``anpord-*`` temp folder, removed on close)::
+Layout of one instance's root (a fresh folder named for the runner that owns it, see
+``_owner``; removed on close, by the runner's watchdog if the runner is killed, or by
+``sweep_stale``)::
 
     workspace/   the agent's working folder (filled from the case's source)
     home/        a private, empty HOME
-    tmp/         TMPDIR (local; bwrap gets a private tmpfs /tmp instead)
+    tmp/         TMPDIR (local; under bwrap each command gets a private, capped tmpfs /tmp)
     state/       harness files kept outside the workspace (prompt, history, answers)
+
+The root is size-capped as a whole (see ``_size``): a tmpfs of its own where that is possible.
 """
 
 from __future__ import annotations
 
 import asyncio
 import atexit
+import errno
 import os
 import tempfile
 import time
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from ..workspace import SourceError, remove_tree
+from ..workspace import SourceError
+from ._owner import default_tmp_root, instance_place, instance_prefix, start_watchdog
 from ._proc import (
     MARKER_ENV,
     CappedBuffer,
@@ -31,6 +37,17 @@ from ._proc import (
     wait_exit,
 )
 from ._protocol import ExecResult, SandboxError, SandboxSpec
+from ._size import (
+    SizeGuard,
+    final_check,
+    format_size,
+    mount_capped,
+    release,
+    size_cap,
+    unwatch,
+    watch,
+)
+from ._watchdog import discard_folder
 
 __all__ = [
     "ENV_ALLOWLIST",
@@ -38,6 +55,8 @@ __all__ = [
     "BaseInstance",
     "base_environment",
     "cleanup_all",
+    "default_tmp_root",
+    "discard",
     "make_root",
 ]
 
@@ -84,33 +103,6 @@ def base_environment(spec: SandboxSpec, home: Path, tmp: str) -> dict[str, str]:
     return env
 
 
-# A memory-backed folder is used for trial folders when it has at least this much room.
-SHM = "/dev/shm"
-SHM_MIN_FREE = 4 << 30
-_default_root: list[str | None] = []
-
-
-def default_tmp_root() -> str | None:
-    """Where instance folders go: ``$ANPORD_SANDBOX_TMP``, else ``$TMPDIR`` when set, else
-    /dev/shm when it is a tmpfs with room (filling a workspace in memory is several times
-    faster than on disk: a small file costs a block allocation there), else the system default."""
-    explicit = os.environ.get("ANPORD_SANDBOX_TMP") or os.environ.get("TMPDIR")
-    if explicit:
-        return explicit
-    if not _default_root:
-        choice = None
-        try:
-            with open("/proc/self/mounts") as f:
-                tmpfs = any(line.split()[1:3] == [SHM, "tmpfs"] for line in f)
-            st = os.statvfs(SHM)
-            if tmpfs and st.f_bavail * st.f_frsize >= SHM_MIN_FREE and os.access(SHM, os.W_OK):
-                choice = SHM
-        except (OSError, IndexError):
-            pass
-        _default_root.append(choice)
-    return _default_root[0]
-
-
 # Instances not closed yet, for cleanup_all().
 _OPEN: weakref.WeakSet[BaseInstance] = weakref.WeakSet()
 
@@ -120,15 +112,26 @@ def cleanup_all() -> None:
     about to exit without closing its trials (a forced exit); also run at interpreter exit."""
     for inst in list(_OPEN):
         inst._tracker.kill_now()
-        remove_tree(inst.root)
+        if inst._guard is not None:
+            unwatch(inst._guard)
+        discard(inst.root)
         _OPEN.discard(inst)
 
 
 atexit.register(cleanup_all)
 
 
+def discard(root: Path) -> None:
+    """Remove an instance folder (unmounting it first if it is a tmpfs of its own)."""
+    discard_folder(str(root))
+    release(root)
+
+
 def make_root(tmp_root: Path | None) -> Path:
-    return Path(tempfile.mkdtemp(prefix="anpord-", dir=tmp_root or default_tmp_root()))
+    """A fresh instance folder, named for this runner, in a place its watchdog knows about."""
+    place = instance_place(tmp_root)
+    start_watchdog(place)
+    return Path(tempfile.mkdtemp(prefix=instance_prefix(), dir=place))
 
 
 class BaseInstance:
@@ -149,11 +152,35 @@ class BaseInstance:
         self._procs: list[asyncio.subprocess.Process] = []
         self._starting: set[asyncio.Future[asyncio.subprocess.Process]] = set()
         self._closed = False
+        self._guard: SizeGuard | None = None
+        self._loop = asyncio.get_running_loop()
         self._base_env = base_environment(spec, self.home, self._tmpdir())
         self._base_env[MARKER_ENV] = self.id
         _OPEN.add(self)
 
+    def _hold_to(self, cap: int, mounted: bool) -> None:
+        self._guard = SizeGuard(self.root, cap, mounted, self._over_cap_soon, self._private_tmps())
+        watch(self._guard)
+
+    def _private_tmps(self) -> Callable[[], list[str]] | None:
+        """Where commands get a capped tmpfs of their own outside the folder, if they do."""
+        return None
+
+    def _over_cap_soon(self) -> None:
+        # From the monitor's thread: the trial's processes are killed in the loop's.
+        try:
+            self._loop.call_soon_threadsafe(self._over_cap)
+        except RuntimeError:
+            pass  # the loop is closed: nothing runs any more
+
+    def _over_cap(self) -> None:
+        if not self._closed:
+            self._tracker.kill_now()
+
     # -- what subclasses adapt --------------------------------------------------------------
+
+    async def _ready(self) -> None:
+        """Called once the workspace is filled, before any command runs."""
 
     def _tmpdir(self) -> str:
         return str(self.tmp)
@@ -255,6 +282,14 @@ class BaseInstance:
             -9 if timed_out else code, out.text(), err.text(), timed_out, time.monotonic() - started
         )
 
+    async def limit_exceeded(self) -> str | None:
+        """Why the trial broke a limit of its sandbox — ``workspace size cap of 1 GiB exceeded``
+        — or ``None``. Measures once more, and remembers a breach even when the files are gone
+        since. The runner fails such a trial with this reason."""
+        if self._guard is None or self._closed:
+            return self._guard.message() if self._guard and self._guard.exceeded else None
+        return self._guard.message() if await final_check(self._guard) else None
+
     async def setup_failure(self, proc: asyncio.subprocess.Process, stderr: str = "") -> str | None:
         """Why the sandbox could not start ``proc``'s program, once it has exited; ``None`` when
         the program ran (whatever its exit code). Here it always runs: nothing wraps it."""
@@ -297,7 +332,9 @@ class BaseInstance:
                 await asyncio.wait(set(self._starting))
             await self.kill_all()
         finally:
-            await asyncio.to_thread(remove_tree, self.root)
+            if self._guard is not None:
+                unwatch(self._guard)
+            await asyncio.to_thread(discard, self.root)
             _OPEN.discard(self)
 
 
@@ -305,8 +342,14 @@ async def open_instance(
     instance_type: type[BaseInstance], spec: SandboxSpec, tmp_root: Path | None, **kwargs: object
 ) -> BaseInstance:
     """Create an instance and fill its workspace; on any failure nothing is left behind."""
-    root = make_root(tmp_root)
     try:
+        cap = size_cap(spec.variant.options)
+    except ValueError as exc:
+        raise SandboxError(str(exc)) from None
+    root = make_root(tmp_root)
+    inst: BaseInstance | None = None
+    try:
+        mounted = cap is not None and mount_capped(root, cap)
         inst = instance_type(root, spec, **kwargs)
         if spec.source is not None:
             # In a thread: a clone or a large copy must not stall the other trials.
@@ -318,16 +361,28 @@ async def open_instance(
             except asyncio.CancelledError:
                 await asyncio.wait({fill})  # let the copy stop writing before removing the folder
                 raise
-    except SourceError as exc:
-        remove_tree(root)
-        raise SandboxError(str(exc)) from exc
-    except SandboxError:
-        remove_tree(root)
-        raise
-    except Exception as exc:
-        remove_tree(root)
-        raise SandboxError(f"could not prepare the workspace: {exc}") from exc
-    except BaseException:
-        remove_tree(root)
-        raise
-    return inst
+        await inst._ready()
+        if cap is not None:
+            inst._hold_to(cap, mounted)
+        return inst
+    except BaseException as exc:
+        if inst is not None:
+            _OPEN.discard(inst)
+        discard(root)
+        if isinstance(exc, SandboxError) or not isinstance(exc, Exception):
+            raise
+        raise SandboxError(_fill_failure(exc, cap)) from exc
+
+
+def _fill_failure(exc: Exception, cap: int | None) -> str:
+    """Why the workspace could not be filled, in the user's terms."""
+    nospace = getattr(exc, "errno", None) in (errno.ENOSPC, errno.EDQUOT) or (
+        "No space left on device" in str(exc)
+    )
+    if nospace and cap is not None:
+        return (
+            f"the case's source does not fit in the workspace size cap of {format_size(cap)}: {exc}"
+        )
+    if isinstance(exc, SourceError):
+        return str(exc)
+    return f"could not prepare the workspace: {exc}"

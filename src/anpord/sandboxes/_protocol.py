@@ -8,16 +8,18 @@ Ctrl-C. Everything a trial starts (agent programs, ``context.exec``, shell verif
 
 from __future__ import annotations
 
-import asyncio
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Mapping, Protocol, Sequence, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # asyncio only for annotations: importing the package stays cheap
+    import asyncio
+
     from ..authoring._config import Variant
     from ..workspace import Source
 
-__all__ = ["Sandbox", "SandboxInstance", "SandboxSpec", "ExecResult", "SandboxError"]
+__all__ = ["ExecResult", "Sandbox", "SandboxError", "SandboxInstance", "SandboxSpec"]
 
 
 class SandboxError(Exception):
@@ -54,8 +56,8 @@ class ExecResult:
 class SandboxSpec:
     """What one trial asks of its sandbox."""
 
-    variant: "Variant"
-    source: "Source | None" = None
+    variant: Variant
+    source: Source | None = None
     # The folder relative source paths start from (the eval file's folder).
     source_base: Path = field(default_factory=Path.cwd)
     label: str = "trial"
@@ -86,7 +88,9 @@ class SandboxInstance(Protocol):
         an empty input (/dev/null). Its whole process tree is killed by ``kill_all``/``close``."""
         ...
 
-    async def exec(self, cmd: str, *, timeout: float = 60.0, env: Mapping[str, str] | None = None) -> ExecResult:
+    async def exec(
+        self, cmd: str, *, timeout: float = 60.0, env: Mapping[str, str] | None = None
+    ) -> ExecResult:
         """Run ``cmd`` under ``bash -o pipefail -c`` inside the sandbox, in the workspace.
         Raises ``SandboxError`` when the sandbox itself could not start it."""
         ...
@@ -96,6 +100,13 @@ class SandboxInstance(Protocol):
         program (a failed mount, say), given what it wrote on stderr; ``None`` when the program
         ran, whatever its exit code. Callers make such a run ``void``, not a failure of the
         program."""
+        ...
+
+    async def limit_exceeded(self) -> str | None:
+        """Why the trial broke a limit of its sandbox (``workspace size cap of 1 GiB exceeded
+        …``), or ``None``. Call it once the agent and the checks are done, before ``close``;
+        a breach is remembered even if the files are gone since. Callers fail the trial with
+        this reason: the agent did run, and wrote too much."""
         ...
 
     async def kill_tree(self, proc: asyncio.subprocess.Process) -> None:

@@ -112,7 +112,11 @@ def test_a_cli_that_cannot_run_makes_its_trials_void_with_the_reason(tmp_path: P
                                             "or point the variant at it with options={'executable': ...}"))
     verdict, reason = got["not-mounted"]
     assert verdict == "void"
-    assert reason.startswith("the bwrap sandbox could not start the program: bwrap: execvp")
+    # bwrap says it (run as a user), or setpriv, which drops root to the sandbox user, does.
+    assert reason.startswith((
+        "the bwrap sandbox could not start the program: bwrap: execvp",
+        f"the bwrap sandbox could not start the program: setpriv: failed to execute {hidden}/claude",
+    )), reason
     assert reason.endswith(f"{hidden}/claude must be visible inside the sandbox; mount the folder that "
                            "holds it (and its interpreter) with Variant(mounts=[...])")
     assert got["not-executable"] == ("void", f"Claude Code (claude) at {not_executable}: not an executable file")
