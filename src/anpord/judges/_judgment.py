@@ -89,8 +89,6 @@ def launch(
     env: JudgeEnv,
     question: Question,
     model: str | JudgeConfig | None,
-    *,
-    source: str = "judge",
 ) -> JudgeHandle:
     """Record the judgment (soft, threshold 1 until the caller says otherwise) and start its
     call. A judge that cannot be set up is an ``error`` check at once, naming the fix."""
@@ -157,7 +155,7 @@ def launch(
                             **judgment.usage,
                             "model": endpoint.model,
                             "cached": response.cached,
-                            "source": source,
+                            "source": "judge",
                             "name": judgment.name,
                         },
                     )

@@ -82,9 +82,8 @@ def text_of(value: Any) -> str:
         return ""
     if isinstance(value, str):
         return value
-    message = getattr(value, "message", None)
-    if isinstance(message, str) and hasattr(value, "status"):  # a Turn
-        return message
+    if hasattr(value, "status") and hasattr(value, "message"):  # a Turn: its message
+        return value.message or ""
     try:
         return json.dumps(value, ensure_ascii=False, default=repr, indent=2)
     except (TypeError, ValueError):
