@@ -1,7 +1,7 @@
 """W1 — model-bound evals: single-turn cases through the ``openai:`` harness against a scripted
 model server that answers after 50 ms.
 
-    python bench/w1_model_bound.py [--latency 0.05] [--sizes 1000x100,5000x500] [--skip-cli]
+    python bench/w1_model_bound.py [--latency 0.05] [--sizes 1000x100,5000x500] [--skip-cli] [--judge]
 
 For each size N×C (N cases, concurrency C) it prints, measured in the same run against the same
 server (a separate process, ``python -m anpord.testing.model_server``):
@@ -18,6 +18,11 @@ server (a separate process, ``python -m anpord.testing.model_server``):
 4. **harness alone**: the same N turns driven straight through the harness protocol
    (``open_session`` → ``run_turn``) in this process, no runner: the harness + client share of the
    CLI figure, with CPU milliseconds per trial.
+
+4. **anpord eval with a judge** (``--judge``): the same CLI run with ``t.judge.closed_qa(...)`` on
+   every case, judged by the same server (a forced tool call answered after the same latency).
+   A judge starts when the reply is in, so it should add one model latency per case — per wave of
+   C cases, ``N/C × latency`` in all. Printed: the extra wall time, in those latencies.
 
 inspect-ai and promptfoo run against the same server when installed; otherwise a note says so.
 Figures are printed, never asserted.
@@ -97,6 +102,37 @@ async def test(t, row):
     t.check(t.reply, includes("ping"))
 """
 
+JUDGE_CONFIG = """
+from anpord import define_eval_config, JudgeConfig, Variant
+
+config = define_eval_config(
+    harness="openai:bench-model", max_concurrency={conc}, timeout=300,
+    variants=[Variant(harness="openai:bench-model", env={{"OPENAI_BASE_URL": {url!r}}},
+                      options={{"max_connections": {conc}}})],
+    judge=JudgeConfig(model="bench-judge", base_url={url!r}),
+)
+"""
+
+JUDGE_EVAL = """
+from anpord import define_eval
+from anpord.expect import includes
+
+
+@define_eval(each=range({n}))
+async def test(t, row):
+    await t.send(f"ping {{row}}")
+    t.check(t.reply, includes("ping"))
+    t.judge.closed_qa("the reply repeats the ping").gate()
+"""
+
+# The judge's answer: its question holds "[Criterion]", which no ping does.
+JUDGE_RULES = [
+    {
+        "match": "[Criterion]",
+        "replies": [{"tool_calls": [{"name": "grade", "arguments": {"reason": "echoed", "choice": "Y"}}]}],
+    }
+]
+
 
 def start_server(latency: float) -> tuple[subprocess.Popen[str], str]:
     env = dict(
@@ -111,6 +147,8 @@ def start_server(latency: float) -> tuple[subprocess.Popen[str], str]:
             "--latency",
             str(latency),
             "--no-record",
+            "--rules",
+            json.dumps(JUDGE_RULES),
         ],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
@@ -193,9 +231,11 @@ def cli_run(url: str, n: int, conc: int, agent: str = "openai") -> tuple[float, 
         if agent == "python":
             (folder / "evals" / "evals.config.py").write_text(PYTHON_CONFIG.format(conc=conc))
             (folder / "w1_agent.py").write_text(PYTHON_AGENT.format(url=url, conc=conc))
+            (folder / "evals" / "ping.eval.py").write_text(EVAL.format(n=n))
         else:
-            (folder / "evals" / "evals.config.py").write_text(CONFIG.format(conc=conc, url=url))
-        (folder / "evals" / "ping.eval.py").write_text(EVAL.format(n=n))
+            config, case = (JUDGE_CONFIG, JUDGE_EVAL) if agent == "judge" else (CONFIG, EVAL)
+            (folder / "evals" / "evals.config.py").write_text(config.format(conc=conc, url=url))
+            (folder / "evals" / "ping.eval.py").write_text(case.format(n=n))
         env = dict(
             os.environ,
             NO_COLOR="1",
@@ -332,6 +372,7 @@ def main() -> int:
     ap.add_argument("--sizes", default="1000x100,5000x500", help="NxC pairs, comma-separated")
     ap.add_argument("--skip-cli", action="store_true")
     ap.add_argument("--skip-others", action="store_true", help="do not run inspect-ai / promptfoo")
+    ap.add_argument("--judge", action="store_true", help="also run the CLI with a judge on every case")
     args = ap.parse_args()
     resource.setrlimit(resource.RLIMIT_NOFILE, (65536, 65536)) if resource.getrlimit(
         resource.RLIMIT_NOFILE
@@ -356,11 +397,21 @@ def main() -> int:
                 f"{cpu / n * 1000:.2f} ms CPU per trial in harness + client)"
             )
             if not args.skip_cli:
+                results = {}
                 for agent, name in (("openai", "openai: harness"), ("python", "Python agent")):
-                    cli, cli_cpu, code, tail = cli_run(url, n, conc, agent)
+                    cli, cli_cpu, code, tail = results[agent] = cli_run(url, n, conc, agent)
                     print(
                         f"  anpord eval, {name + ':':<16} {cli:.2f} s wall  ({cli / bare:.2f}x bare; "
                         f"{cli_cpu / n * 1000:.2f} ms CPU per trial, start-up included; exit {code}: {tail})"
+                    )
+                if args.judge:
+                    judged, judged_cpu, code, tail = cli_run(url, n, conc, "judge")
+                    cli = results["openai"][0]
+                    waves = n / conc * args.latency  # one more model latency per case
+                    print(
+                        f"  anpord eval + judge:  {judged:.2f} s wall  (+{judged - cli:.2f} s = "
+                        f"{(judged - cli) / waves:.2f}x one model latency per case; "
+                        f"{judged_cpu / n * 1000:.2f} ms CPU per trial; exit {code}: {tail})"
                     )
             if not args.skip_others:
                 others(url, n, conc)

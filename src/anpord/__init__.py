@@ -22,6 +22,9 @@ _EXPORTS = {
     "directory": "anpord.authoring",
     "repo": "anpord.authoring",
     "command": "anpord.authoring",
+    "judge": "anpord.judges",
+    "script": "anpord.users",
+    "persona": "anpord.users",
     "Event": "anpord.events",
     "TurnContext": "anpord.agent",
     "Turn": "anpord.drive",
@@ -46,7 +49,10 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers: `from anpord import X
     from .authoring import repo as repo
     from .drive import Turn as Turn
     from .events import Event as Event
+    from .judges import judge as judge
     from .results import Reporter as Reporter
+    from .users import persona as persona
+    from .users import script as script
 
 
 def __getattr__(name: str) -> Any:

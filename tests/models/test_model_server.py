@@ -10,10 +10,11 @@ import sys
 import urllib.request
 from typing import Any
 
+import pytest
 from project_support import run_env
 
-from anpord.models import ChatClient
-from anpord.testing.model_server import json_reply, rule, text, tool_call, tool_calls
+from anpord.models import ChatClient, ProviderError, RetryPolicy
+from anpord.testing.model_server import json_reply, refusal, rule, text, tool_call, tool_calls
 
 
 def chat(url: str, messages: list[dict[str, Any]]) -> Any:
@@ -105,3 +106,24 @@ def test_bad_rules_are_one_line_and_exit_2(tmp_path: Any) -> None:
     assert proc.stderr.strip() == (
         "model_server: unknown fault 'boom'; faults: rate_limit, server_error, malformed, no_choices, reset, hang"
     )
+
+
+def test_a_server_without_a_field_answers_400_naming_it_and_requests_carry_their_timing(
+    model_server: Any,
+) -> None:
+    server = model_server([rule("decline", refusal("not this one"))], latency=0.05, unsupported=("tools",))
+
+    async def go() -> Any:
+        async with ChatClient(server.url, retry=RetryPolicy(max_attempts=1)) as client:
+            with pytest.raises(ProviderError) as refused:
+                await client.chat([{"role": "user", "content": "hi"}], model="m",
+                                  tools=[{"type": "function", "function": {"name": "f", "parameters": {}}}])
+            declined = await client.chat([{"role": "user", "content": "decline"}], model="m")
+            return refused.value, declined
+
+    refused, declined = asyncio.run(go())
+    assert refused.status == 400 and "'tools' is not supported by this server" in str(refused)
+    assert (declined.choice.refusal, declined.choice.content) == ("not this one", None)
+    first, second = server.requests
+    assert second["_answered"] - second["_received"] >= 0.05  # answered after the latency
+    assert first["_received"] <= first["_answered"] <= second["_received"]

@@ -17,6 +17,8 @@ __all__ = ["GateFailed", "Recorder", "check_value", "clip_actual"]
 
 # Values kept in a record's ``actual`` (and so in results.jsonl): long texts are cut here.
 ACTUAL_LIMIT = 4000
+# Seconds a cancelled measurement gets to unwind when the deadline cut it short.
+CANCEL_GRACE = 1.0
 
 
 class GateFailed(Exception):
@@ -118,13 +120,23 @@ class Recorder:
         done, late = await asyncio.wait(tasks, timeout=timeout) if tasks else (set(), set())
         for task in late:
             task.cancel()
+        if late:  # let them unwind (a judge records why it was not measured), but never wait long
+            await asyncio.wait(late, timeout=CANCEL_GRACE)
         for handle, task in self.pending:
             if task in late:
                 handle._settle(status="void", message="not measured before the trial's deadline")
-            elif task.cancelled():
+            elif task.cancelled() or not task.done():
                 handle._settle(status="void", message="its measurement was cancelled")
             elif (exc := task.exception()) is not None:
                 handle._settle(status="void", message=f"could not measure: {exception_line(exc)}")
+        self.pending.clear()
+
+    def abandon(self) -> None:
+        """Cancel checks still being measured, leaving them ``void`` (a trial that ended early)."""
+        for handle, task in self.pending:
+            if not task.done():
+                task.cancel()
+                handle._settle(status="void", message="its measurement was cancelled")
         self.pending.clear()
 
     def record(self, rec: AssertionRecord) -> AssertionHandle:

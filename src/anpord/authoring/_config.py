@@ -14,11 +14,25 @@ DEFAULT_TIMEOUT = 120.0
 
 @dataclass(frozen=True)
 class JudgeConfig:
-    """Where judge models come from (used by judges; see DESIGN §4)."""
+    """Where judge (and simulated-user) models come from: the model id, the OpenAI-compatible
+    endpoint (else ``OPENAI_BASE_URL``, else OpenAI), the environment variable holding its key
+    (else ``OPENAI_API_KEY``), and seconds per request before it is tried again."""
 
     model: str | None = None
     base_url: str | None = None
     api_key_env: str | None = None
+    timeout: float | None = None
+
+    def __post_init__(self) -> None:
+        for key in ("model", "base_url", "api_key_env"):
+            value = getattr(self, key)
+            if value is not None and (not isinstance(value, str) or not value.strip()):
+                raise TypeError(f"JudgeConfig {key}= must be a non-empty string, got {value!r}")
+        timeout = self.timeout
+        if timeout is not None and (
+            isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0
+        ):
+            raise ValueError(f"JudgeConfig timeout= must be a positive number of seconds, got {timeout!r}")
 
 
 def _names(key: str, value: Any, *, paths: bool = False) -> tuple[str, ...]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from ._config import Variant
+from ._config import JudgeConfig, Variant
 from ..workspace import Source
 
 __all__ = ["Eval", "Suite", "define_eval", "define_suite", "DefinitionError"]
@@ -109,12 +109,54 @@ def _check(ev: Eval) -> Eval:
     _check_timeout(ev.timeout)
     if ev.each is not None and isinstance(ev.each, (str, bytes, Mapping)):
         raise DefinitionError("each= must be a sequence of rows (a list), not a string or mapping")
-    if ev.judges or ev.user is not None or ev.max_turns is not None or ev.judge is not None:
-        # Accepted names (DESIGN §3) whose behaviour is not built yet: refusing beats ignoring,
-        # since an ignored judge would let a case pass without the check its author wrote.
-        raise DefinitionError("judge=, judges=, user= and max_turns= are not supported by this version of anpord")
+    _check_judging(ev)
     _check_source(ev.source)
     return ev
+
+
+def _judges(value: Any) -> tuple[Any, ...]:
+    """``judges=`` as a tuple; one ``judge(...)`` alone is a list of one."""
+    from ..judges import JudgeSpec
+
+    if value is None:
+        return ()
+    if isinstance(value, JudgeSpec):
+        return (value,)
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
+        raise DefinitionError(f"judges= must be a list of judge(...) values, got {type(value).__name__}")
+    return tuple(value)
+
+
+def _check_judging(ev: Eval) -> None:
+    """``judge=``, ``judges=``, ``user=`` and ``max_turns=``: the model-graded parts of a case."""
+    from ..judges import JudgeSpec
+    from ..users import SimulatedUser
+
+    if ev.judge is not None and not isinstance(ev.judge, JudgeConfig) and (
+        not isinstance(ev.judge, str) or not ev.judge.strip()
+    ):
+        raise DefinitionError(f"judge= must be a model id string or JudgeConfig(...), got {ev.judge!r}")
+    if ev.test is not None:
+        for key in ("judges", "user", "max_turns"):
+            if getattr(ev, key) not in (None, ()):
+                hint = " (in a test function, use t.judge)" if key == "judges" else ""
+                raise DefinitionError(f"{key}= belongs to declarative cases (prompt=), not to test functions{hint}")
+    names: set[str] = set()
+    for i, spec in enumerate(ev.judges):
+        if not isinstance(spec, JudgeSpec):
+            raise DefinitionError(f"judges[{i}] must be judge(name, rubric, ...), got {type(spec).__name__}")
+        if spec.name in names:
+            raise DefinitionError(f"judges= has two judges named {spec.name!r}")
+        names.add(spec.name)
+    if ev.user is not None and (isinstance(ev.user, type) or not isinstance(ev.user, SimulatedUser)):
+        raise DefinitionError(
+            f"user= must be script([...]) or persona(goal=..., brief=...), got {type(ev.user).__name__}"
+        )
+    if ev.max_turns is not None:
+        if isinstance(ev.max_turns, bool) or not isinstance(ev.max_turns, int) or ev.max_turns < 1:
+            raise DefinitionError(f"max_turns must be a positive integer, got {ev.max_turns!r}")
+        if ev.user is None:
+            raise DefinitionError("max_turns= limits a conversation with a simulated user: give user= too")
 
 
 def define_eval(test: Callable[..., Any] | None = None, /, **kwargs: Any) -> Any:
@@ -133,7 +175,7 @@ def define_eval(test: Callable[..., Any] | None = None, /, **kwargs: Any) -> Any
             raise DefinitionError("define_eval got test twice")
         test = kwargs.pop("test")
     kwargs["tags"] = _tags(kwargs.get("tags"), "define_eval")
-    kwargs["judges"] = tuple(kwargs.get("judges") or ())
+    kwargs["judges"] = _judges(kwargs.get("judges"))
     if "each" in kwargs and kwargs["each"] is not None:
         kwargs["each"] = list(kwargs["each"])
 

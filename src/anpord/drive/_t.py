@@ -5,12 +5,15 @@ from __future__ import annotations
 import asyncio
 import math
 from pathlib import Path
-from typing import Any, Generator, Sequence
+from typing import TYPE_CHECKING, Any, Generator, Sequence
 
 from ..assertions import AssertionHandle, Recorder, ScopedAssertions, check_value
 from ..events import Event
 from ._session import LiveTurn, Session, TrialState
 from ._turn import InputRequest, Turn
+
+if TYPE_CHECKING:
+    from ..judges import JudgeEnv, Judges
 
 __all__ = ["T", "Skipped"]
 
@@ -27,8 +30,11 @@ class T(ScopedAssertions):
     """Drives the primary session; run-level assertions see every session's events."""
 
     def __init__(self, state: TrialState, *, deadline: float = math.inf,
-                 workspace: Path | None = None, row: Any = None, seed: int | None = None):
+                 workspace: Path | None = None, row: Any = None, seed: int | None = None,
+                 judge_env: JudgeEnv | None = None):
         self._state = state
+        self._judge_env = judge_env
+        self._judges: Judges | None = None
         self._primary = Session(state)
         self.deadline = deadline  # time.time() at which the trial times out (set as its timer starts)
         self.signal = asyncio.Event()  # set when the deadline passes
@@ -101,6 +107,23 @@ class T(ScopedAssertions):
         raise Skipped(reason or "skipped")
 
     # -- value checks -----------------------------------------------------------------------
+
+    @property
+    def judge(self) -> Judges:
+        """Model-graded checks: ``t.judge.closed_qa(...)``, ``.factuality(...)``, ``.rubric(...)``."""
+        if self._judges is None:
+            from ..judges import Judges
+
+            self._judges = Judges(self._state, self._judge_settings(), lambda: self.reply)
+        return self._judges
+
+    def _judge_settings(self) -> JudgeEnv:
+        """The trial's judge settings and cache, shared by its judges and simulated users."""
+        if self._judge_env is None:
+            from ..judges import JudgeEnv
+
+            self._judge_env = JudgeEnv(seed=self.seed)
+        return self._judge_env
 
     def check(self, value: Any, matcher: Any) -> AssertionHandle:
         """Record a check of ``value`` (a gate, or soft for ``similarity``)."""

@@ -86,6 +86,9 @@ class LocalExecutor:
         return None
 
     async def _tear_down(self) -> None:
+        from ..judges import close_clients
+
+        await close_clients()  # the judge clients' connections, shared by every trial here
         for spec, setup in self._setups.items():
             if not setup.done():
                 setup.cancel()

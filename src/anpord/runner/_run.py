@@ -103,8 +103,13 @@ def _versions() -> dict[str, str]:
 
 
 def secret_values(plan: Plan) -> list[str]:
-    """The values of every secret the plan's variants declare, for redaction."""
+    """The values of every secret the plan's variants declare, and of the judges' API keys, for
+    redaction."""
     names = {n for v in plan.variants for n in v.secrets}
+    judges = {c.judge for c in plan.cells if c.judge is not None}
+    if plan.project.config.judge is not None:
+        judges.add(plan.project.config.judge)
+    names |= {j.api_key_env for j in judges if j.api_key_env}
     return [os.environ[n] for n in names if os.environ.get(n)]
 
 

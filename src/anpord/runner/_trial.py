@@ -24,8 +24,10 @@ from ..authoring._config import Variant
 from ..drive import Skipped, T, TrialState
 from ..events import USAGE, Event
 from ..harnesses import Harness, HarnessContext, HarnessStartError
+from ..judges import JudgeEnv
 from ..results._model import ErrorInfo, TrialResult
 from ..sandboxes._protocol import SandboxError, SandboxInstance, SandboxSpec
+from ..users import UserSimulationError
 from ._capture import CURRENT_LOG, flush_partial
 from ._contain import CURRENT_EXITS, ExitLog, TaskExited, contains_exits
 from ._rewrite import CURRENT_RECORDER
@@ -173,8 +175,10 @@ class _Trial:
             harness=job.harness, harness_ctx=ctx, recorder=self.recorder,
             base_dir=case.file.folder, log=self.log, harness_error=job.harness_error,
         )
+        judge_env = JudgeEnv(spec.judge, cache_dir=None if spec.cache_dir is None else Path(spec.cache_dir),
+                             trial_index=spec.trial, seed=spec.seed, max_concurrency=self.env.max_concurrency)
         self.t = T(self.state, workspace=holder.instance.workspace if holder.instance else None,
-                   row=case.row, seed=spec.seed)
+                   row=case.row, seed=spec.seed, judge_env=judge_env)
 
     def _harness_context(self, instance: SandboxInstance | None) -> HarnessContext:
         spec = self.spec
@@ -193,7 +197,8 @@ class _Trial:
         assert t is not None and self.holder is not None
         try:
             if ev.declarative:
-                await run_declarative(t, case.id, ev.prompt, ev.validate, self.holder, self.snapshot)
+                await run_declarative(t, case.id, ev.prompt, ev.validate, self.holder, self.snapshot,
+                                      user=ev.user, max_turns=ev.max_turns, judges=ev.judges)
                 return
             assert ev.test is not None
             result = ev.test(t, case.row) if case.has_row else ev.test(t)
@@ -255,7 +260,7 @@ class _Trial:
             return BodyOutcome(skipped=exc.reason)
         except GateFailed:
             return BodyOutcome()  # recorded already; the verdict reads it
-        except (HarnessStartError, SandboxError) as exc:
+        except (HarnessStartError, SandboxError, UserSimulationError) as exc:
             return BodyOutcome(void=str(exc) or type(exc).__name__)
         except ValidateError as exc:
             return BodyOutcome(error=ErrorInfo("validate", str(exc)))
@@ -378,6 +383,8 @@ async def run_trial(job: TrialJob, env: TrialEnv) -> tuple[TrialResult, list[Eve
         body = await trial.drive()
         if body.timed_out is None:
             await trial.settle_checks()
+        else:
+            await trial.recorder.settle(0)  # the verdict is timed_out: stop what is still measuring
     except (HarnessStartError, SandboxError) as exc:
         body = BodyOutcome(void=str(exc) or type(exc).__name__)
     except asyncio.CancelledError:
@@ -386,6 +393,7 @@ async def run_trial(job: TrialJob, env: TrialEnv) -> tuple[TrialResult, list[Eve
         body = BodyOutcome(void=f"internal error: {exception_line(exc)}", error=ErrorInfo(
             "internal", exception_line(exc), "".join(traceback.format_exception(exc))))
     finally:
+        trial.recorder.abandon()  # a measurement never outlives its trial, even when it was cancelled
         try:
             await trial.close()
         finally:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import inspect
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Sequence
 
 from ..assertions import tool_calls_from_events
 from ..events import COMMAND_COMPLETED, FILES_CHANGED, MESSAGE_COMPLETED, Event
@@ -140,9 +140,16 @@ def _interpret(case_id: str, name: str, result: Any) -> tuple[bool, str]:
 
 
 async def run_declarative(t: "T", case_id: str, prompt: Any, checks: Any, sandbox: SandboxHolder,
-                          snapshot: Any) -> None:
-    """Send the prompt, then run each validate function / verifier as a gate."""
-    await t.send(prompt)
+                          snapshot: Any, *, user: Any = None, max_turns: int | None = None,
+                          judges: Sequence[Any] = ()) -> None:
+    """Hold the conversation (the prompt, then a simulated user's replies when there is one),
+    then grade it: each judge as a gate (its call starts first and runs alongside the rest),
+    each validate function / verifier as a gate."""
+    from ..users import converse
+
+    await converse(t, prompt, user, max_turns)
+    for spec in judges:
+        t.judge.declared(spec)
     context = ValidateContext(t, sandbox, snapshot)
     recorder = t._assert_recorder()
     for check in _as_list(checks):

@@ -9,6 +9,7 @@ event loop) or as a subprocess::
         server.requests        # every request body received, oldest first
 
     python -m anpord.testing.model_server --latency 0.05 --rules rules.json [--port 0] [--no-record]
+                                          [--unsupported tools,response_format]
     # prints the base URL on its first stdout line; serves until SIGTERM/SIGINT
     # (or, when its stdin is a pipe, until that pipe closes)
 
@@ -20,15 +21,22 @@ assistant messages follow that user message (0 for a fresh turn, 1 after the fir
 call loops forever). No rule matches: ``default`` (an echo, ``"echo: {input}"``).
 
 Replies: ``{"text": "... {input} ..."}``; ``{"json": value}`` (the content is its JSON text);
-``{"tool_calls": [{"name": ..., "arguments": {...} | "raw text", "id": ...}]}``. Each may carry
+``{"tool_calls": [{"name": ..., "arguments": {...} | "raw text", "id": ...}]}``;
+``{"refusal": "..."}`` (no content, the model's refusal). Each may carry
 ``"usage": {"prompt_tokens": n, "completion_tokens": n}`` (else words are counted) and
 ``"latency": seconds``.
+
+``unsupported=("tools", "response_format", ...)`` plays a server without those request fields: a
+request carrying one gets a 400 naming it, as servers that lack tool calls or structured output do.
 
 Faults (``fault=`` on a rule: served for its first ``times`` matching requests, every time when
 ``times`` is None, then the rule's replies): ``rate_limit`` (429 with ``Retry-After``, in seconds
 or as an HTTP date), ``server_error`` (a 5xx), ``malformed`` (200 with a body that is not JSON),
 ``no_choices`` (200, valid JSON, no choices), ``reset`` (headers and half a body, then the
 connection is cut), ``hang`` (never answers).
+
+Each recorded request carries ``_received`` and, once answered, ``_answered``: seconds on the
+server's monotonic clock, so a test can tell which requests were in flight together.
 
 Also served: ``GET /v1/models``, ``GET /_anpord/requests`` and ``GET /_anpord/stats`` (requests
 served, in flight now, peak concurrent requests, distinct client connections) for a server in another process.
@@ -60,6 +68,7 @@ __all__ = [
     "malformed",
     "no_choices",
     "rate_limit",
+    "refusal",
     "reset",
     "rule",
     "server_error",
@@ -82,6 +91,11 @@ def text(content: str, **extra: Any) -> dict[str, Any]:
 def json_reply(value: Any, **extra: Any) -> dict[str, Any]:
     """An answer whose content is ``value`` as JSON text (structured output)."""
     return {"json": value, **extra}
+
+
+def refusal(message: str, **extra: Any) -> dict[str, Any]:
+    """The model declines: no content, ``message`` in the message's ``refusal`` field."""
+    return {"refusal": message, **extra}
 
 
 def tool_call(
@@ -242,6 +256,8 @@ def completion(
         produced: Any = calls
     elif "json" in reply:
         message["content"] = produced = json.dumps(reply["json"])
+    elif "refusal" in reply:
+        message["refusal"] = produced = str(reply["refusal"])
     else:
         message["content"] = produced = str(reply.get("text", "")).replace("{input}", last_user)
     usage = reply.get("usage") or {}
@@ -307,6 +323,7 @@ class _Connection(asyncio.Protocol):
         self.keep_alive = True
         self.counted = False  # the current request is a chat request (it counts in the stats)
         self.timer: asyncio.TimerHandle | None = None
+        self.entry: dict[str, Any] | None = None  # the recorded request being answered
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
@@ -378,7 +395,8 @@ class _Connection(asyncio.Protocol):
             return
         self.busy = False
         if self.counted:
-            self.server._finished()
+            self.server._finished(self.entry)
+        self.entry = None
         self.transport.write(data)
         if not self.keep_alive:
             self.transport.close()
@@ -406,8 +424,10 @@ class ModelServer:
         record: bool = True,
         host: str = "127.0.0.1",
         port: int = 0,
+        unsupported: Iterable[str] = (),
     ):
         self.rules = [_Rule(r) for r in rules]
+        self.unsupported = tuple(unsupported)
         self.latency = float(latency)
         self.default = dict(default or ECHO)
         self.record = record
@@ -469,10 +489,12 @@ class ModelServer:
     def _closed(self, conn: _Connection) -> None:
         self._open.discard(conn)
 
-    def _finished(self) -> None:
+    def _finished(self, entry: dict[str, Any] | None = None) -> None:
         with self._lock:
             self.in_flight -= 1
             self.served += 1
+            if entry is not None:
+                entry["_answered"] = time.monotonic()
 
     # -- answering ----------------------------------------------------------------------------
 
@@ -525,8 +547,15 @@ class ModelServer:
             entry["_headers"] = (
                 {"Authorization": headers["authorization"]} if "authorization" in headers else {}
             )
+            entry["_received"] = time.monotonic()
+            conn.entry = entry
             with self._lock:
                 self._requests.append(entry)
+        refused = next((f for f in self.unsupported if f in body), None)
+        if refused is not None:
+            message = f"'{refused}' is not supported by this server"
+            conn.send(_json(400, {"error": {"message": message, "type": "invalid_request_error"}}))
+            return
         fault, reply, last_user = self._answer_for(body)
         if fault is None:
             data = _json(200, completion(reply, body, last_user, self._ids))
@@ -668,10 +697,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rules", help="a JSON file of rules, or the JSON list itself")
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
     parser.add_argument("--no-record", action="store_true", help="do not keep request bodies")
+    parser.add_argument(
+        "--unsupported",
+        default="",
+        help="request fields answered with a 400 naming them, comma-separated (tools,response_format)",
+    )
     args = parser.parse_args(argv)
     try:
         rules = _load_rules(args.rules)
-        server = ModelServer(rules, latency=args.latency, record=not args.no_record, port=args.port)
+        unsupported = [f for f in args.unsupported.split(",") if f.strip()]
+        server = ModelServer(
+            rules,
+            latency=args.latency,
+            record=not args.no_record,
+            port=args.port,
+            unsupported=[f.strip() for f in unsupported],
+        )
     except (OSError, ValueError) as exc:
         print(f"model_server: {exc}", file=sys.stderr)
         return 2
