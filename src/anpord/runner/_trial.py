@@ -175,7 +175,7 @@ class _Trial:
             harness=job.harness, harness_ctx=ctx, recorder=self.recorder,
             base_dir=case.file.folder, log=self.log, harness_error=job.harness_error,
         )
-        judge_env = JudgeEnv(spec.judge, cache_dir=None if spec.cache_dir is None else Path(spec.cache_dir),
+        judge_env = JudgeEnv(spec.judge, cache_dir=None if spec.cache_dir is None else as_path(spec.cache_dir),
                              trial_index=spec.trial, seed=spec.seed, max_concurrency=self.env.max_concurrency)
         self.t = T(self.state, workspace=holder.instance.workspace if holder.instance else None,
                    row=case.row, seed=spec.seed, judge_env=judge_env)
