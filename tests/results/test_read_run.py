@@ -17,11 +17,11 @@ from anpord._errors import UsageError
 from anpord.results import FORMAT_VERSION, TrialResult, read_run
 
 CASES = {
-    "evals/mixed.eval.py": eval_file(f"""
+    "evals/mixed.eval.py": eval_file("""
         @define_eval(each=["Sunny", "Rain"], id=lambda row: row.lower())
         async def test(t, row):
-            await t.send(f"echo {{row}}")
-            t.log(f"checked {{row}}")
+            await t.send(f"echo {row}")
+            t.log(f"checked {row}")
             t.check(t.reply, includes("Sunny"))
     """),
     "evals/boom.eval.py": eval_file("""

@@ -5,7 +5,6 @@ land in a run's last moments. Each is a real ``anpord eval`` run."""
 from __future__ import annotations
 
 import json
-import signal
 from pathlib import Path
 from typing import Any
 

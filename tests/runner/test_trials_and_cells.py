@@ -3,7 +3,6 @@ distribution; config precedence and command-line overrides."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
