@@ -38,9 +38,10 @@ def project_folder() -> Path:
         raise CommandError(str(exc)) from None
 
 
-def open_history(folder: Path, *, catch_up: bool = True) -> Store:
+def open_history(folder: Path, *, catch_up: bool = True, writes: bool = False) -> Store:
     """The project's run store, with what it missed filed (runs that crashed, or ran while it
-    could not be written). Raises ``StoreError``."""
+    could not be written). Raises ``StoreError`` — also when the store cannot be written and the
+    command ``writes`` (otherwise it shows what the store has, after one warning)."""
     from ..store import open_store
 
     store = open_store(folder)
@@ -51,6 +52,9 @@ def open_history(folder: Path, *, catch_up: bool = True) -> Store:
         try:
             _filed, problems = file_missed(store, folder)
         except StoreError as exc:  # a store we can read but not write: show what it has
+            if writes:
+                store.close()
+                raise
             print(f"anpord: warning: the run history could not be brought up to date: {exc}",
                   file=sys.stderr)
             problems = []

@@ -30,7 +30,7 @@ def main(argv: list[str]) -> int:
 
     try:
         folder = project_folder()
-        with open_history(folder) as store:
+        with open_history(folder, writes=True) as store:
             at = time.time()
             run_id, cells = store.set_baseline(args.run, set_at=at)
         record_baseline_set(folder, run_id, at)

@@ -15,6 +15,7 @@ import socket
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from .._errors import UsageError
 from .._fs import write_atomic
@@ -138,6 +139,37 @@ def rebuild(location: StoreLocation) -> RebuildReport:
 
 
 def _rebuild_file(location: StoreLocation, report: RebuildReport, sets: list[tuple[str, float]]) -> None:
+    assert location.path is not None
+    path = location.path
+    old = _lock_old(location)  # a writer at work on the old file: wait for it, never lose it
+    try:
+        _swap_in(location, report, sets)
+    finally:
+        if old is not None:
+            old.close()
+
+
+def _lock_old(location: StoreLocation) -> Any:
+    """The old file's write lock, held until the new file is in place; ``None`` when there is no
+    old file or it is not a database any more."""
+    import sqlite3
+
+    assert location.path is not None
+    if not location.path.exists():
+        return None
+    db = sqlite3.connect(location.path, timeout=2.0, isolation_level=None)
+    try:
+        db.execute("BEGIN IMMEDIATE")
+    except sqlite3.DatabaseError as exc:
+        db.close()
+        if "locked" in str(exc) or "busy" in str(exc):
+            raise StoreError(f"the run store {location.display} is locked by another process (a run "
+                             "in progress?): rebuild it when that is done") from None
+        return None  # damaged: nothing in it to protect
+    return db
+
+
+def _swap_in(location: StoreLocation, report: RebuildReport, sets: list[tuple[str, float]]) -> None:
     import sqlite3
 
     assert location.path is not None
