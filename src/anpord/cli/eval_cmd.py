@@ -216,6 +216,7 @@ def _again(args: argparse.Namespace, project: Any, opts: Any, out: TextIO) -> in
             missing = sum(1 for c in replan.plan.cells for i in c.planned
                           if (c.case.id, c.variant.label, i) not in done)
         else:
+            again = replace(again, rerun_of=reading.run_id)
             replan = plan_rerun(project, reading, again)
             missing = replan.plan.total_trials
         for note in replan.notes:

@@ -118,7 +118,7 @@ def plan_rerun(project: Project, reading: RunReading, opts: RunOptions) -> Repla
     cells = [replace(c, indices=sorted(failed[(c.case_id, c.variant)]), summary=None)
              for c in record.cells if (c.case_id, c.variant) in failed]
     replan = Replan(Plan(project=project, cells=[]))
-    planned, plan = _rebuild(project, record, cells, replace(opts, rerun_of=record.run_id), replan)
+    planned, plan = _rebuild(project, record, cells, opts, replan)
     replan.notes = [n.replace("since the run started", f"since run {record.run_id}") for n in replan.notes]
     replan.plan = replace(plan, cells=planned)
     return replan
