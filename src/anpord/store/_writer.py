@@ -3,8 +3,8 @@
 The runner hands it each finished trial (``add``: a list append); a thread of its own connects
 to the store and writes the trials in batches — every ``FLUSH_TRIALS`` trials or
 ``FLUSH_SECONDS`` seconds, and at the end (``finish``, which also compares the run's cells with
-their baselines when asked), when the run's cells are filed too. A store that cannot be written (locked, damaged, newer, a database server down) only sets
-``failure``: the run goes on, and its folder, which has everything, is filed later (``anpord db
+their baselines when asked), when the run's cells are filed too. A store that cannot be
+written (locked, damaged, newer, a database server down) only sets ``failure``: the run goes on, and its folder, which has everything, is filed later (``anpord db
 rebuild``, or any history command, which catches up).
 """
 
