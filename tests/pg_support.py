@@ -69,13 +69,39 @@ def postgres_server() -> Iterator[PostgresServer]:
     data, port = folder / "data", free_port()
 
     def pg(*args: str) -> None:
-        proc = subprocess.run([*run_as, *args], capture_output=True, text=True, check=False, timeout=120)
+        proc = subprocess.run(
+            [*run_as, *args], capture_output=True, text=True, check=False, timeout=120
+        )
         if proc.returncode != 0:
-            raise RuntimeError(f"{' '.join(args[:2])} failed ({proc.returncode}): {proc.stderr or proc.stdout}")
+            raise RuntimeError(
+                f"{' '.join(args[:2])} failed ({proc.returncode}): {proc.stderr or proc.stdout}"
+            )
 
-    pg(str(bindir / "initdb"), "-D", str(data), "-U", USER, "-A", "trust", "--no-sync", "-E", "UTF8")
-    pg(str(bindir / "pg_ctl"), "-D", str(data), "-l", str(folder / "log"), "-w", "-t", "60", "-o",
-       f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c fsync=off", "start")
+    pg(
+        str(bindir / "initdb"),
+        "-D",
+        str(data),
+        "-U",
+        USER,
+        "-A",
+        "trust",
+        "--no-sync",
+        "-E",
+        "UTF8",
+    )
+    pg(
+        str(bindir / "pg_ctl"),
+        "-D",
+        str(data),
+        "-l",
+        str(folder / "log"),
+        "-w",
+        "-t",
+        "60",
+        "-o",
+        f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c fsync=off",
+        "start",
+    )
     try:
         yield PostgresServer(folder, port)
     finally:

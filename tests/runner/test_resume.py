@@ -14,21 +14,21 @@ from pathlib import Path
 
 from project_support import Project, anpord_command, build_project, run_env
 
-SLOW = '''
+SLOW = """
 import asyncio
 
 
 async def agent(turn):
     await asyncio.sleep(0.04)
     return "ok " + turn.input
-'''
+"""
 
-CONFIG = '''
+CONFIG = """
 from anpord import define_eval_config
 config = define_eval_config(harness="python:agents.slow:agent", trials=2, max_concurrency=3, timeout=20)
-'''
+"""
 
-EVAL = '''
+EVAL = """
 from anpord import define_eval
 from anpord.expect import includes
 
@@ -37,19 +37,30 @@ from anpord.expect import includes
 async def test(t, row):
     await t.send(f"ping {row}")
     t.check(t.reply, includes("ok ping"))
-'''
+"""
 
-PLANNED = {(f"work/{i:04d}", "python:agents.slow:agent/default", k) for i in range(30) for k in range(2)}
+PLANNED = {
+    (f"work/{i:04d}", "python:agents.slow:agent/default", k) for i in range(30) for k in range(2)
+}
 
 
 def _project(folder: Path) -> Project:
-    return build_project(folder, {"agents/slow.py": SLOW, "evals/work.eval.py": EVAL}, config=CONFIG)
+    return build_project(
+        folder, {"agents/slow.py": SLOW, "evals/work.eval.py": EVAL}, config=CONFIG
+    )
 
 
 def _start(project: Project, *args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen([*anpord_command(), "eval", *args], cwd=project.folder, env=run_env(),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            stdin=subprocess.DEVNULL, start_new_session=True)
+    return subprocess.Popen(
+        [*anpord_command(), "eval", *args],
+        cwd=project.folder,
+        env=run_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+    )
 
 
 def _resumes(run_dir: Path) -> int:
@@ -60,8 +71,9 @@ def _resumes(run_dir: Path) -> int:
     return len(record["resumed_at"]) if record.get("status") == "running" else -1
 
 
-def _kill_while_running(proc: subprocess.Popen[str], run_dir: Path | None, rng: random.Random,
-                        runs: Path) -> Path:
+def _kill_while_running(
+    proc: subprocess.Popen[str], run_dir: Path | None, rng: random.Random, runs: Path
+) -> Path:
     """SIGKILL the run at a random moment once it is running (a resume: once it has said so in
     run.json); returns the run folder."""
     deadline = time.monotonic() + 30
@@ -70,7 +82,11 @@ def _kill_while_running(proc: subprocess.Popen[str], run_dir: Path | None, rng: 
         run_dir = found[-1].parent if found else None
         time.sleep(0.01)
     assert run_dir is not None, "the run never wrote its folder"
-    before = len(json.loads((run_dir / "run.json").read_text())["resumed_at"]) if proc.args[-1] != "eval" else -1
+    before = (
+        len(json.loads((run_dir / "run.json").read_text())["resumed_at"])
+        if proc.args[-1] != "eval"
+        else -1
+    )
     while _resumes(run_dir) <= before and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.005)
     time.sleep(rng.uniform(0.02, 0.8))
@@ -93,8 +109,15 @@ def test_a_run_killed_five_times_and_resumed_has_every_trial_exactly_once(tmp_pa
         lines = (run_dir / "results.jsonl").read_bytes().count(b"\n")
         if lines >= len(PLANNED):
             break  # finished before the kill landed: nothing left to resume
-    final = subprocess.run([*anpord_command(), "eval", "--resume", run_dir.name], cwd=project.folder,
-                           env=run_env(), capture_output=True, text=True, timeout=120)
+    final = subprocess.run(
+        [*anpord_command(), "eval", "--resume", run_dir.name],
+        cwd=project.folder,
+        env=run_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     done_already = "nothing to resume" in final.stderr
     assert final.returncode == (2 if done_already else 0), final.stderr
     assert sorted(runs.iterdir()) == [run_dir], "a resume must not start another run"
@@ -120,8 +143,15 @@ def test_a_run_killed_five_times_and_resumed_has_every_trial_exactly_once(tmp_pa
     assert len(record["resumed_at"]) >= resumes
 
     # The store agrees with the folder.
-    listed = subprocess.run([*anpord_command(), "runs", "--json"], cwd=project.folder, env=run_env(),
-                            capture_output=True, text=True, timeout=60, check=True)
+    listed = subprocess.run(
+        [*anpord_command(), "runs", "--json"],
+        cwd=project.folder,
+        env=run_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
     (row,) = json.loads(listed.stdout)
     assert row["status"] == "finished" and row["totals"]["passed"] == len(PLANNED)
 
@@ -145,7 +175,10 @@ def test_resume_runs_a_changed_case_again_and_reports_a_removed_one(tmp_path: Pa
     resumed = project.run("--resume", "latest")
     assert resumed.code == 0, resumed.output
     assert "other/0000 on python:agents.slow:agent/default: its eval file is gone" in resumed.stderr
-    assert "work/0000 on python:agents.slow:agent/default: the case changed since the run started" in resumed.stderr
+    assert (
+        "work/0000 on python:agents.slow:agent/default: the case changed since the run started"
+        in resumed.stderr
+    )
     reading = resumed.reading() if resumed.run_dir else None
     from anpord.results import read_run
 
@@ -154,19 +187,24 @@ def test_resume_runs_a_changed_case_again_and_reports_a_removed_one(tmp_path: Pa
     assert len(work) == 60 and all(t.verdict == "passed" for t in work)
     hashes = {c.case_hash for c in reading.record.cells if c.case_id.startswith("work/")}
     assert len(hashes) == 30  # the record took the new content's hashes
-    assert {t.case_id for t in reading.trials if t.case_id.startswith("other/")} == {"other/0000", "other/0001"}
+    assert {t.case_id for t in reading.trials if t.case_id.startswith("other/")} == {
+        "other/0000",
+        "other/0001",
+    }
 
 
 def test_rerun_failed_runs_only_failed_trials_as_a_new_linked_run(tmp_path: Path) -> None:
-    project = build_project(tmp_path / "p", {
-        "agents/coin.py": '''
+    project = build_project(
+        tmp_path / "p",
+        {
+            "agents/coin.py": """
 import os
 
 
 async def agent(turn):
     return "ok" if os.environ.get("FIXED") or turn.input.endswith(("0", "2")) else "bad"
-''',
-        "evals/coin.eval.py": '''
+""",
+            "evals/coin.eval.py": """
 from anpord import define_eval
 from anpord.expect import includes
 
@@ -175,7 +213,10 @@ from anpord.expect import includes
 async def test(t, row):
     await t.send(f"try {row}")
     t.check(t.reply, includes("ok"))
-'''}, config='from anpord import define_eval_config\nconfig = define_eval_config(harness="python:agents.coin:agent", trials=2)\n')
+""",
+        },
+        config='from anpord import define_eval_config\nconfig = define_eval_config(harness="python:agents.coin:agent", trials=2)\n',
+    )
     first = project.run()
     assert first.code == 1 and first.run_dir is not None
     again = project.run("--rerun-failed", first.run_dir.name, env={"FIXED": "1"})

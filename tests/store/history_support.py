@@ -11,7 +11,7 @@ from typing import Any
 
 from project_support import Project, anpord_command, build_project, run_env
 
-MOODY = '''
+MOODY = """
 import os
 import itertools
 
@@ -25,14 +25,14 @@ async def agent(turn):
     if mood == "flaky":  # every other call fails
         return ("ok " if next(_calls) % 2 == 0 else "nope ") + turn.input
     return "nope " + turn.input
-'''
+"""
 
-CONFIG = '''
+CONFIG = """
 from anpord import define_eval_config
 config = define_eval_config(harness="python:agents.moody:agent", trials={trials}, timeout=20)
-'''
+"""
 
-EVAL = '''
+EVAL = """
 from anpord import define_eval
 from anpord.expect import includes
 
@@ -41,21 +41,36 @@ from anpord.expect import includes
 async def test(t, row):
     await t.send(row)
     t.check(t.reply, includes("ok"))
-'''
+"""
 
 
 def history_project(folder: Path, trials: int = 3) -> Project:
-    project = build_project(folder, {"agents/moody.py": MOODY, "evals/greet.eval.py": EVAL},
-                            config=CONFIG.format(trials=trials))
+    project = build_project(
+        folder,
+        {"agents/moody.py": MOODY, "evals/greet.eval.py": EVAL},
+        config=CONFIG.format(trials=trials),
+    )
     return project
 
 
-def anpord(project: Project | Path, *args: str, env: Mapping[str, str] | None = None,
-           cwd: Path | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+def anpord(
+    project: Project | Path,
+    *args: str,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+    timeout: float = 60,
+) -> subprocess.CompletedProcess[str]:
     folder = project.folder if isinstance(project, Project) else project
-    return subprocess.run([*anpord_command(), *args], cwd=cwd or folder, env=run_env(env),
-                          capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL,
-                          check=False)
+    return subprocess.run(
+        [*anpord_command(), *args],
+        cwd=cwd or folder,
+        env=run_env(env),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+        check=False,
+    )
 
 
 def as_json(proc: subprocess.CompletedProcess[str]) -> Any:

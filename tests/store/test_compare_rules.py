@@ -6,12 +6,27 @@ from anpord.results import TrialResult, summarize_cell
 from anpord.store import CellRow, compare_cell
 
 
-def reading(verdicts: str, *, run: str = "cand", case_hash: str = "h1", harness: str = "python:a",
-            model: str | None = "m1") -> CellRow:
+def reading(
+    verdicts: str,
+    *,
+    run: str = "cand",
+    case_hash: str = "h1",
+    harness: str = "python:a",
+    model: str | None = "m1",
+) -> CellRow:
     """A cell from verdict letters: p passed, f failed, t timed out, s scored, v void, k skipped."""
-    names = {"p": "passed", "f": "failed", "t": "timed_out", "s": "scored", "v": "void", "k": "skipped"}
+    names = {
+        "p": "passed",
+        "f": "failed",
+        "t": "timed_out",
+        "s": "scored",
+        "v": "void",
+        "k": "skipped",
+    }
     trials = [TrialResult("c", "v", i, names[x]) for i, x in enumerate(verdicts)]  # type: ignore[arg-type]
-    return CellRow(run, "c", "v", case_hash, harness, model, None, len(verdicts), summarize_cell(trials))
+    return CellRow(
+        run, "c", "v", case_hash, harness, model, None, len(verdicts), summarize_cell(trials)
+    )
 
 
 def status(base: str, cand: str, **kw: object) -> tuple[str, str]:

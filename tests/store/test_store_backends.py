@@ -4,7 +4,6 @@ back by the history commands and the query API, compared with baselines, rebuilt
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -29,7 +28,9 @@ def test_runs_are_filed_read_back_and_compared_on_both_backends(
     lines = bad.stdout.rstrip("\n").splitlines()
     # One line per regressed cell, right before the closing line, which stays last and unchanged.
     assert lines[-1] == "0 passed, 6 failed"
-    assert lines[-3].startswith("✗ regressed: greet/0000  python:agents.moody:agent/default  pass rate 100% → 0%")
+    assert lines[-3].startswith(
+        "✗ regressed: greet/0000  python:agents.moody:agent/default  pass rate 100% → 0%"
+    )
     assert lines[-2].startswith("✗ regressed: greet/0001")
     assert good.run_dir is not None and bad.run_dir is not None
     assert good.run_dir.name in lines[-2]
@@ -55,7 +56,9 @@ def test_runs_are_filed_read_back_and_compared_on_both_backends(
     with open_store(project.folder) as store:
         cells = store.cells(bad.run_dir.name[:-2])  # a unique prefix
         assert [(c.case_id, c.summary.passed, c.summary.failed) for c in cells] == [
-            ("greet/0000", 0, 3), ("greet/0001", 0, 3)]
+            ("greet/0000", 0, 3),
+            ("greet/0001", 0, 3),
+        ]
         assert all(c.case_hash and c.harness == "python:agents.moody:agent" for c in cells)
         trials = store.trials("latest", case_id="greet/0001")
         on_disk = {(r["case_id"], r["trial"]): r for r in _results(bad.run_dir)}
@@ -63,7 +66,10 @@ def test_runs_are_filed_read_back_and_compared_on_both_backends(
         for t in trials:
             line = on_disk[(t.case_id, t.trial)]
             assert t.verdict == line["verdict"] == "failed"
-            assert (t.events_offset, t.events_length) == (line["events"]["offset"], line["events"]["length"])
+            assert (t.events_offset, t.events_length) == (
+                line["events"]["offset"],
+                line["events"]["length"],
+            )
         history = store.cell_history(*CELL_A)
         assert [h.run_id for h in history] == [bad.run_dir.name, good.run_dir.name]
         assert store.baseline(*CELL_A).run_id == good.run_dir.name
@@ -83,7 +89,9 @@ def test_runs_are_filed_read_back_and_compared_on_both_backends(
     assert {c["base"]["run_id"] for c in as_json(final)["cells"]} == {bad.run_dir.name}
 
 
-def test_two_projects_share_one_postgres_database_without_mixing(pg_url: str, tmp_path: Path) -> None:
+def test_two_projects_share_one_postgres_database_without_mixing(
+    pg_url: str, tmp_path: Path
+) -> None:
     env = {"ANPORD_DB": pg_url}
     one, two = history_project(tmp_path / "one"), history_project(tmp_path / "two")
     assert one.run(env=env).code == 0
@@ -97,7 +105,9 @@ def test_two_projects_share_one_postgres_database_without_mixing(pg_url: str, tm
 def test_a_run_without_a_store_to_create_imports_no_sqlalchemy(tmp_path: Path) -> None:
     project = history_project(tmp_path / "p", trials=1)
     probe = tmp_path / "modules.txt"
-    project.write({"evals/evals.config.py": f'''
+    project.write(
+        {
+            "evals/evals.config.py": f"""
 from anpord import define_eval_config
 
 
@@ -109,7 +119,9 @@ class Probe:
 
 
 config = define_eval_config(harness="python:agents.moody:agent", reporters=[Probe()])
-'''})
+"""
+        }
+    )
     assert project.run().code == 0  # creates the store: SQLAlchemy makes the schema
     assert project.run().code == 0  # files the run in it, through the driver alone
     assert probe.read_text().split() == ["True", "False"]
@@ -123,5 +135,7 @@ def test_anpord_help_imports_no_sqlalchemy() -> None:
     from project_support import run_env
 
     code = "import sys; from anpord.cli.main import main; main(['--help']); print('sqlalchemy' in sys.modules)"
-    out = subprocess.run([sys.executable, "-c", code], env=run_env(), capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=run_env(), capture_output=True, text=True, check=True
+    )
     assert out.stdout.strip().splitlines()[-1] == "False"

@@ -34,7 +34,11 @@ def test_a_corrupt_database_file_warns_and_rebuild_recovers_every_run(tmp_path: 
     assert "damaged" in _one_warning(run.stderr)
     listed = anpord(project, "runs")
     assert listed.returncode == 2
-    assert listed.stderr.count("\n") == 1 and "damaged" in listed.stderr and "db rebuild" in listed.stderr
+    assert (
+        listed.stderr.count("\n") == 1
+        and "damaged" in listed.stderr
+        and "db rebuild" in listed.stderr
+    )
     assert "Traceback" not in listed.stderr
     rebuilt = anpord(project, "db", "rebuild")
     assert rebuilt.returncode == 0, rebuilt.stderr
@@ -74,7 +78,11 @@ def test_a_store_written_by_a_newer_anpord_is_refused_and_left_alone(tmp_path: P
     assert run.code == 0
     assert "newer anpord (schema 99" in _one_warning(run.stderr)
     compare = anpord(project, "compare")
-    assert compare.returncode == 2 and "newer anpord" in compare.stderr and "upgrade anpord" in compare.stderr
+    assert (
+        compare.returncode == 2
+        and "newer anpord" in compare.stderr
+        and "upgrade anpord" in compare.stderr
+    )
     regressed = project.run("--fail-on", "regressed")
     assert regressed.code == 2 and regressed.run_dir is None  # refused before anything ran
     assert "--fail-on regressed needs the run history" in regressed.stderr
@@ -114,7 +122,9 @@ def test_a_run_folder_deleted_by_hand(tmp_path: Path) -> None:
     assert anpord(project, "show", second.run_dir.name).returncode == 0
     rebuilt = anpord(project, "db", "rebuild")
     assert "from 1 run folder" in rebuilt.stdout
-    assert [r["run_id"] for r in as_json(anpord(project, "runs", "--json"))] == [second.run_dir.name]
+    assert [r["run_id"] for r in as_json(anpord(project, "runs", "--json"))] == [
+        second.run_dir.name
+    ]
 
 
 def test_history_off_records_nothing_and_commands_say_so(tmp_path: Path) -> None:

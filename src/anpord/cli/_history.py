@@ -55,8 +55,10 @@ def open_history(folder: Path, *, catch_up: bool = True, writes: bool = False) -
             if writes:
                 store.close()
                 raise
-            print(f"anpord: warning: the run history could not be brought up to date: {exc}",
-                  file=sys.stderr)
+            print(
+                f"anpord: warning: the run history could not be brought up to date: {exc}",
+                file=sys.stderr,
+            )
             problems = []
         for problem in problems:
             print(f"anpord: warning: {problem}", file=sys.stderr)

@@ -41,5 +41,7 @@ def main(argv: list[str]) -> int:
     if not cells:
         print(f"run {run_id} measured nothing (every trial void or skipped): no baseline changed")
         return 0
-    print(f"run {run_id} is now the baseline of its {cells} measured cell{'s' if cells != 1 else ''}")
+    print(
+        f"run {run_id} is now the baseline of its {cells} measured cell{'s' if cells != 1 else ''}"
+    )
     return 0

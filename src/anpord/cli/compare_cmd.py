@@ -24,19 +24,33 @@ def threshold(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a pass-rate difference between 0 and 1, got {text!r}") from None
+        raise argparse.ArgumentTypeError(
+            f"expected a pass-rate difference between 0 and 1, got {text!r}"
+        ) from None
     if not 0 < value <= 1:
-        raise argparse.ArgumentTypeError(f"expected a pass-rate difference between 0 and 1, got {text!r}")
+        raise argparse.ArgumentTypeError(
+            f"expected a pass-rate difference between 0 and 1, got {text!r}"
+        )
     return value
 
 
 def build_parser() -> Parser:
     p = Parser(prog=PROG, description=DESCRIPTION)
     p.add_argument("base", nargs="?", metavar="BASE", help="a run id, unique prefix or `latest`")
-    p.add_argument("candidate", nargs="?", default="latest", metavar="CANDIDATE",
-                   help="a run id, unique prefix or `latest` (default)")
-    p.add_argument("--regression-threshold", type=threshold, default=0.2, metavar="D",
-                   help="the pass-rate change that counts (default 0.2)")
+    p.add_argument(
+        "candidate",
+        nargs="?",
+        default="latest",
+        metavar="CANDIDATE",
+        help="a run id, unique prefix or `latest` (default)",
+    )
+    p.add_argument(
+        "--regression-threshold",
+        type=threshold,
+        default=0.2,
+        metavar="D",
+        help="the pass-rate change that counts (default 0.2)",
+    )
     p.add_argument("--json", action="store_true", help="print the comparison as JSON")
     return p
 
@@ -59,6 +73,8 @@ def main(argv: list[str]) -> int:
             print(c.line())
     against = f"run {cmp.base_run}" if cmp.base_run else "the baselines"
     tail = f"; {cmp.only_in_base} cells of {cmp.base_run} are not in it" if cmp.only_in_base else ""
-    print(f"run {cmp.candidate_run} against {against} (threshold {cmp.threshold:g}): "
-          f"{cmp.summary_line()}{tail}")
+    print(
+        f"run {cmp.candidate_run} against {against} (threshold {cmp.threshold:g}): "
+        f"{cmp.summary_line()}{tail}"
+    )
     return code

@@ -13,7 +13,9 @@ PROG = "anpord db"
 def build_parser() -> Parser:
     p = Parser(prog=PROG, description="Look after the run store.")
     sub = p.add_subparsers(dest="action", metavar="ACTION")
-    sub.add_parser("rebuild", help="re-create the run store from the run folders under .anpord/runs")
+    sub.add_parser(
+        "rebuild", help="re-create the run store from the run folders under .anpord/runs"
+    )
     return p
 
 
@@ -24,6 +26,7 @@ def main(argv: list[str]) -> int:
     from ..store import StoreError, store_location
     from ..store._sync import rebuild
 
+    location = None
     try:
         location = store_location(project_folder())
         if location is None:
@@ -32,11 +35,14 @@ def main(argv: list[str]) -> int:
     except (CommandError, StoreError) as exc:
         return fail(PROG, str(exc))
     except OSError as exc:
-        return fail(PROG, f"cannot rebuild {location.display}: {exc.strerror or exc}")
+        where = location.display if location is not None else "the run store"
+        return fail(PROG, f"cannot rebuild {where}: {exc.strerror or exc}")
     for problem in report.problems:
         print(f"anpord: warning: {problem}")
     removed = f", dropped {report.removed} whose folder is gone" if report.removed else ""
-    print(f"rebuilt the run store {location.display} from {report.runs} run folder"
-          f"{'s' if report.runs != 1 else ''} ({report.trials} trials, {report.baselines} baseline"
-          f"{'s' if report.baselines != 1 else ''} restored{removed}) in {report.seconds:.2f}s")
+    print(
+        f"rebuilt the run store {location.display} from {report.runs} run folder"
+        f"{'s' if report.runs != 1 else ''} ({report.trials} trials, {report.baselines} baseline"
+        f"{'s' if report.baselines != 1 else ''} restored{removed}) in {report.seconds:.2f}s"
+    )
     return 0

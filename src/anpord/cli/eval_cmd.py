@@ -13,7 +13,7 @@ from typing import Any, TextIO
 
 from ._args import Parser, positive_float, positive_int
 
-__all__ = ["main", "build_parser"]
+__all__ = ["build_parser", "main"]
 
 DESCRIPTION = """Run eval cases. IDS_OR_PATHS are eval ids (`weather/brooklyn`), id prefixes (`weather`),
 case ids (`sql/0003`), eval files or folders; none runs everything under the evals root."""
@@ -110,7 +110,7 @@ def _guarded_streams(as_json: bool) -> Iterator[TextIO]:
         return
 
     def text(fd: int, like: TextIO) -> TextIO:
-        return open(  # noqa: SIM115 - closed below, before the descriptors are put back
+        return open(
             fd, "w", encoding=getattr(like, "encoding", None) or "utf-8",
             errors=getattr(like, "errors", None) or "strict", closefd=False, buffering=1,
         )

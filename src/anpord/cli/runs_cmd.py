@@ -14,8 +14,12 @@ PROG = "anpord runs"
 
 
 def build_parser() -> Parser:
-    p = Parser(prog=PROG, description="List recent runs: id, when, totals, status (crashed runs included).")
-    p.add_argument("--limit", type=positive_int, default=20, metavar="N", help="how many (default 20)")
+    p = Parser(
+        prog=PROG, description="List recent runs: id, when, totals, status (crashed runs included)."
+    )
+    p.add_argument(
+        "--limit", type=positive_int, default=20, metavar="N", help="how many (default 20)"
+    )
     p.add_argument("--json", action="store_true", help="print them as JSON")
     return p
 
@@ -44,7 +48,11 @@ def main(argv: list[str]) -> int:
             total = store.count_runs()
     except (CommandError, StoreError) as exc:
         return fail(PROG, str(exc))
-    gone = {r.run_id for r in rows if r.run_dir and not (folder / ".anpord" / "runs" / r.run_id).is_dir()}
+    gone = {
+        r.run_id
+        for r in rows
+        if r.run_dir and not (folder / ".anpord" / "runs" / r.run_id).is_dir()
+    }
     if args.json:
         out = []
         for r in rows:
@@ -66,14 +74,30 @@ def main(argv: list[str]) -> int:
             notes.append(f"resumed {r.resumed}×")
         if r.run_id in gone:
             notes.append("folder deleted")
-        trials = f"{t['trials']}/{r.planned_trials}" if t["trials"] != r.planned_trials else str(t["trials"])
-        table.append((r.run_id, _when(r.started_at), r.status, trials, str(t["passed"]),
-                      str(t["failed"] + t["timed_out"]), str(t["void"]), _duration(r.duration),
-                      "; ".join(notes)))
+        trials = (
+            f"{t['trials']}/{r.planned_trials}"
+            if t["trials"] != r.planned_trials
+            else str(t["trials"])
+        )
+        table.append(
+            (
+                r.run_id,
+                _when(r.started_at),
+                r.status,
+                trials,
+                str(t["passed"]),
+                str(t["failed"] + t["timed_out"]),
+                str(t["void"]),
+                _duration(r.duration),
+                "; ".join(notes),
+            )
+        )
     widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
     right = {3, 4, 5, 6, 7}
     for row in table:
-        cells = [c.rjust(widths[i]) if i in right else c.ljust(widths[i]) for i, c in enumerate(row)]
+        cells = [
+            c.rjust(widths[i]) if i in right else c.ljust(widths[i]) for i, c in enumerate(row)
+        ]
         print("  ".join(cells).rstrip())
     if total > len(rows):
         print(f"… {total - len(rows)} older (--limit {total} to see them all)")

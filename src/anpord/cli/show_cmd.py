@@ -24,8 +24,12 @@ VALUE_WIDTH = 2000  # characters of one value shown; the run folder has it whole
 def build_parser() -> Parser:
     p = Parser(prog=PROG, description=DESCRIPTION)
     p.add_argument("run", metavar="RUN", help="a run id, unique prefix or `latest`")
-    p.add_argument("case", nargs="?", metavar="CASE", help="a case id of the run (or a unique prefix)")
-    p.add_argument("--trial", type=int, default=0, metavar="N", help="which trial of the cell (default 0)")
+    p.add_argument(
+        "case", nargs="?", metavar="CASE", help="a case id of the run (or a unique prefix)"
+    )
+    p.add_argument(
+        "--trial", type=int, default=0, metavar="N", help="which trial of the cell (default 0)"
+    )
     p.add_argument("--variant", metavar="V", help="which variant, when the case ran on several")
     return p
 
@@ -50,7 +54,7 @@ def main(argv: list[str]) -> int:
         return 0
     except CommandError as exc:
         return fail(PROG, str(exc))
-    except Exception as exc:  # noqa: BLE001 - a run folder that does not read: say so
+    except Exception as exc:
         from .._errors import UsageError
 
         if isinstance(exc, (UsageError, OSError, ValueError)):
@@ -68,9 +72,11 @@ def _elsewhere(folder: Path, ref: str) -> str | None:
     except (StoreError, LookupError):
         return None
     where = f" on {row.host}" if row.host else ""
-    return (f"run {row.run_id} is in the run history, but its folder {row.run_dir or '?'} is not "
-            f"on this machine (recorded{where}; deleted?): `anpord db rebuild` drops runs whose "
-            "folder is gone")
+    return (
+        f"run {row.run_id} is in the run history, but its folder {row.run_dir or '?'} is not "
+        f"on this machine (recorded{where}; deleted?): `anpord db rebuild` drops runs whose "
+        "folder is gone"
+    )
 
 
 # -- the grid --------------------------------------------------------------------------------
@@ -85,8 +91,10 @@ def _grid(reading: Any) -> None:
     took = f", {rec.finished_at - rec.started_at:.1f}s" if rec.finished_at else ""
     print(f"run {rec.run_id}  {rec.status}  started {when}{took}")
     planned = sum(len(c.planned) for c in rec.cells)
-    print(f"  {t['trials']} of {planned} trials: {t['passed']} passed, {t['failed'] + t['timed_out']} "
-          f"failed, {t['scored']} scored, {t['void']} void, {t['skipped']} skipped")
+    print(
+        f"  {t['trials']} of {planned} trials: {t['passed']} passed, {t['failed'] + t['timed_out']} "
+        f"failed, {t['scored']} scored, {t['void']} void, {t['skipped']} skipped"
+    )
     if rec.rerun_of:
         print(f"  re-run of the failed trials of {rec.rerun_of}")
     if rec.resumed_at:
@@ -109,20 +117,31 @@ def _grid(reading: Any) -> None:
     col_w = {v: max([len(v)] + [len(texts.get((c, v), "")) for c in cases]) for v in variants}
     print(("case".ljust(case_w) + "".join(f"  {v.ljust(col_w[v])}" for v in variants)).rstrip())
     for case in cases:
-        print((case.ljust(case_w) + "".join(f"  {texts.get((case, v), '').ljust(col_w[v])}"
-                                            for v in variants)).rstrip())
-    bad = [r for r in sorted(reading.trials, key=lambda r: (r.case_id, r.variant, r.trial))
-           if r.verdict not in ("passed", "skipped")]
+        print(
+            (
+                case.ljust(case_w)
+                + "".join(f"  {texts.get((case, v), '').ljust(col_w[v])}" for v in variants)
+            ).rstrip()
+        )
+    bad = [
+        r
+        for r in sorted(reading.trials, key=lambda r: (r.case_id, r.variant, r.trial))
+        if r.verdict not in ("passed", "skipped")
+    ]
     if bad:
         print()
         print("Not passed")
         for r in bad[:50]:
             reason = r.reason or (r.error.message if r.error else "")
-            print(f"  {MARKS[r.verdict]} {r.case_id}  {r.variant}  #{r.trial}  {r.verdict}: {_one_line(reason)}")
+            print(
+                f"  {MARKS[r.verdict]} {r.case_id}  {r.variant}  #{r.trial}  {r.verdict}: {_one_line(reason)}"
+            )
         if len(bad) > 50:
             print(f"  … {len(bad) - 50} more")
     print()
-    print(f"Results: {_rel(reading.run_dir)}   (one trial: anpord show {rec.run_id} CASE [--trial N])")
+    print(
+        f"Results: {_rel(reading.run_dir)}   (one trial: anpord show {rec.run_id} CASE [--trial N])"
+    )
 
 
 # -- one trial -------------------------------------------------------------------------------
@@ -142,12 +161,15 @@ def _pick(reading: Any, case: str, variant: str | None, index: int) -> Any:
         if variant not in labels:
             hits = [v for v in labels if variant in v]
             if len(hits) != 1:
-                raise CommandError(f"--variant {variant!r} names no single variant of {case} "
-                                   f"(its variants: {', '.join(labels)})")
+                raise CommandError(
+                    f"--variant {variant!r} names no single variant of {case} "
+                    f"(its variants: {', '.join(labels)})"
+                )
             variant = hits[0]
     elif len(labels) > 1:
-        raise CommandError(f"{case} ran on several variants: pick one with --variant "
-                           f"({', '.join(labels)})")
+        raise CommandError(
+            f"{case} ran on several variants: pick one with --variant ({', '.join(labels)})"
+        )
     else:
         variant = labels[0]
     for r in reading.trials:
@@ -178,7 +200,10 @@ def _trial(reading: Any, r: Any) -> None:
 
     head = f"{MARKS[r.verdict]} {r.case_id}  {r.variant}  #{r.trial}  {r.verdict}"
     print(head + (f": {_one_line(r.reason)}" if r.reason else ""))
-    print(f"  run {reading.run_id}  duration {r.duration:.2f}s" + (f"  score {r.score:.2f}" if r.score is not None else ""))
+    print(
+        f"  run {reading.run_id}  duration {r.duration:.2f}s"
+        + (f"  score {r.score:.2f}" if r.score is not None else "")
+    )
     try:
         events = reading.events(r)
     except Exception as exc:  # noqa: BLE001 - a damaged events file: show the rest
@@ -201,8 +226,13 @@ def _trial(reading: Any, r: Any) -> None:
         for j in r.judgments:
             bits = [f"choice {j.choice!r}" if j.choice is not None else "no choice"]
             if j.score is not None:
-                bits.append(f"score {j.score:g}" + (f" / {j.threshold:g}" if j.threshold is not None else ""))
-            print(f"  {j.name}  [{j.status}]  {', '.join(bits)}  (model {j.model or '?'}{', cached' if j.cached else ''})")
+                bits.append(
+                    f"score {j.score:g}"
+                    + (f" / {j.threshold:g}" if j.threshold is not None else "")
+                )
+            print(
+                f"  {j.name}  [{j.status}]  {', '.join(bits)}  (model {j.model or '?'}{', cached' if j.cached else ''})"
+            )
             if j.reason:
                 print(f"      reason: {_show(j.reason)}")
             if j.error:
@@ -210,8 +240,10 @@ def _trial(reading: Any, r: Any) -> None:
     if r.usage:
         u = r.usage
         cost = u.get("cost")
-        print(f"\nUsage: {u.get('input_tokens') or 0:g} input tokens, {u.get('output_tokens') or 0:g} "
-              f"output tokens, cost {'unknown' if cost is None else f'${cost:.6f}'}")
+        print(
+            f"\nUsage: {u.get('input_tokens') or 0:g} input tokens, {u.get('output_tokens') or 0:g} "
+            f"output tokens, cost {'unknown' if cost is None else f'${cost:.6f}'}"
+        )
     logs = reading.logs(r)
     if logs:
         print("\nLogs")
@@ -231,8 +263,10 @@ def _trial(reading: Any, r: Any) -> None:
             print(f"  {line}")
     ref = r.events
     if ref is not None:
-        print(f"\nEvents: {ref.count} in {_rel(str(Path(reading.run_dir) / 'events.ndjson'))} "
-              f"(bytes {ref.offset}–{ref.offset + ref.length})")
+        print(
+            f"\nEvents: {ref.count} in {_rel(str(Path(reading.run_dir) / 'events.ndjson'))} "
+            f"(bytes {ref.offset}–{ref.offset + ref.length})"
+        )
 
 
 def _conversation(events: list[Any]) -> None:
@@ -242,14 +276,18 @@ def _conversation(events: list[Any]) -> None:
         if e.type == "message.completed":
             lines.append(f"  {d.get('role', '?')}: {_show(d.get('text', ''))}")
         elif e.type == "tool.called":
-            lines.append(f"  → tool {d.get('name')} ({d.get('call_id', '')}) input: {_show(d.get('input'))}")
+            lines.append(
+                f"  → tool {d.get('name')} ({d.get('call_id', '')}) input: {_show(d.get('input'))}"
+            )
         elif e.type == "tool.result":
             status = d.get("status", "?")
             lines.append(f"  ← tool {d.get('name')} [{status}] output: {_show(d.get('output'))}")
             if d.get("error"):
                 lines.append(f"      error: {_show(d.get('error'))}")
         elif e.type == "input.requested":
-            lines.append(f"  ? input requested: {_show(d.get('prompt'))} options {_show(d.get('options'))}")
+            lines.append(
+                f"  ? input requested: {_show(d.get('prompt'))} options {_show(d.get('options'))}"
+            )
         elif e.type == "input.resolved":
             lines.append(f"  ! input answered: {_show(d.get('option_id', d.get('value')))}")
         elif e.type == "command.completed":

@@ -21,7 +21,7 @@ from ..results._run_record import CellRecord, RunRecord
 from ._planning import Plan, PlannedCase, RunOptions, build_plan
 from .discovery import Project, load_cases, select_files
 
-__all__ = ["Replan", "RERUN_VERDICTS", "options_of", "plan_rerun", "plan_resume"]
+__all__ = ["RERUN_VERDICTS", "Replan", "options_of", "plan_rerun", "plan_resume"]
 
 RERUN_VERDICTS = ("failed", "timed_out", "void")
 
@@ -30,17 +30,25 @@ RERUN_VERDICTS = ("failed", "timed_out", "void")
 class Replan:
     plan: Plan
     notes: list[str] = field(default_factory=list)
-    changed: set[tuple[str, str]] = field(default_factory=set)  # cells whose case or variant changed
+    changed: set[tuple[str, str]] = field(
+        default_factory=set
+    )  # cells whose case or variant changed
 
 
 def options_of(record: RunRecord, **overrides: Any) -> RunOptions:
     """The options a run was started with (``overrides`` win where not None)."""
     o = record.options
     opts = RunOptions(
-        trials=o.get("trials"), timeout=o.get("timeout"),
-        max_concurrency=record.config.get("max_concurrency"), variants=list(o.get("variants") or ()),
-        harness=o.get("harness"), model=o.get("model"), sandbox=o.get("sandbox"),
-        fail_on=o.get("fail_on") or "failures", cache=bool(o.get("cache")), executor=o.get("executor"),
+        trials=o.get("trials"),
+        timeout=o.get("timeout"),
+        max_concurrency=record.config.get("max_concurrency"),
+        variants=list(o.get("variants") or ()),
+        harness=o.get("harness"),
+        model=o.get("model"),
+        sandbox=o.get("sandbox"),
+        fail_on=o.get("fail_on") or "failures",
+        cache=bool(o.get("cache")),
+        executor=o.get("executor"),
         regression_threshold=float(o.get("regression_threshold") or 0.2),
     )
     return replace(opts, **{k: v for k, v in overrides.items() if v is not None})
@@ -49,12 +57,21 @@ def options_of(record: RunRecord, **overrides: Any) -> RunOptions:
 def _variant_change(old: dict[str, Any] | None, new: dict[str, Any]) -> str | None:
     if old is None:
         return None
-    diffs = [f"{k} {old.get(k)!r} → {new.get(k)!r}" for k in new if k != "label" and old.get(k) != new.get(k)]
+    diffs = [
+        f"{k} {old.get(k)!r} → {new.get(k)!r}"
+        for k in new
+        if k != "label" and old.get(k) != new.get(k)
+    ]
     return ", ".join(diffs) or None
 
 
-def _rebuild(project: Project, record: RunRecord, cells: Sequence[CellRecord], opts: RunOptions,
-             replan: Replan) -> tuple[list[PlannedCase], Plan]:
+def _rebuild(
+    project: Project,
+    record: RunRecord,
+    cells: Sequence[CellRecord],
+    opts: RunOptions,
+    replan: Replan,
+) -> tuple[list[PlannedCase], Plan]:
     """The planned cells for ``cells`` of the record, as the eval files define them now."""
     files = sorted({c.file for c in cells if c.file and Path(c.file).is_file()})
     wanted = {c.case_id for c in cells}
@@ -67,18 +84,32 @@ def _rebuild(project: Project, record: RunRecord, cells: Sequence[CellRecord], o
         key = (cell.case_id, cell.variant)
         planned = by_key.get(key)
         if planned is None:
-            gone = "its eval file is gone" if not (cell.file and Path(cell.file).is_file()) else "no longer defined"
+            gone = (
+                "its eval file is gone"
+                if not (cell.file and Path(cell.file).is_file())
+                else "no longer defined"
+            )
             replan.notes.append(f"{cell.case_id} on {cell.variant}: {gone}; its trials cannot run")
             continue
         change = _variant_change(old_variants.get(cell.variant), planned.variant.snapshot())
         if cell.case_hash and planned.case_hash != cell.case_hash:
             replan.changed.add(key)
-            replan.notes.append(f"{cell.case_id} on {cell.variant}: the case changed since the run started")
+            replan.notes.append(
+                f"{cell.case_id} on {cell.variant}: the case changed since the run started"
+            )
         elif change:
             replan.changed.add(key)
-            replan.notes.append(f"{cell.case_id} on {cell.variant}: the variant changed since the run started ({change})")
-        out.append(replace(planned, trials=cell.trials, timeout=cell.timeout,
-                           indices=None if cell.indices is None else tuple(cell.indices)))
+            replan.notes.append(
+                f"{cell.case_id} on {cell.variant}: the variant changed since the run started ({change})"
+            )
+        out.append(
+            replace(
+                planned,
+                trials=cell.trials,
+                timeout=cell.timeout,
+                indices=None if cell.indices is None else tuple(cell.indices),
+            )
+        )
     return out, plan
 
 
@@ -94,8 +125,10 @@ def plan_resume(project: Project, reading: RunReading, opts: RunOptions) -> Repl
         again = [r for r in reading.trials if r.cell_key in replan.changed]
         reading.trials = [r for r in reading.trials if r.cell_key not in replan.changed]
         if again:
-            replan.notes.append(f"{len(again)} finished trial{'s' if len(again) != 1 else ''} of changed "
-                                "cells run again")
+            replan.notes.append(
+                f"{len(again)} finished trial{'s' if len(again) != 1 else ''} of changed "
+                "cells run again"
+            )
         now = {(c.case.id, c.variant.label): c for c in cells}
         for cell in record.cells:
             if (cell.case_id, cell.variant) in now:
@@ -114,11 +147,18 @@ def plan_rerun(project: Project, reading: RunReading, opts: RunOptions) -> Repla
         if r.verdict in RERUN_VERDICTS:
             failed.setdefault(r.cell_key, []).append(r.trial)
     if not failed:
-        raise UsageError(f"nothing to re-run: run {record.run_id} has no failed, timed-out or void trial")
-    cells = [replace(c, indices=sorted(failed[(c.case_id, c.variant)]), summary=None)
-             for c in record.cells if (c.case_id, c.variant) in failed]
+        raise UsageError(
+            f"nothing to re-run: run {record.run_id} has no failed, timed-out or void trial"
+        )
+    cells = [
+        replace(c, indices=sorted(failed[(c.case_id, c.variant)]), summary=None)
+        for c in record.cells
+        if (c.case_id, c.variant) in failed
+    ]
     replan = Replan(Plan(project=project, cells=[]))
     planned, plan = _rebuild(project, record, cells, opts, replan)
-    replan.notes = [n.replace("since the run started", f"since run {record.run_id}") for n in replan.notes]
+    replan.notes = [
+        n.replace("since the run started", f"since run {record.run_id}") for n in replan.notes
+    ]
     replan.plan = replace(plan, cells=planned)
     return replan

@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from ._rows import CellRow
 
-__all__ = ["DEFAULT_THRESHOLD", "CellComparison", "Comparison", "compare_cell", "STATUSES"]
+__all__ = ["DEFAULT_THRESHOLD", "STATUSES", "CellComparison", "Comparison", "compare_cell"]
 
 DEFAULT_THRESHOLD = 0.2
 Status = Literal["regressed", "improved", "unchanged", "incomparable"]
@@ -49,16 +49,25 @@ class CellComparison:
                 return None
             s = row.summary
             return {
-                "run_id": row.run_id, "case_hash": row.case_hash, "harness": row.harness,
-                "model": row.model, "trials": s.trials if s else 0, "passed": s.passed if s else 0,
-                "measured": row.measured, "pass_rate": s.pass_rate if s else None,
+                "run_id": row.run_id,
+                "case_hash": row.case_hash,
+                "harness": row.harness,
+                "model": row.model,
+                "trials": s.trials if s else 0,
+                "passed": s.passed if s else 0,
+                "measured": row.measured,
+                "pass_rate": s.pass_rate if s else None,
                 "deterministic": s.deterministic if s else None,
             }
 
         return {
-            "case_id": self.case_id, "variant": self.variant, "status": self.status,
-            "reason": self.reason, "delta": self.delta,
-            "base": side(self.base), "candidate": side(self.candidate),
+            "case_id": self.case_id,
+            "variant": self.variant,
+            "status": self.status,
+            "reason": self.reason,
+            "delta": self.delta,
+            "base": side(self.base),
+            "candidate": side(self.candidate),
         }
 
 
@@ -116,8 +125,13 @@ def _changes(base: CellRow, cand: CellRow) -> list[str]:
     return out
 
 
-def compare_cell(base: CellRow | None, cand: CellRow, threshold: float = DEFAULT_THRESHOLD,
-                 *, missing: str = "no earlier reading") -> CellComparison:
+def compare_cell(
+    base: CellRow | None,
+    cand: CellRow,
+    threshold: float = DEFAULT_THRESHOLD,
+    *,
+    missing: str = "no earlier reading",
+) -> CellComparison:
     """One cell against its base reading (``None``: there is none; ``missing`` says why)."""
 
     def result(status: Status, reason: str) -> CellComparison:
@@ -148,11 +162,24 @@ def compare_cell(base: CellRow | None, cand: CellRow, threshold: float = DEFAULT
     return result("unchanged", move)
 
 
-def compare_cells(candidate_run: str, cands: Sequence[CellRow],
-                  bases: dict[tuple[str, str], CellRow], threshold: float, *,
-                  base_run: str | None = None, only_in_base: int = 0) -> Comparison:
-    missing = f"not in base run {base_run}" if base_run else "no other reading to compare with: this is its baseline"
+def compare_cells(
+    candidate_run: str,
+    cands: Sequence[CellRow],
+    bases: dict[tuple[str, str], CellRow],
+    threshold: float,
+    *,
+    base_run: str | None = None,
+    only_in_base: int = 0,
+) -> Comparison:
+    missing = (
+        f"not in base run {base_run}"
+        if base_run
+        else "no other reading to compare with: this is its baseline"
+    )
     cmp = Comparison(candidate_run, base_run, threshold, only_in_base=only_in_base)
-    cmp.cells = [compare_cell(bases.get((c.case_id, c.variant)), c, threshold, missing=missing)
-                 for c in cands if c.summary is not None]
+    cmp.cells = [
+        compare_cell(bases.get((c.case_id, c.variant)), c, threshold, missing=missing)
+        for c in cands
+        if c.summary is not None
+    ]
     return cmp

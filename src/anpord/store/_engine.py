@@ -23,22 +23,30 @@ __all__ = ["connect", "describe_failure", "read_version", "translate"]
 CONNECT_TIMEOUT = 5  # seconds to reach a PostgreSQL server
 
 
-def connect(location: StoreLocation, *, busy_timeout: float = 5.0, create: bool = True) -> sa.Engine:
+def connect(
+    location: StoreLocation, *, busy_timeout: float = 5.0, create: bool = True
+) -> sa.Engine:
     """An engine whose schema is current. ``create=False`` refuses to make a new SQLite file."""
     if location.path is not None:
         if not create and not location.path.exists():
-            raise StoreError(f"no run store at {location.display} yet (run `anpord eval`, or "
-                             "`anpord db rebuild` to index the runs already there)")
+            raise StoreError(
+                f"no run store at {location.display} yet (run `anpord eval`, or "
+                "`anpord db rebuild` to index the runs already there)"
+            )
         try:
             location.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise StoreError(f"cannot create {location.display}: {exc.strerror or exc}") from None
-        engine = sa.create_engine(location.url, connect_args={"timeout": busy_timeout},
-                                  poolclass=sa.pool.NullPool)
+        engine = sa.create_engine(
+            location.url, connect_args={"timeout": busy_timeout}, poolclass=sa.pool.NullPool
+        )
         _sqlite_transactions(engine)
     else:
-        engine = sa.create_engine(location.url, poolclass=sa.pool.NullPool,
-                                  connect_args={"connect_timeout": CONNECT_TIMEOUT})
+        engine = sa.create_engine(
+            location.url,
+            poolclass=sa.pool.NullPool,
+            connect_args={"connect_timeout": CONNECT_TIMEOUT},
+        )
     try:
         migrate(engine, location)
     except BaseException:
@@ -84,9 +92,8 @@ def read_version(conn: sa.Connection) -> int | None:
 
 
 def migrate(engine: sa.Engine, location: StoreLocation) -> None:
-    with engine.connect() as conn:
-        with conn.begin():
-            version = read_version(conn)
+    with engine.connect() as conn, conn.begin():
+        version = read_version(conn)
     if version == SCHEMA_VERSION:
         return
     if version is not None and version > SCHEMA_VERSION:
@@ -98,7 +105,9 @@ def migrate(engine: sa.Engine, location: StoreLocation) -> None:
         version = read_version(conn)  # another process may have got here first
         if version is None:
             metadata.create_all(conn)
-            conn.execute(schema_version.insert(), {"version": SCHEMA_VERSION, "applied_at": time.time()})
+            conn.execute(
+                schema_version.insert(), {"version": SCHEMA_VERSION, "applied_at": time.time()}
+            )
             return
         for step in range(version + 1, SCHEMA_VERSION + 1):
             MIGRATIONS[step](conn)

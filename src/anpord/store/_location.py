@@ -13,7 +13,14 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["DB_ENV", "PROJECT_ENV", "StoreError", "StoreLocation", "describe_failure", "store_location"]
+__all__ = [
+    "DB_ENV",
+    "PROJECT_ENV",
+    "StoreError",
+    "StoreLocation",
+    "describe_failure",
+    "store_location",
+]
 
 DB_ENV = "ANPORD_DB"
 PROJECT_ENV = "ANPORD_PROJECT"
@@ -55,21 +62,29 @@ def store_location(project_folder: Path) -> StoreLocation | None:
     if raw.lower() in ("off", "none", "0", "false"):
         return None
     if not raw:
-        return StoreLocation(f"sqlite:///{project_folder / DEFAULT_FILE}", project, project_folder,
-                             project_folder / DEFAULT_FILE)
+        return StoreLocation(
+            f"sqlite:///{project_folder / DEFAULT_FILE}",
+            project,
+            project_folder,
+            project_folder / DEFAULT_FILE,
+        )
     scheme, sep, rest = raw.partition("://")
     if not sep:
-        raise StoreError(f"{DB_ENV}={raw!r} is not a database URL (postgresql://user@host/db, "
-                         "sqlite:///path, or off)")
+        raise StoreError(
+            f"{DB_ENV}={raw!r} is not a database URL (postgresql://user@host/db, "
+            "sqlite:///path, or off)"
+        )
     scheme = scheme.lower()
     if scheme in ("postgresql", "postgres", "postgresql+psycopg"):
         return StoreLocation(f"postgresql+psycopg://{rest}", project, project_folder)
     if scheme == "sqlite":
-        path = Path(rest[1:] if rest.startswith("/") else rest).expanduser()
+        path = Path(rest.removeprefix("/")).expanduser()
         if not path.is_absolute():
             path = project_folder / path
         return StoreLocation(f"sqlite:///{path}", project, project_folder, path)
-    raise StoreError(f"{DB_ENV}: unsupported database {scheme!r} (use postgresql://… or sqlite:///…)")
+    raise StoreError(
+        f"{DB_ENV}: unsupported database {scheme!r} (use postgresql://… or sqlite:///…)"
+    )
 
 
 def describe_failure(exc: BaseException, location: StoreLocation) -> str:
@@ -85,10 +100,17 @@ def describe_failure(exc: BaseException, location: StoreLocation) -> str:
             return f"the run store {where} is locked by another process ({text}): try again when it is done"
         if "not a database" in low or "malformed" in low or "corrupt" in low:
             return f"the run store {where} is damaged ({text}): {REBUILD_HINT}"
-        if "readonly" in low or "read-only" in low or "unable to open" in low or "permission" in low:
+        if (
+            "readonly" in low
+            or "read-only" in low
+            or "unable to open" in low
+            or "permission" in low
+        ):
             return f"cannot write the run store {where} ({text})"
         return f"the run store {where} failed ({text}): {REBUILD_HINT}"
     if type(orig).__name__ in ("OperationalError", "ConnectionTimeout") or "connect" in low:
-        return (f"cannot reach the run store at {where} ({text}): start the database, or unset "
-                "ANPORD_DB to use the project's SQLite file")
+        return (
+            f"cannot reach the run store at {where} ({text}): start the database, or unset "
+            "ANPORD_DB to use the project's SQLite file"
+        )
     return f"the run store at {where} failed ({text})"

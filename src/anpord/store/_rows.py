@@ -7,16 +7,25 @@ Every row has ``to_dict()`` (JSON-ready). The rows are built from the result rec
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
-from typing import Any, Callable
+from typing import Any
 
 from ..results._model import VERDICTS, CellSummary, TrialResult, pass_at_k, pass_hat_k
 from ..results._run_record import CellRecord, RunRecord
 from ._columns import CELL_COLUMNS, COUNTS, RUN_COLUMNS, TRIAL_COLUMNS
 
-__all__ = ["RunRow", "CellRow", "TrialRow", "run_tuple", "cell_tuple", "trial_tuple", "cell_row",
-           "run_row", "trial_row"]
+__all__ = [
+    "CellRow",
+    "RunRow",
+    "TrialRow",
+    "cell_row",
+    "cell_tuple",
+    "run_row",
+    "run_tuple",
+    "trial_row",
+    "trial_tuple",
+]
 
 
 @dataclass(frozen=True)
@@ -107,7 +116,7 @@ class TrialRow:
 def run_tuple(record: RunRecord, run_dir: str | None, indexed_at: float) -> tuple[Any, ...]:
     totals = record.totals
     usage = record.usage or {}
-    values = {
+    values: dict[str, Any] = {
         "status": record.status,
         "started_at": float(record.started_at),
         "finished_at": record.finished_at,
@@ -132,24 +141,51 @@ def run_tuple(record: RunRecord, run_dir: str | None, indexed_at: float) -> tupl
     return tuple(values[c] for c in RUN_COLUMNS)
 
 
-def cell_tuple(idx: int, cell: CellRecord, variant: Mapping[str, Any],
-               summary: CellSummary | None) -> tuple[Any, ...]:
+def cell_tuple(
+    idx: int, cell: CellRecord, variant: Mapping[str, Any], summary: CellSummary | None
+) -> tuple[Any, ...]:
     if summary is None:
         figures: tuple[Any, ...] = (0,) * len(COUNTS) + (None, None, None, None)
     else:
-        figures = (summary.trials, summary.passed, summary.scored, summary.failed,
-                   summary.timed_out, summary.void, summary.skipped, summary.pass_rate,
-                   summary.pass_at_k, summary.pass_hat_k, summary.deterministic)
-    return (idx, cell.case_id, cell.variant, cell.case_hash, variant.get("harness"),
-            variant.get("model"), variant.get("profile"), len(cell.planned), *figures)
+        figures = (
+            summary.trials,
+            summary.passed,
+            summary.scored,
+            summary.failed,
+            summary.timed_out,
+            summary.void,
+            summary.skipped,
+            summary.pass_rate,
+            summary.pass_at_k,
+            summary.pass_hat_k,
+            summary.deterministic,
+        )
+    return (
+        idx,
+        cell.case_id,
+        cell.variant,
+        cell.case_hash,
+        variant.get("harness"),
+        variant.get("model"),
+        variant.get("profile"),
+        len(cell.planned),
+        *figures,
+    )
 
 
-def trial_tuple(result: TrialResult, cell_idx: int, redact: Callable[[str], str]) -> tuple[Any, ...]:
+def trial_tuple(
+    result: TrialResult, cell_idx: int, redact: Callable[[str], str]
+) -> tuple[Any, ...]:
     """A trial's columns. Text a trial carries is redacted as its artifacts are."""
     usage, error, events = result.usage, result.error, result.events
     return (
-        cell_idx, result.trial, result.verdict, redact(result.reason) if result.reason else "",
-        float(result.duration), float(result.started_at), result.score,
+        cell_idx,
+        result.trial,
+        result.verdict,
+        redact(result.reason) if result.reason else "",
+        float(result.duration),
+        float(result.started_at),
+        result.score,
         usage.get("input_tokens") if usage else None,
         usage.get("output_tokens") if usage else None,
         usage.get("cost") if usage else None,
@@ -169,52 +205,89 @@ def variants_by_label(record: RunRecord) -> dict[str, Mapping[str, Any]]:
 # -- rows read back -------------------------------------------------------------------------
 
 
-def _usage(m: Mapping[str, Any]) -> dict[str, float | None]:
+def _usage(m: Mapping[Any, Any]) -> dict[str, float | None]:
     if all(m.get(k) is None for k in ("input_tokens", "output_tokens", "cost")):
         return {}
     return {k: m.get(k) for k in ("input_tokens", "output_tokens", "cost")}
 
 
-def run_row(m: Mapping[str, Any]) -> RunRow:
+def run_row(m: Mapping[Any, Any]) -> RunRow:
     return RunRow(
-        run_id=m["run_id"], status=m["status"], started_at=m["started_at"],
-        finished_at=m["finished_at"], host=m["host"], run_dir=m["run_dir"],
-        evals_root=m["evals_root"], anpord_version=m["anpord_version"],
+        run_id=m["run_id"],
+        status=m["status"],
+        started_at=m["started_at"],
+        finished_at=m["finished_at"],
+        host=m["host"],
+        run_dir=m["run_dir"],
+        evals_root=m["evals_root"],
+        anpord_version=m["anpord_version"],
         variants=[v for v in (m["variants"] or "").split("\n") if v],
         planned_trials=m["planned_trials"],
-        totals={c: int(m[c] or 0) for c in COUNTS}, usage=_usage(m),
-        exit_code=m["exit_code"], fail_on=m["fail_on"], rerun_of=m["rerun_of"],
-        resumed=m["resumed"], note=m["note"],
+        totals={c: int(m[c] or 0) for c in COUNTS},
+        usage=_usage(m),
+        exit_code=m["exit_code"],
+        fail_on=m["fail_on"],
+        rerun_of=m["rerun_of"],
+        resumed=m["resumed"],
+        note=m["note"],
     )
 
 
-def cell_row(m: Mapping[str, Any], run_id: str) -> CellRow:
+def cell_row(m: Mapping[Any, Any], run_id: str) -> CellRow:
     summary = None
     if m["trials"]:
         measured = m["trials"] - m["void"] - m["skipped"]
         det = m["deterministic"]
         summary = CellSummary(
-            case_id=m["case_id"], variant=m["variant"], trials=m["trials"], passed=m["passed"],
-            scored=m["scored"], failed=m["failed"], timed_out=m["timed_out"], void=m["void"],
+            case_id=m["case_id"],
+            variant=m["variant"],
+            trials=m["trials"],
+            passed=m["passed"],
+            scored=m["scored"],
+            failed=m["failed"],
+            timed_out=m["timed_out"],
+            void=m["void"],
             skipped=m["skipped"],
             pass_rate=m["pass_rate"] if measured else None,
-            pass_at_k=m["pass_at_k"] if m["pass_at_k"] is not None else pass_at_k(measured, m["passed"], measured),
-            pass_hat_k=m["pass_hat_k"] if m["pass_hat_k"] is not None else pass_hat_k(measured, m["passed"], measured),
+            pass_at_k=m["pass_at_k"]
+            if m["pass_at_k"] is not None
+            else pass_at_k(measured, m["passed"], measured),
+            pass_hat_k=m["pass_hat_k"]
+            if m["pass_hat_k"] is not None
+            else pass_hat_k(measured, m["passed"], measured),
             deterministic=bool(det) if det is not None else True,
         )
-    return CellRow(run_id=run_id, case_id=m["case_id"], variant=m["variant"],
-                   case_hash=m["case_hash"], harness=m["harness"], model=m["model"],
-                   profile=m["profile"], planned=m["planned"], summary=summary)
+    return CellRow(
+        run_id=run_id,
+        case_id=m["case_id"],
+        variant=m["variant"],
+        case_hash=m["case_hash"],
+        harness=m["harness"],
+        model=m["model"],
+        profile=m["profile"],
+        planned=m["planned"],
+        summary=summary,
+    )
 
 
-def trial_row(m: Mapping[str, Any], run_id: str) -> TrialRow:
+def trial_row(m: Mapping[Any, Any], run_id: str) -> TrialRow:
     return TrialRow(
-        run_id=run_id, case_id=m["case_id"], variant=m["variant"], trial=m["trial"],
-        verdict=m["verdict"], reason=m["reason"], duration=m["duration"],
-        started_at=m["started_at"], score=m["score"], usage=_usage(m),
-        error_kind=m["error_kind"], error_message=m["error_message"],
-        events_offset=m["events_offset"], events_length=m["events_length"],
-        events_count=m["events_count"], attempt=m["attempt"],
+        run_id=run_id,
+        case_id=m["case_id"],
+        variant=m["variant"],
+        trial=m["trial"],
+        verdict=m["verdict"],
+        reason=m["reason"],
+        duration=m["duration"],
+        started_at=m["started_at"],
+        score=m["score"],
+        usage=_usage(m),
+        error_kind=m["error_kind"],
+        error_message=m["error_message"],
+        events_offset=m["events_offset"],
+        events_length=m["events_length"],
+        events_count=m["events_count"],
+        attempt=m["attempt"],
     )
 
 

@@ -16,19 +16,30 @@ import sqlalchemy as sa
 
 from ._columns import COUNTS, SCHEMA_VERSION
 
-__all__ = ["SCHEMA_VERSION", "MIGRATIONS", "metadata", "runs", "cells", "trials", "baselines",
-           "baseline_sets", "schema_version"]
+__all__ = [
+    "MIGRATIONS",
+    "SCHEMA_VERSION",
+    "baseline_sets",
+    "baselines",
+    "cells",
+    "metadata",
+    "runs",
+    "schema_version",
+    "trials",
+]
 
 metadata = sa.MetaData()
 
 schema_version = sa.Table(
-    "schema_version", metadata,
+    "schema_version",
+    metadata,
     sa.Column("version", sa.Integer, primary_key=True, autoincrement=False),
     sa.Column("applied_at", sa.Float, nullable=False),
 )
 
 runs = sa.Table(
-    "runs", metadata,
+    "runs",
+    metadata,
     sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
     sa.Column("project", sa.String(200), nullable=False),
     sa.Column("run_id", sa.String(100), nullable=False),
@@ -56,7 +67,8 @@ runs = sa.Table(
 )
 
 cells = sa.Table(
-    "cells", metadata,
+    "cells",
+    metadata,
     sa.Column("run_pk", sa.Integer, sa.ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True),
     sa.Column("idx", sa.Integer, primary_key=True, autoincrement=False),  # its place in the plan
     sa.Column("case_id", sa.Text, nullable=False),
@@ -75,7 +87,8 @@ cells = sa.Table(
 )
 
 trials = sa.Table(
-    "trials", metadata,
+    "trials",
+    metadata,
     sa.Column("run_pk", sa.Integer, sa.ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True),
     sa.Column("cell_idx", sa.Integer, primary_key=True, autoincrement=False),
     sa.Column("trial", sa.Integer, primary_key=True, autoincrement=False),
@@ -98,7 +111,8 @@ trials = sa.Table(
 # Each cell's baseline reading: its first reading that measured something, or the cell of the run
 # last named by `anpord baseline set` (explicit).
 baselines = sa.Table(
-    "baselines", metadata,
+    "baselines",
+    metadata,
     sa.Column("project", sa.String(200), primary_key=True),
     sa.Column("case_id", sa.Text, primary_key=True),
     sa.Column("variant", sa.Text, primary_key=True),
@@ -109,7 +123,8 @@ baselines = sa.Table(
 
 # Every `anpord baseline set RUN`, so a rebuild can replay them.
 baseline_sets = sa.Table(
-    "baseline_sets", metadata,
+    "baseline_sets",
+    metadata,
     sa.Column("project", sa.String(200), primary_key=True),
     sa.Column("run_id", sa.String(100), primary_key=True),
     sa.Column("set_at", sa.Float, nullable=False),

@@ -28,8 +28,14 @@ from ..results._reader import (
 from ._location import StoreError, StoreLocation
 from ._store import Store
 
-__all__ = ["BASELINES_FILE", "RebuildReport", "catch_up", "rebuild", "read_baseline_sets",
-           "record_baseline_set"]
+__all__ = [
+    "BASELINES_FILE",
+    "RebuildReport",
+    "catch_up",
+    "read_baseline_sets",
+    "rebuild",
+    "record_baseline_set",
+]
 
 BASELINES_FILE = Path(".anpord") / "baselines.json"
 
@@ -138,9 +144,9 @@ def rebuild(location: StoreLocation) -> RebuildReport:
     return report
 
 
-def _rebuild_file(location: StoreLocation, report: RebuildReport, sets: list[tuple[str, float]]) -> None:
-    assert location.path is not None
-    path = location.path
+def _rebuild_file(
+    location: StoreLocation, report: RebuildReport, sets: list[tuple[str, float]]
+) -> None:
     old = _lock_old(location)  # a writer at work on the old file: wait for it, never lose it
     try:
         _swap_in(location, report, sets)
@@ -163,8 +169,10 @@ def _lock_old(location: StoreLocation) -> Any:
     except sqlite3.DatabaseError as exc:
         db.close()
         if "locked" in str(exc) or "busy" in str(exc):
-            raise StoreError(f"the run store {location.display} is locked by another process (a run "
-                             "in progress?): rebuild it when that is done") from None
+            raise StoreError(
+                f"the run store {location.display} is locked by another process (a run "
+                "in progress?): rebuild it when that is done"
+            ) from None
         return None  # damaged: nothing in it to protect
     return db
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from collections.abc import Sequence
-from typing import Any, Callable
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from .._errors import exception_line
 from ..results._model import TrialResult
@@ -54,7 +54,10 @@ class StoreWriter:
 
     def add(self, result: TrialResult) -> None:
         self._pending.append(result)
-        if len(self._pending) >= FLUSH_TRIALS or time.monotonic() - self._last_flush >= FLUSH_SECONDS:
+        if (
+            len(self._pending) >= FLUSH_TRIALS
+            or time.monotonic() - self._last_flush >= FLUSH_SECONDS
+        ):
             self.flush()
 
     def flush(self) -> None:
@@ -63,8 +66,14 @@ class StoreWriter:
             self._pending = []
         self._last_flush = time.monotonic()
 
-    def finish(self, record: RunRecord, *, compare: bool = False, threshold: float = 0.2,
-               wait: float = FINISH_WAIT) -> Any:
+    def finish(
+        self,
+        record: RunRecord,
+        *,
+        compare: bool = False,
+        threshold: float = 0.2,
+        wait: float = FINISH_WAIT,
+    ) -> Any:
         """Write what is left and the run's final state; with ``compare``, return the run's
         ``Comparison`` with its cells' baselines (``None`` when the store failed: see
         ``failure``)."""
@@ -72,7 +81,8 @@ class StoreWriter:
         self._ops.put(("finish", (record, compare, threshold)))
         if not self._done.wait(wait):
             self.failure = self.failure or (
-                f"the run store {self.location.display} did not answer within {wait:.0f}s")
+                f"the run store {self.location.display} did not answer within {wait:.0f}s"
+            )
             return None
         return self._comparison if self.failure is None else None
 
@@ -123,8 +133,13 @@ class StoreWriter:
             # run's plan is in its run.json, its trials' cell_idx the place of their cell there.
             record, done = arg
             self._places = {(c.case_id, c.variant): i for i, c in enumerate(record.cells)}
-            self._pk = w.put_run(db, self.location.project, record.run_id,
-                                 run_tuple(record, self.run_dir, time.time()), replace=True)
+            self._pk = w.put_run(
+                db,
+                self.location.project,
+                record.run_id,
+                run_tuple(record, self.run_dir, time.time()),
+                replace=True,
+            )
             self._write_trials(db, done)
             return
         assert self._pk is not None
@@ -133,14 +148,26 @@ class StoreWriter:
         elif op == "finish":
             record, compare, threshold = arg
             variants = variants_by_label(record)
-            w.put_cells(db, self._pk, [cell_tuple(i, c, variants.get(c.variant, {}), c.summary)
-                                       for i, c in enumerate(record.cells)])
-            w.put_run(db, self.location.project, record.run_id,
-                      run_tuple(record, self.run_dir, time.time()), replace=False)
+            w.put_cells(
+                db,
+                self._pk,
+                [
+                    cell_tuple(i, c, variants.get(c.variant, {}), c.summary)
+                    for i, c in enumerate(record.cells)
+                ],
+            )
+            w.put_run(
+                db,
+                self.location.project,
+                record.run_id,
+                run_tuple(record, self.run_dir, time.time()),
+                replace=False,
+            )
             w.first_readings(db, self.location.project, self._pk)
             if compare:
-                self._comparison = w.compare_with_baselines(db, self.location.project, record.run_id,
-                                                            self._pk, threshold)
+                self._comparison = w.compare_with_baselines(
+                    db, self.location.project, record.run_id, self._pk, threshold
+                )
 
     def _write_trials(self, db: Any, results: list[TrialResult]) -> None:
         from . import _writes as w
@@ -152,4 +179,5 @@ class StoreWriter:
             idx = places.get(r.cell_key)
             if idx is not None:  # a later attempt of the same trial replaces the earlier
                 rows[(idx, r.trial)] = trial_tuple(r, idx, redact)
+        assert self._pk is not None
         w.put_trials(db, self._pk, list(rows.values()))

@@ -78,24 +78,25 @@ class Db:
         self.raw.commit()
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(Exception):  # closing a broken connection
             self.raw.close()
-        except Exception:  # noqa: BLE001 - closing a broken connection
-            pass
 
 
 def _connect_raw(location: StoreLocation, busy_timeout: float) -> tuple[Any, str]:
     if location.path is not None:
         import sqlite3
 
-        raw = sqlite3.connect(location.path, timeout=busy_timeout, isolation_level=None,
-                              check_same_thread=False)
+        raw = sqlite3.connect(
+            location.path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
+        )
         raw.execute("PRAGMA journal_mode=WAL")
         raw.execute("PRAGMA synchronous=NORMAL")
         return raw, "sqlite"
     import psycopg
 
-    return psycopg.connect(location.url.replace("+psycopg", "", 1), connect_timeout=CONNECT_TIMEOUT), "postgresql"
+    return psycopg.connect(
+        location.url.replace("+psycopg", "", 1), connect_timeout=CONNECT_TIMEOUT
+    ), "postgresql"
 
 
 def read_schema_version(db: Db) -> int | None:
@@ -114,15 +115,16 @@ def open_db(location: StoreLocation, *, busy_timeout: float = 5.0, create: bool 
     one thing that imports SQLAlchemy. Raises ``StoreError``."""
     from ._location import describe_failure
 
-    if location.path is not None and not location.path.exists():
-        if not create:
-            raise StoreError(f"no run store at {location.display} yet (run `anpord eval`, or "
-                             "`anpord db rebuild` to file the runs already there)")
+    if location.path is not None and not location.path.exists() and not create:
+        raise StoreError(
+            f"no run store at {location.display} yet (run `anpord eval`, or "
+            "`anpord db rebuild` to file the runs already there)"
+        )
     try:
         if location.path is not None:
             location.path.parent.mkdir(parents=True, exist_ok=True)
         raw, kind = _connect_raw(location, busy_timeout)
-    except Exception as exc:  # noqa: BLE001 - the driver's own errors
+    except Exception as exc:
         raise StoreError(describe_failure(exc, location)) from exc
     db = Db(raw, kind, location)
     try:
@@ -130,11 +132,13 @@ def open_db(location: StoreLocation, *, busy_timeout: float = 5.0, create: bool 
         if version != SCHEMA_VERSION:
             from ._engine import connect
 
-            connect(location, busy_timeout=busy_timeout).dispose()  # creates or migrates, or refuses
+            connect(
+                location, busy_timeout=busy_timeout
+            ).dispose()  # creates or migrates, or refuses
     except StoreError:
         db.close()
         raise
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         db.close()
         raise StoreError(describe_failure(exc, location)) from exc
     return db
@@ -204,7 +208,9 @@ def delete_run(db: Db, pk: int) -> None:
 
 def set_baseline(db: Db, project: str, run_id: str, pk: int, set_at: float) -> int:
     """Every measured cell of the run becomes its cell's baseline. Returns how many."""
-    found = db.all(f"SELECT case_id, variant, idx FROM cells WHERE run_pk = ? AND {_MEASURED} > 0", (pk,))
+    found = db.all(
+        f"SELECT case_id, variant, idx FROM cells WHERE run_pk = ? AND {_MEASURED} > 0", (pk,)
+    )
     db.executemany(
         "INSERT INTO baselines (project, case_id, variant, run_pk, cell_idx, explicit) "
         "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (project, case_id, variant) DO UPDATE SET "
@@ -222,7 +228,9 @@ def set_baseline(db: Db, project: str, run_id: str, pk: int, set_at: float) -> i
 def reset_baselines(db: Db, project: str) -> None:
     """Each cell's baseline back to its first reading that measured something."""
     db.execute("DELETE FROM baselines WHERE project = ?", (project,)).close()
-    for row in db.all("SELECT id FROM runs WHERE project = ? ORDER BY started_at, run_id", (project,)):
+    for row in db.all(
+        "SELECT id FROM runs WHERE project = ? ORDER BY started_at, run_id", (project,)
+    ):
         first_readings(db, project, int(row["id"]))
 
 
@@ -253,7 +261,10 @@ def compare_with_baselines(db: Db, project: str, run_id: str, pk: int, threshold
     from ._rows import cell_row
 
     cands = [cell_row(m, run_id) for m in run_cells(db, pk)]
-    bases = {(m["case_id"], m["variant"]): cell_row(m, m["run_id"]) for m in baseline_cells(db, project, pk)}
+    bases = {
+        (m["case_id"], m["variant"]): cell_row(m, m["run_id"])
+        for m in baseline_cells(db, project, pk)
+    }
     return compare_cells(run_id, cands, bases, threshold)
 
 
