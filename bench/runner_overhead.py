@@ -141,9 +141,15 @@ def _scenario(kind: str, n: int, cpu: int | None) -> dict[str, Any]:
     trivial run with artifacts off: a diagnostic that separates runner cost from file-system cost."""
     pinned = _pin(cpu)
     artifacts = kind != "trials-noart"
-    kind = "trials" if kind == "trials-noart" else kind
+    history = kind not in ("trials-noart", "trials-nohist")
+    kind = "trials" if kind.startswith("trials") else kind
     conc = 8 if kind == "trials" else n
     folder = _make_project(kind, n, conc)
+    if history and kind == "trials":
+        # A project with history: its run store exists (creating one, once, imports SQLAlchemy).
+        # Made by another process, so this one imports only what a run imports.
+        subprocess.run([sys.executable, "-c", "import sys; from anpord.store import open_store; "
+                        "open_store(sys.argv[1]).close()", str(folder)], check=True)
     os.chdir(folder)
     try:
         from anpord.runner import (
@@ -159,11 +165,11 @@ def _scenario(kind: str, n: int, cpu: int | None) -> dict[str, Any]:
         t0 = time.perf_counter()
         project = find_project([])
         cases = load_cases(select_files(project, []))
-        opts = RunOptions(artifacts=artifacts)
+        opts = RunOptions(artifacts=artifacts, history=history)
         plan = build_plan(project, cases, opts)
         t1 = time.perf_counter()
         before = resource.getrusage(resource.RUSAGE_SELF)
-        summary = execute(plan, opts, reporters=[])
+        summary = execute(plan, opts, reporters=[]).summary
         after = resource.getrusage(resource.RUSAGE_SELF)
         t2 = time.perf_counter()
         out: dict[str, Any] = {
@@ -246,7 +252,8 @@ def main() -> int:
         "--cpu", type=int, default=None, help="core to pin to (default: the last allowed)"
     )
     ap.add_argument("--no-cli", action="store_true", help="skip the CLI run")
-    ap.add_argument("--child", choices=["trials", "trials-noart", "parked"], help=argparse.SUPPRESS)
+    ap.add_argument("--child", choices=["trials", "trials-nohist", "trials-noart", "parked"],
+                    help=argparse.SUPPRESS)
     ap.add_argument("--n", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+from pathlib import Path
 
 import pytest
 from results_factories import (
@@ -376,7 +377,7 @@ def test_grid_details_trials_that_failed_alike_once() -> None:
     assert sum(1 for line in lines if "expected: 'Rain'" in line) == 1
 
 
-def test_a_trials_score_is_the_same_number_in_console_json_junit_and_record(tmp_path: Any) -> None:
+def test_a_trials_score_is_the_same_number_in_console_json_junit_and_record(tmp_path: Path) -> None:
     """One definition: the mean of the trial's soft checks' scores, wherever it is shown."""
     import json
     import xml.etree.ElementTree as ET

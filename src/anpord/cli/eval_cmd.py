@@ -13,7 +13,7 @@ from typing import Any, TextIO
 
 from ._args import Parser, positive_float, positive_int
 
-__all__ = ["main", "build_parser"]
+__all__ = ["build_parser", "main"]
 
 DESCRIPTION = """Run eval cases. IDS_OR_PATHS are eval ids (`weather/brooklyn`), id prefixes (`weather`),
 case ids (`sql/0003`), eval files or folders; none runs everything under the evals root."""
@@ -40,8 +40,21 @@ def build_parser() -> Parser:
     p.add_argument("--sandbox", metavar="S", help="override the sandbox on every selected variant")
     p.add_argument("--cache", action="store_true",
                    help="reuse model and judge calls from earlier runs (keyed on the request and the trial index)")
+    again = p.add_mutually_exclusive_group()
+    again.add_argument("--resume", metavar="RUN",
+                       help="finish a run that died: run only its missing trials, into the same run")
+    again.add_argument("--rerun-failed", metavar="RUN",
+                       help="run the failed, timed-out and void trials of RUN again, as a new run")
+    p.add_argument("--regression-threshold", type=_threshold, default=None, metavar="D",
+                   help="the pass-rate drop that makes a cell regressed (default 0.2)")
     p.add_argument("--no-artifacts", action="store_true", help=argparse.SUPPRESS)
     return p
+
+
+def _threshold(text: str) -> float:
+    from .compare_cmd import threshold
+
+    return threshold(text)
 
 
 def _fail(message: str) -> int:
@@ -54,8 +67,15 @@ def main(argv: list[str]) -> int:
     fail_on = "strict" if args.strict else (args.fail_on or "failures")
     if args.strict and args.fail_on and args.fail_on != "strict":
         return _fail(f"--strict contradicts --fail-on {args.fail_on}")
-    if fail_on == "regressed":
-        return _fail("--fail-on regressed needs a baseline to compare with, and baselines are not available yet")
+    if args.resume or args.rerun_failed:
+        which = "--resume" if args.resume else "--rerun-failed"
+        extra = [flag for flag, given in (
+            ("IDS_OR_PATHS", args.targets), ("--tag", args.tag), ("--exclude-tag", args.exclude_tag),
+            ("--variant", args.variant), ("--trials", args.trials), ("--timeout", args.timeout),
+            ("--harness", args.harness), ("--model", args.model), ("--sandbox", args.sandbox),
+            ("--list", args.list)) if given]
+        if extra:
+            return _fail(f"{which} runs what the run planned: it takes no {', '.join(extra)}")
     if args.junit:
         # Resolved now, against the caller's folder: an agent that changes the working folder
         # during the run must not move where the report goes.
@@ -90,7 +110,7 @@ def _guarded_streams(as_json: bool) -> Iterator[TextIO]:
         return
 
     def text(fd: int, like: TextIO) -> TextIO:
-        return open(  # noqa: SIM115 - closed below, before the descriptors are put back
+        return open(
             fd, "w", encoding=getattr(like, "encoding", None) or "utf-8",
             errors=getattr(like, "errors", None) or "strict", closefd=False, buffering=1,
         )
@@ -121,18 +141,23 @@ def _run(args: argparse.Namespace, fail_on: str, out: TextIO) -> int:
     try:
         project = find_project(args.targets)
         _sweep(project.folder)
+        from ..runner._run import RunOptions, build_plan
+
+        opts = RunOptions(
+            trials=args.trials, timeout=args.timeout, max_concurrency=args.max_concurrency,
+            variants=args.variant, harness=args.harness, model=args.model, sandbox=args.sandbox,
+            fail_on=fail_on, artifacts=not args.no_artifacts, cache=args.cache, compare=True,
+            regression_threshold=args.regression_threshold or 0.2,
+        )
+        if opts.fail_on == "regressed" and not args.list:
+            _check_history(project.folder, opts)
+        if args.resume or args.rerun_failed:
+            return _again(args, project, opts, out)
         files = select_files(project, args.targets)
         loaded = load_cases(files)
         cases = filter_tags(loaded, args.tag, args.exclude_tag)
         if args.list:
             return _list(cases, args.json, out)
-        from ..runner._run import RunOptions, build_plan, execute
-
-        opts = RunOptions(
-            trials=args.trials, timeout=args.timeout, max_concurrency=args.max_concurrency,
-            variants=args.variant, harness=args.harness, model=args.model, sandbox=args.sandbox,
-            fail_on=fail_on, artifacts=not args.no_artifacts, cache=args.cache,
-        )
         if not cases:
             if loaded:
                 raise UsageError("nothing to run: no selected case matches --tag/--exclude-tag")
@@ -149,20 +174,80 @@ def _run(args: argparse.Namespace, fail_on: str, out: TextIO) -> int:
             # A CI step parsing stdout gets a document saying why, not an empty stream.
             out.write(json.dumps({"error": str(exc), "exit_code": 2}, ensure_ascii=False) + "\n")
         return _fail(str(exc))
+    # What leaves the run folder keeps the same secrets out as its artifacts: console, reports.
+    return _execute(args, fail_on, out, project, plan, opts)
 
+
+def _check_history(project_folder: Path, opts: Any) -> None:
+    """``--fail-on regressed`` needs the run store: a store that cannot be used is exit 2 before
+    anything runs."""
+    from ..runner.discovery import UsageError
+    from ..store import StoreError, open_store
+
+    if not opts.artifacts:
+        raise UsageError("--fail-on regressed compares with the run history, which --no-artifacts does not keep")
+    try:
+        open_store(project_folder).close()
+    except StoreError as exc:
+        raise UsageError(f"--fail-on regressed needs the run history: {exc}") from None
+
+
+def _again(args: argparse.Namespace, project: Any, opts: Any, out: TextIO) -> int:
+    """``--resume RUN`` and ``--rerun-failed RUN``."""
+    from dataclasses import replace
+
+    from ..results._reader import read_run
+    from ..runner._resume import options_of, plan_rerun, plan_resume
+    from ..runner.discovery import UsageError
+
+    ref = args.resume or args.rerun_failed
+    try:
+        reading = read_run(ref, project=project.folder)
+        overrides = {"fail_on": opts.fail_on if (args.fail_on or args.strict) else None,
+                     "max_concurrency": args.max_concurrency, "cache": True if args.cache else None,
+                     "regression_threshold": args.regression_threshold}
+        again = replace(options_of(reading.record, **overrides), artifacts=opts.artifacts, compare=True)
+        if args.resume:
+            if reading.status == "running":
+                owner = reading.record.owner
+                raise UsageError(f"run {reading.run_id} is still running (process {owner.get('pid')} on "
+                                 f"{owner.get('host')}): wait for it, or stop it first")
+            replan = plan_resume(project, reading, again)
+            done = {r.key for r in reading.trials}
+            missing = sum(1 for c in replan.plan.cells for i in c.planned
+                          if (c.case.id, c.variant.label, i) not in done)
+        else:
+            again = replace(again, rerun_of=reading.run_id)
+            replan = plan_rerun(project, reading, again)
+            missing = replan.plan.total_trials
+        for note in replan.notes:
+            print(f"anpord eval: {note}", file=sys.stderr)
+        if not missing:
+            raise UsageError(f"nothing to resume: run {reading.run_id} has every trial it can run")
+    except UsageError as exc:
+        if args.json:
+            out.write(json.dumps({"error": str(exc), "exit_code": 2}, ensure_ascii=False) + "\n")
+        return _fail(str(exc))
+    what = (f"resuming run {reading.run_id}: {missing} trial{'s' if missing != 1 else ''} to run"
+            if args.resume else
+            f"re-running {missing} failed, timed-out and void trial{'s' if missing != 1 else ''} of run {reading.run_id}")
+    print(f"anpord eval: {what}", file=sys.stderr)
+    return _execute(args, again.fail_on, out, project, replan.plan, again,
+                    resume=reading if args.resume else None)
+
+
+def _execute(args: argparse.Namespace, fail_on: str, out: TextIO, project: Any, plan: Any, opts: Any,
+             resume: Any = None) -> int:
     from ..results._redact import Redactor
     from ..results.console import ConsoleReporter
-    from ..runner._run import late_signals, secret_values
+    from ..runner._run import execute, late_signals, secret_values
 
-    # What leaves the run folder keeps the same secrets out as its artifacts: console, reports.
     redact = Redactor(secret_values(plan))
     console_stream = sys.stderr if args.json else sys.stdout
     console = ConsoleReporter(console_stream, verbose=args.verbose, redact=redact)
     reporters = [console, *project.config.reporters]
-
     with late_signals() as late:
-        code = _report(args, fail_on, out, redact, execute(plan, opts, reporters))
-    # A signal after the run ended (while reports were written): its documented exit code.
+        code = _report(args, fail_on, out, redact, execute(plan, opts, reporters, resume=resume))
     return 128 + late[0] if late else code
 
 

@@ -15,6 +15,13 @@ commands:
   init [DIR]               scaffold evals/ with a config and one example
   serve SPEC               serve a Python agent over the HTTP agent protocol (see `anpord serve --help`)
   harnesses                which coding-agent CLIs are installed, their versions, what each needs
+  runs                     recent runs: id, when, totals, status
+  show RUN [CASE]          a run's grid, or one trial in full
+  compare [BASE] [CAND]    each cell of a run against its baseline (or another run)
+  baseline set RUN         make every cell of RUN the baseline later runs are compared with
+  db rebuild               re-create the run store from the run folders
+
+RUN is a run id, a unique prefix of one, or `latest`.
 
 options:
   -h, --help               show this help
@@ -27,6 +34,11 @@ COMMANDS = {
     "init": ".init_cmd",
     "serve": ".serve_cmd",
     "harnesses": ".harnesses_cmd",
+    "runs": ".runs_cmd",
+    "show": ".show_cmd",
+    "compare": ".compare_cmd",
+    "baseline": ".baseline_cmd",
+    "db": ".db_cmd",
 }
 
 

@@ -439,6 +439,8 @@ class RunSummary:
     duration: float
     interrupted: bool = False
     usage: dict[str, float | None] = field(default_factory=dict)
+    # The run's cells against their baselines (an ``anpord.store.Comparison``), when compared.
+    comparison: Any = None
 
     def closing_line(self) -> str:
         """``N passed, N failed`` (+ scored/void/skipped when non-zero). Timed-out counts as failed."""

@@ -22,7 +22,8 @@ RUN_STATUSES: tuple[RunStatus, ...] = ("running", "finished", "interrupted", "cr
 class CellRecord:
     """One planned cell: the case on a variant, its planned trials and timeout, the eval file, a
     hash of the case's content (the eval file's text and the case's row), and once trials have
-    finished, its distribution."""
+    finished, its distribution. ``indices`` names the trials a run re-runs (``--rerun-failed``):
+    then only those of the cell's ``trials`` are planned; ``None`` plans them all."""
 
     case_id: str
     variant: str
@@ -31,9 +32,14 @@ class CellRecord:
     file: str | None = None
     case_hash: str | None = None
     summary: CellSummary | None = None
+    indices: list[int] | None = None
+
+    @property
+    def planned(self) -> list[int]:
+        return list(self.indices) if self.indices is not None else list(range(self.trials))
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "case_id": self.case_id,
             "variant": self.variant,
             "trials": self.trials,
@@ -42,10 +48,14 @@ class CellRecord:
             "case_hash": self.case_hash,
             "summary": self.summary.to_dict() if self.summary is not None else None,
         }
+        if self.indices is not None:
+            out["indices"] = list(self.indices)
+        return out
 
     @classmethod
     def from_dict(cls, raw: Mapping[str, Any]) -> CellRecord:
         summary = raw.get("summary")
+        indices = raw.get("indices")
         return cls(
             case_id=_need(raw, "case_id", "cell"),
             variant=_need(raw, "variant", "cell"),
@@ -54,6 +64,7 @@ class CellRecord:
             file=raw.get("file"),
             case_hash=raw.get("case_hash"),
             summary=CellSummary.from_dict(summary) if summary is not None else None,
+            indices=[int(i) for i in indices] if indices is not None else None,
         )
 
 

@@ -318,6 +318,13 @@ class ConsoleReporter:
             of = f" of {self._planned}" if self._planned else ""
             text = f"Interrupted: {done}{of} trials finished; finished trials are kept."
             out.append(self._render([(text, SGR["failed"])]))
+        comparison = summary.comparison
+        for cell in comparison.regressed if comparison is not None else ():
+            # One line per cell that regressed against its baseline, right above the closing line.
+            out.append(self._render([
+                (f"{self.marks['failed']} regressed: ", SGR["failed"]),
+                (f"{cell.case_id}  {cell.variant}  {cell.reason}", ""),
+            ]))
         return out
 
     def _listed(self, title: str, lines: list[str]) -> list[str]:

@@ -94,6 +94,22 @@ def summary_dict(summary: RunSummary, results: Sequence[TrialResult]) -> dict[st
         "closing_line": summary.closing_line(),
         "variants": list(variants.values()),
         "cells": cells,
+        "comparison": _comparison(summary.comparison),
+    }
+
+
+def _comparison(comparison: Any) -> dict[str, Any] | None:
+    """The run's cells against their baselines: the counts and each regressed cell."""
+    if comparison is None:
+        return None
+    return {
+        "threshold": comparison.threshold,
+        "counts": comparison.counts(),
+        "regressed": [
+            {"case_id": c.case_id, "variant": c.variant, "reason": c.reason,
+             "base_run": c.base.run_id if c.base is not None else None, "delta": _num(c.delta)}
+            for c in comparison.regressed
+        ],
     }
 
 

@@ -41,6 +41,10 @@ class RunOptions:
     cache: bool = False
     executor: str | None = None
     ray_address: str | None = None
+    history: bool = True  # file the run in the run store (needs artifacts)
+    compare: bool = False  # compare each cell with its baseline at the end (needs history)
+    regression_threshold: float = 0.2  # the pass-rate drop that makes a cell regressed
+    rerun_of: str | None = None  # the run whose failed trials this run re-runs
 
 
 @dataclass
@@ -53,6 +57,11 @@ class PlannedCase:
     timeout: float
     judge: JudgeConfig | None = None
     case_hash: str = ""
+    indices: tuple[int, ...] | None = None  # only these of the trials run (a re-run); None: all
+
+    @property
+    def planned(self) -> tuple[int, ...] | range:
+        return self.indices if self.indices is not None else range(self.trials)
 
 
 @dataclass
@@ -77,7 +86,7 @@ class Plan:
 
     @property
     def total_trials(self) -> int:
-        return sum(c.trials for c in self.cells)
+        return sum(len(c.planned) for c in self.cells)
 
 
 def _resolve_variants(declared: Sequence[Variant], project: Project, opts: RunOptions) -> list[Variant]:

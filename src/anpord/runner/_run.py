@@ -64,11 +64,15 @@ class RunResult:
 
 def exit_code_for(summary: RunSummary | dict[str, int], fail_on: str, comparison: Any = None) -> int:
     """The gate (DESIGN §7): 1 when a trial failed, timed out or was void (``strict``: also a
-    scored one; ``regressed``: a cell regressed against its baseline), else 0; ``never``: 0."""
+    scored one; ``regressed``: a cell regressed against its baseline), else 0; ``never``: 0.
+    ``regressed`` without a comparison (the store could not be read) is 2: a gate that could not
+    be checked does not hold."""
     if fail_on == "never":
         return 0
     if fail_on == "regressed":
-        return 1 if comparison is not None and comparison.regressed else 0
+        if comparison is None:
+            return 2
+        return 1 if comparison.regressed else 0
     totals = summary.totals if isinstance(summary, RunSummary) else summary
     bad = totals.get("failed", 0) + totals.get("timed_out", 0) + totals.get("void", 0)
     if fail_on == "strict":
@@ -128,7 +132,7 @@ def _specs(plan: Plan, run_id: str, cache_dir: str | None,
     for cell in plan.cells:
         case, variant = cell.case, cell.variant
         label = variant.label
-        for i in range(cell.trials):
+        for i in cell.planned:
             if (case.id, label, i) in done:
                 continue
             yield TrialSpec(
@@ -229,6 +233,8 @@ class _Run:
         self.done = {r.key for r in self.results}
         self.fan = _Reporters(list(reporters), sys.stderr, Redactor(secret_values(plan)))
         self.writer: RunWriter | None = None
+        self.history: Any = None  # the store writer (anpord.store.StoreWriter), when recording
+        self.history_failure: str | None = None
         self.executor = executor
         self.started = time.time()
         self.stop: asyncio.Event | None = None
@@ -257,10 +263,13 @@ class _Run:
                 "trials": opts.trials, "timeout": opts.timeout, "variants": list(opts.variants),
                 "harness": opts.harness, "model": opts.model, "sandbox": opts.sandbox,
                 "fail_on": opts.fail_on, "cache": opts.cache, "executor": opts.executor,
+                "regression_threshold": opts.regression_threshold,
             },
             variants=[v.snapshot() for v in plan.variants],
             cells=[CellRecord(c.case.id, c.variant.label, c.trials, c.timeout, str(c.case.file.path),
-                              c.case_hash) for c in plan.cells],
+                              c.case_hash, indices=None if c.indices is None else list(c.indices))
+                   for c in plan.cells],
+            rerun_of=opts.rerun_of,
         )
 
     # -- the sink the executor reports to ----------------------------------------------------
@@ -274,6 +283,8 @@ class _Run:
     def trial_finished(self, spec: TrialSpec, result: TrialResult, events: Sequence[Event]) -> None:
         if self.writer is not None:
             self.writer.write_trial(result, events)
+        if self.history is not None:
+            self.history.add(result)
         self.results.append(result)
         self.fan.call("on_trial_end", result)
 
@@ -355,7 +366,7 @@ class _Run:
         by_cell: dict[tuple[str, str], list[TrialResult]] = {}
         for r in sorted(results, key=lambda r: r.trial):
             by_cell.setdefault(r.cell_key, []).append(r)
-        cells = [summarize_cell(by_cell[k]) for k in dict.fromkeys((c.case.id, c.variant.label) for c in self.plan.cells)
+        cells = [summarize_cell(by_cell[k]) for k in dict.fromkeys((c.case_id, c.variant) for c in self.record.cells)
                  if k in by_cell]
         summary = RunSummary(
             run_id=self.record.run_id, run_dir=str(self.run_dir), totals=totals, cells=cells,
@@ -371,6 +382,11 @@ class _Run:
         dist = {(c.case_id, c.variant): c for c in cells}
         for cell in record.cells:
             cell.summary = dist.get((cell.case_id, cell.variant))
+        if self.history is not None:
+            if forced:
+                self.history.abandon()
+            else:
+                self._finish_history(summary, settled=code is not None)
         if self.writer is not None:
             self.writer.write_run(record)
             try:
@@ -379,8 +395,50 @@ class _Run:
                 pass
         return summary
 
+    def _start_history(self) -> None:
+        """Start filing the run in the run store, unless history is off. A store that cannot be
+        used costs the run nothing but a warning at its end."""
+        from ..store import StoreError, StoreWriter, store_location
+
+        assert self.writer is not None
+        try:
+            location = store_location(self.plan.project.folder)
+        except StoreError as exc:
+            self.history_failure = str(exc)
+            return
+        if location is None:
+            if self.opts.fail_on == "regressed":
+                self.history_failure = "run history is off (ANPORD_DB=off)"
+            return
+        self.history = StoreWriter(location, str(self.run_dir), self.writer.redact)
+        self.history.start(self.record, self.results)
+
+    def _finish_history(self, summary: RunSummary, *, settled: bool) -> None:
+        """The run's last batch, its final state and, when asked, the comparison of its cells
+        with their baselines, which the gate and the console use."""
+        opts = self.opts
+        wanted = opts.compare or opts.fail_on == "regressed"
+        summary.comparison = self.history.finish(self.record, compare=wanted,
+                                                 threshold=opts.regression_threshold)
+        if self.history.failure is not None:
+            self.history_failure = self.history.failure
+        if opts.fail_on == "regressed" and not settled:
+            summary.exit_code = self.record.exit_code = exit_code_for(summary, "regressed", summary.comparison)
+
+    def report_history_failure(self) -> None:
+        """One warning line when the run could not be filed in the run store."""
+        if self.history_failure is None:
+            return
+        gate = ("; --fail-on regressed could not be checked (exit 2)"
+                if self.opts.fail_on == "regressed" and self.record.exit_code == 2 else "")
+        print(self.fan.redact(f"anpord: warning: this run was not recorded in the run history: "
+                              f"{self.history_failure}; its folder has everything, and `anpord db "
+                              f"rebuild` records it once the store is fixed{gate}"), file=self.fan.err)
+
     def start_writer(self) -> None:
         if not self.opts.artifacts:
+            if self.opts.fail_on == "regressed":
+                self.history_failure = "--no-artifacts keeps no history to compare with"
             return
         self.writer = RunWriter(self.run_dir, Redactor(secret_values(self.plan)), resume=self.resume is not None)
         if self.resume is not None:
@@ -389,6 +447,10 @@ class _Run:
             self.record.resumed_at.append(time.time())
             self.record.finished_at = None
         self.writer.write_run(self.record)
+        if self.opts.history:
+            self._start_history()
+        elif self.opts.fail_on == "regressed":
+            self.history_failure = "run history is off for this run"
         marker = self.plan.project.folder / ".anpord" / "running" / self.record.run_id
         try:
             marker.parent.mkdir(parents=True, exist_ok=True)
@@ -401,7 +463,8 @@ class _Run:
             run_id=self.record.run_id,
             run_dir=str(self.run_dir),
             variants=self.plan.variant_labels,
-            cells=[PlannedCell(c.case.id, c.variant.label, c.trials, str(c.case.file.path)) for c in self.plan.cells],
+            cells=[PlannedCell(c.case.id, c.variant.label, len(c.planned), str(c.case.file.path))
+                   for c in self.plan.cells],
         )
 
 
@@ -431,6 +494,7 @@ def execute(plan: Plan, opts: RunOptions, reporters: Sequence[Any], *,
                     interrupted=stopped_by is not None and len(run.results) < plan.total_trials,
                     code=128 + stopped_by if stopped_by is not None else None,
                 )
+                run.report_history_failure()
                 run.fan.call("on_run_end", summary, run.results)
                 if stopped_by is None and signals.first is not None:
                     # Landed while the run was being reported: the run is whole, and the exit

@@ -1,0 +1,79 @@
+"""The run store: an index of runs, cells and trials for history, baselines and regressions.
+
+SQLite by default (``<project>/.anpord/anpord.db``), PostgreSQL through ``ANPORD_DB``; one schema
+(SQLAlchemy Core) for both. The run folders stay the source of truth — the store never holds
+events — and ``anpord db rebuild`` re-creates it from them.
+
+For a reader (the commands, a web view)::
+
+    from anpord.store import open_store
+
+    with open_store(project_folder) as store:
+        store.runs(limit=20)                 # RunRow, newest first
+        store.cells("latest")                # CellRow of a run, in plan order
+        store.trials(run_id, verdicts=["failed"], limit=50)   # TrialRow, with event byte ranges
+        store.cell_history("weather/rain", "python/small")   # a cell's readings, newest first
+        store.compare(candidate="latest")    # Comparison with each cell's baseline
+        store.compare("base-run", "latest")  # ... or with another run
+
+Every failure is a ``StoreError`` (one line naming the store and the fix); an unknown run is a
+``LookupError``. Importing this package does not import SQLAlchemy: opening a store does.
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ._compare import DEFAULT_THRESHOLD, STATUSES, CellComparison, Comparison, compare_cell
+from ._location import DB_ENV, PROJECT_ENV, StoreError, StoreLocation, store_location
+from ._rows import CellRow, RunRow, TrialRow
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ._store import Store as Store
+    from ._sync import catch_up as catch_up
+    from ._sync import rebuild as rebuild
+    from ._writer import StoreWriter as StoreWriter
+
+_LAZY = {"Store": "._store", "StoreWriter": "._writer", "catch_up": "._sync", "rebuild": "._sync"}
+
+__all__ = [
+    "DB_ENV",
+    "DEFAULT_THRESHOLD",
+    "PROJECT_ENV",
+    "STATUSES",
+    "CellComparison",
+    "CellRow",
+    "Comparison",
+    "RunRow",
+    "Store",
+    "StoreError",
+    "StoreLocation",
+    "StoreWriter",
+    "TrialRow",
+    "catch_up",
+    "compare_cell",
+    "open_store",
+    "rebuild",
+    "store_location",
+]
+
+
+def open_store(project_folder: str | Path, *, create: bool = True) -> Store:
+    """The project's run store, schema up to date. Raises ``StoreError``."""
+    location = store_location(Path(project_folder))
+    if location is None:
+        raise StoreError(f"run history is off ({DB_ENV}=off): unset {DB_ENV} to keep it")
+    from ._store import Store
+
+    return Store.open(location, create=create)
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'anpord.store' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value

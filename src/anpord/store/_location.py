@@ -1,0 +1,116 @@
+"""Where the run store lives and how it is named to people — without importing SQLAlchemy.
+
+``ANPORD_DB`` chooses the store: unset, the project's SQLite file ``.anpord/anpord.db``; a
+``postgresql://`` URL (or ``sqlite:///path``), that database; ``off``, no store at all. Runs of
+several projects can share one database: each run is filed under its project's key, the project
+folder's name unless ``ANPORD_PROJECT`` says otherwise.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = [
+    "DB_ENV",
+    "PROJECT_ENV",
+    "StoreError",
+    "StoreLocation",
+    "describe_failure",
+    "store_location",
+]
+
+DB_ENV = "ANPORD_DB"
+PROJECT_ENV = "ANPORD_PROJECT"
+DEFAULT_FILE = Path(".anpord") / "anpord.db"
+REBUILD_HINT = "`anpord db rebuild` re-creates it from the run folders"
+
+
+class StoreError(Exception):
+    """The run store cannot be used: one line saying why and what to do."""
+
+
+@dataclass(frozen=True)
+class StoreLocation:
+    url: str  # as SQLAlchemy takes it (the driver named)
+    project: str  # the key this project's runs are filed under
+    project_folder: Path
+    path: Path | None = None  # the SQLite file, when the store is one
+
+    @property
+    def kind(self) -> str:
+        return "sqlite" if self.url.startswith("sqlite") else "postgresql"
+
+    @property
+    def display(self) -> str:
+        """The store as shown in messages: a path, or the URL without its password."""
+        if self.path is not None:
+            try:
+                return os.path.relpath(self.path)
+            except ValueError:
+                return str(self.path)
+        return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", self.url.replace("+psycopg", "", 1))
+
+
+def store_location(project_folder: Path) -> StoreLocation | None:
+    """The store for this project, or ``None`` when ``ANPORD_DB=off``. Raises ``StoreError``
+    for a URL this anpord cannot use."""
+    project = os.environ.get(PROJECT_ENV) or project_folder.resolve().name or "default"
+    raw = os.environ.get(DB_ENV, "").strip()
+    if raw.lower() in ("off", "none", "0", "false"):
+        return None
+    if not raw:
+        return StoreLocation(
+            f"sqlite:///{project_folder / DEFAULT_FILE}",
+            project,
+            project_folder,
+            project_folder / DEFAULT_FILE,
+        )
+    scheme, sep, rest = raw.partition("://")
+    if not sep:
+        raise StoreError(
+            f"{DB_ENV}={raw!r} is not a database URL (postgresql://user@host/db, "
+            "sqlite:///path, or off)"
+        )
+    scheme = scheme.lower()
+    if scheme in ("postgresql", "postgres", "postgresql+psycopg"):
+        return StoreLocation(f"postgresql+psycopg://{rest}", project, project_folder)
+    if scheme == "sqlite":
+        path = Path(rest.removeprefix("/")).expanduser()
+        if not path.is_absolute():
+            path = project_folder / path
+        return StoreLocation(f"sqlite:///{path}", project, project_folder, path)
+    raise StoreError(
+        f"{DB_ENV}: unsupported database {scheme!r} (use postgresql://… or sqlite:///…)"
+    )
+
+
+def describe_failure(exc: BaseException, location: StoreLocation) -> str:
+    """A database failure as one line that names the store and the fix."""
+    if isinstance(exc, StoreError):
+        return str(exc)
+    orig = getattr(exc, "orig", None) or exc
+    text = str(orig).strip().splitlines()[0] if str(orig).strip() else type(orig).__name__
+    low = text.lower()
+    where = location.display
+    if location.kind == "sqlite":
+        if "locked" in low or "busy" in low:
+            return f"the run store {where} is locked by another process ({text}): try again when it is done"
+        if "not a database" in low or "malformed" in low or "corrupt" in low:
+            return f"the run store {where} is damaged ({text}): {REBUILD_HINT}"
+        if (
+            "readonly" in low
+            or "read-only" in low
+            or "unable to open" in low
+            or "permission" in low
+        ):
+            return f"cannot write the run store {where} ({text})"
+        return f"the run store {where} failed ({text}): {REBUILD_HINT}"
+    if type(orig).__name__ in ("OperationalError", "ConnectionTimeout") or "connect" in low:
+        return (
+            f"cannot reach the run store at {where} ({text}): start the database, or unset "
+            "ANPORD_DB to use the project's SQLite file"
+        )
+    return f"the run store at {where} failed ({text})"

@@ -1,0 +1,183 @@
+"""``StoreWriter``: files a run in the store while it runs, without ever holding the run up.
+
+The runner hands it each finished trial (``add``: a list append); a thread of its own connects
+to the store and writes the trials in batches — every ``FLUSH_TRIALS`` trials or
+``FLUSH_SECONDS`` seconds, and at the end (``finish``, which also compares the run's cells with
+their baselines when asked), when the run's cells are filed too. A store that cannot be
+written (locked, damaged, newer, a database server down) only sets ``failure``: the run goes on, and its folder, which has everything, is filed later (``anpord db
+rebuild``, or any history command, which catches up).
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from .._errors import exception_line
+from ..results._model import TrialResult
+from ..results._run_record import RunRecord
+from ._location import StoreError, StoreLocation
+
+__all__ = ["StoreWriter"]
+
+FLUSH_TRIALS = 1000
+FLUSH_SECONDS = 1.0
+BUSY_TIMEOUT = 2.0  # a lock held longer than this fails the write (never the run)
+FINISH_WAIT = 15.0  # at most this long at the end of a run for the last batch to be written
+
+
+class StoreWriter:
+    def __init__(self, location: StoreLocation, run_dir: str, redact: Callable[[str], str] = str):
+        self.location = location
+        self.run_dir = run_dir
+        self.redact = redact
+        self.failure: str | None = None
+        self._pending: list[TrialResult] = []
+        self._last_flush = time.monotonic()
+        self._ops: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
+        self._done = threading.Event()
+        self._comparison: Any = None
+        # The thread's own: the run's key in the store, and each cell's place in the plan.
+        self._pk: int | None = None
+        self._places: dict[tuple[str, str], int] = {}
+        self._thread = threading.Thread(target=self._work, name="anpord-store", daemon=True)
+        self._thread.start()
+
+    # -- the runner's side ------------------------------------------------------------------
+
+    def start(self, record: RunRecord, done: Sequence[TrialResult] = ()) -> None:
+        """File the run (resumed: with the trials it has)."""
+        self._ops.put(("begin", (record, list(done))))
+
+    def add(self, result: TrialResult) -> None:
+        self._pending.append(result)
+        if (
+            len(self._pending) >= FLUSH_TRIALS
+            or time.monotonic() - self._last_flush >= FLUSH_SECONDS
+        ):
+            self.flush()
+
+    def flush(self) -> None:
+        if self._pending:
+            self._ops.put(("trials", self._pending))
+            self._pending = []
+        self._last_flush = time.monotonic()
+
+    def finish(
+        self,
+        record: RunRecord,
+        *,
+        compare: bool = False,
+        threshold: float = 0.2,
+        wait: float = FINISH_WAIT,
+    ) -> Any:
+        """Write what is left and the run's final state; with ``compare``, return the run's
+        ``Comparison`` with its cells' baselines (``None`` when the store failed: see
+        ``failure``)."""
+        self.flush()
+        self._ops.put(("finish", (record, compare, threshold)))
+        if not self._done.wait(wait):
+            self.failure = self.failure or (
+                f"the run store {self.location.display} did not answer within {wait:.0f}s"
+            )
+            return None
+        return self._comparison if self.failure is None else None
+
+    def abandon(self) -> None:
+        """The run ends without a final state (a forced exit): stop writing."""
+        self._ops.put(("stop", None))
+
+    # -- the thread -------------------------------------------------------------------------
+
+    def _work(self) -> None:
+        db = None
+        try:
+            while True:
+                op, arg = self._ops.get()
+                if op == "stop":
+                    return
+                if self.failure is None:
+                    try:
+                        if db is None:
+                            from ._writes import open_db
+
+                            db = open_db(self.location, busy_timeout=BUSY_TIMEOUT)
+                        with db.transaction():
+                            self._apply(db, op, arg)
+                    except StoreError as exc:
+                        self.failure = str(exc)
+                    except Exception as exc:  # noqa: BLE001 - the run must go on regardless
+                        from ._location import describe_failure
+
+                        try:
+                            self.failure = describe_failure(exc, self.location)
+                        except Exception:  # noqa: BLE001
+                            self.failure = f"the run store failed: {exception_line(exc)}"
+                if op == "finish":
+                    return
+        finally:
+            if db is not None:
+                db.close()
+            self._done.set()
+
+    def _apply(self, db: Any, op: str, arg: Any) -> None:
+        from . import _writes as w
+        from ._rows import cell_tuple, run_tuple, variants_by_label
+
+        if op == "begin":
+            # The run's row, replacing what the store had for it, and the trials it has (resumed).
+            # Cells are filed with the run's end, when their distributions are known: a running
+            # run's plan is in its run.json, its trials' cell_idx the place of their cell there.
+            record, done = arg
+            self._places = {(c.case_id, c.variant): i for i, c in enumerate(record.cells)}
+            self._pk = w.put_run(
+                db,
+                self.location.project,
+                record.run_id,
+                run_tuple(record, self.run_dir, time.time()),
+                replace=True,
+            )
+            self._write_trials(db, done)
+            return
+        assert self._pk is not None
+        if op == "trials":
+            self._write_trials(db, arg)
+        elif op == "finish":
+            record, compare, threshold = arg
+            variants = variants_by_label(record)
+            w.put_cells(
+                db,
+                self._pk,
+                [
+                    cell_tuple(i, c, variants.get(c.variant, {}), c.summary)
+                    for i, c in enumerate(record.cells)
+                ],
+            )
+            w.put_run(
+                db,
+                self.location.project,
+                record.run_id,
+                run_tuple(record, self.run_dir, time.time()),
+                replace=False,
+            )
+            w.first_readings(db, self.location.project, self._pk)
+            if compare:
+                self._comparison = w.compare_with_baselines(
+                    db, self.location.project, record.run_id, self._pk, threshold
+                )
+
+    def _write_trials(self, db: Any, results: list[TrialResult]) -> None:
+        from . import _writes as w
+        from ._rows import trial_tuple
+
+        places, redact = self._places, self.redact
+        rows: dict[tuple[int, int], tuple[Any, ...]] = {}
+        for r in results:
+            idx = places.get(r.cell_key)
+            if idx is not None:  # a later attempt of the same trial replaces the earlier
+                rows[(idx, r.trial)] = trial_tuple(r, idx, redact)
+        assert self._pk is not None
+        w.put_trials(db, self._pk, list(rows.values()))

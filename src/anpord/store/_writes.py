@@ -1,0 +1,272 @@
+"""The store's writes (and the one read a run's end needs), in plain SQL over a DB-API connection.
+
+Filing a run must cost the run next to nothing, and importing SQLAlchemy alone costs more than
+filing 10,000 trials, so this path does without it: ``open_db`` connects with the driver itself
+(``sqlite3``, or ``psycopg`` for PostgreSQL) and SQLAlchemy is imported only to create or migrate
+the schema (``_engine``), once. The SQL here is the subset SQLite and PostgreSQL share (``INSERT
+… ON CONFLICT … DO UPDATE``, ``excluded``); their one difference, the placeholder, is ``Db``'s.
+The commands' reads, which may filter and page, use SQLAlchemy Core (``_store``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from ._columns import CELL_COLUMNS, RUN_COLUMNS, SCHEMA_VERSION, TRIAL_COLUMNS
+from ._location import StoreError, StoreLocation
+
+__all__ = ["Db", "open_db", "read_schema_version"]
+
+CONNECT_TIMEOUT = 5  # seconds to reach a PostgreSQL server
+
+
+class Db:
+    """A DB-API connection to the store. SQL is written with ``?`` placeholders."""
+
+    def __init__(self, raw: Any, kind: str, location: StoreLocation):
+        self.raw = raw
+        self.kind = kind
+        self.location = location
+        self._sql: dict[str, str] = {}
+
+    def sql(self, text: str) -> str:
+        if self.kind == "sqlite":
+            return text
+        out = self._sql.get(text)
+        if out is None:
+            out = self._sql[text] = text.replace("?", "%s")
+        return out
+
+    def execute(self, text: str, params: Sequence[Any] = ()) -> Any:
+        cur = self.raw.cursor()
+        cur.execute(self.sql(text), params)
+        return cur
+
+    def executemany(self, text: str, rows: Sequence[Sequence[Any]]) -> None:
+        if rows:
+            cur = self.raw.cursor()
+            cur.executemany(self.sql(text), rows)
+            cur.close()
+
+    def all(self, text: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
+        cur = self.execute(text, params)
+        names = [d[0] for d in cur.description]
+        rows = [dict(zip(names, r)) for r in cur.fetchall()]
+        cur.close()
+        return rows
+
+    def scalar(self, text: str, params: Sequence[Any] = ()) -> Any:
+        cur = self.execute(text, params)
+        row = cur.fetchone()
+        cur.close()
+        return None if row is None else row[0]
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[Db]:
+        """A write transaction (SQLite: the write lock taken up front, waiting up to the busy
+        timeout, so a write never fails half-way for a lock another writer holds)."""
+        if self.kind == "sqlite":
+            self.raw.execute("BEGIN IMMEDIATE")
+        try:
+            yield self
+        except BaseException:
+            self.raw.rollback()
+            raise
+        self.raw.commit()
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):  # closing a broken connection
+            self.raw.close()
+
+
+def _connect_raw(location: StoreLocation, busy_timeout: float) -> tuple[Any, str]:
+    if location.path is not None:
+        import sqlite3
+
+        raw = sqlite3.connect(
+            location.path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
+        )
+        raw.execute("PRAGMA journal_mode=WAL")
+        raw.execute("PRAGMA synchronous=NORMAL")
+        return raw, "sqlite"
+    import psycopg
+
+    return psycopg.connect(
+        location.url.replace("+psycopg", "", 1), connect_timeout=CONNECT_TIMEOUT
+    ), "postgresql"
+
+
+def read_schema_version(db: Db) -> int | None:
+    """The store's schema version; ``None`` for a database without the store's tables."""
+    try:
+        version = db.scalar("SELECT max(version) FROM schema_version")
+    except Exception:  # noqa: BLE001 - no such table (each driver says so its own way)
+        db.raw.rollback()
+        return None
+    db.raw.rollback()  # end the read (PostgreSQL opened a transaction for it)
+    return int(version) if version is not None else None
+
+
+def open_db(location: StoreLocation, *, busy_timeout: float = 5.0, create: bool = True) -> Db:
+    """A connection to a store whose schema is current. Creating or migrating the schema is the
+    one thing that imports SQLAlchemy. Raises ``StoreError``."""
+    from ._location import describe_failure
+
+    if location.path is not None and not location.path.exists() and not create:
+        raise StoreError(
+            f"no run store at {location.display} yet (run `anpord eval`, or "
+            "`anpord db rebuild` to file the runs already there)"
+        )
+    try:
+        if location.path is not None:
+            location.path.parent.mkdir(parents=True, exist_ok=True)
+        raw, kind = _connect_raw(location, busy_timeout)
+    except Exception as exc:
+        raise StoreError(describe_failure(exc, location)) from exc
+    db = Db(raw, kind, location)
+    try:
+        version = read_schema_version(db)
+        if version != SCHEMA_VERSION:
+            from ._engine import connect
+
+            connect(
+                location, busy_timeout=busy_timeout
+            ).dispose()  # creates or migrates, or refuses
+    except StoreError:
+        db.close()
+        raise
+    except Exception as exc:
+        db.close()
+        raise StoreError(describe_failure(exc, location)) from exc
+    return db
+
+
+# -- writing ---------------------------------------------------------------------------------
+
+_RUN_UPSERT = (
+    f"INSERT INTO runs (project, run_id, {', '.join(RUN_COLUMNS)}) "
+    f"VALUES (?, ?, {', '.join('?' * len(RUN_COLUMNS))}) "
+    f"ON CONFLICT (project, run_id) DO UPDATE SET "
+    + ", ".join(f"{c} = excluded.{c}" for c in RUN_COLUMNS)
+)
+_CELL_UPSERT = (
+    f"INSERT INTO cells (run_pk, {', '.join(CELL_COLUMNS)}) "
+    f"VALUES (?, {', '.join('?' * len(CELL_COLUMNS))}) "
+    f"ON CONFLICT (run_pk, idx) DO UPDATE SET "
+    + ", ".join(f"{c} = excluded.{c}" for c in CELL_COLUMNS if c != "idx")
+)
+_TRIAL_UPSERT = (
+    f"INSERT INTO trials (run_pk, {', '.join(TRIAL_COLUMNS)}) "
+    f"VALUES (?, {', '.join('?' * len(TRIAL_COLUMNS))}) "
+    f"ON CONFLICT (run_pk, cell_idx, trial) DO UPDATE SET "
+    + ", ".join(f"{c} = excluded.{c}" for c in TRIAL_COLUMNS if c not in ("cell_idx", "trial"))
+)
+_MEASURED = "(cells.trials - cells.void - cells.skipped)"
+
+
+def put_run(db: Db, project: str, run_id: str, values: Sequence[Any], *, replace: bool) -> int:
+    """Insert or update a run's row; ``replace`` also drops the cells and trials it had."""
+    db.execute(_RUN_UPSERT, (project, run_id, *values)).close()
+    pk = int(db.scalar("SELECT id FROM runs WHERE project = ? AND run_id = ?", (project, run_id)))
+    if replace:
+        db.execute("DELETE FROM trials WHERE run_pk = ?", (pk,)).close()
+        db.execute("DELETE FROM cells WHERE run_pk = ?", (pk,)).close()
+    return pk
+
+
+def put_cells(db: Db, pk: int, rows: Sequence[Sequence[Any]]) -> None:
+    db.executemany(_CELL_UPSERT, [(pk, *r) for r in rows])
+
+
+def put_trials(db: Db, pk: int, rows: Sequence[Sequence[Any]]) -> None:
+    db.executemany(_TRIAL_UPSERT, [(pk, *r) for r in rows])
+
+
+def first_readings(db: Db, project: str, pk: int) -> None:
+    """The run's cells that measured something become the baseline of cells that have none."""
+    db.execute(
+        "INSERT INTO baselines (project, case_id, variant, run_pk, cell_idx, explicit) "
+        f"SELECT ?, case_id, variant, run_pk, idx, ? FROM cells WHERE run_pk = ? AND {_MEASURED} > 0 "
+        "ON CONFLICT (project, case_id, variant) DO NOTHING",
+        (project, False, pk),
+    ).close()
+
+
+def run_pk(db: Db, project: str, run_id: str) -> int | None:
+    pk = db.scalar("SELECT id FROM runs WHERE project = ? AND run_id = ?", (project, run_id))
+    return None if pk is None else int(pk)
+
+
+def delete_run(db: Db, pk: int) -> None:
+    for table, key in (("trials", "run_pk"), ("cells", "run_pk"), ("baselines", "run_pk")):
+        db.execute(f"DELETE FROM {table} WHERE {key} = ?", (pk,)).close()
+    db.execute("DELETE FROM runs WHERE id = ?", (pk,)).close()
+
+
+def set_baseline(db: Db, project: str, run_id: str, pk: int, set_at: float) -> int:
+    """Every measured cell of the run becomes its cell's baseline. Returns how many."""
+    found = db.all(
+        f"SELECT case_id, variant, idx FROM cells WHERE run_pk = ? AND {_MEASURED} > 0", (pk,)
+    )
+    db.executemany(
+        "INSERT INTO baselines (project, case_id, variant, run_pk, cell_idx, explicit) "
+        "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (project, case_id, variant) DO UPDATE SET "
+        "run_pk = excluded.run_pk, cell_idx = excluded.cell_idx, explicit = excluded.explicit",
+        [(project, c["case_id"], c["variant"], pk, c["idx"], True) for c in found],
+    )
+    db.execute(
+        "INSERT INTO baseline_sets (project, run_id, set_at) VALUES (?, ?, ?) "
+        "ON CONFLICT (project, run_id) DO UPDATE SET set_at = excluded.set_at",
+        (project, run_id, set_at),
+    ).close()
+    return len(found)
+
+
+def reset_baselines(db: Db, project: str) -> None:
+    """Each cell's baseline back to its first reading that measured something."""
+    db.execute("DELETE FROM baselines WHERE project = ?", (project,)).close()
+    for row in db.all(
+        "SELECT id FROM runs WHERE project = ? ORDER BY started_at, run_id", (project,)
+    ):
+        first_readings(db, project, int(row["id"]))
+
+
+# -- the comparison with baselines ------------------------------------------------------------
+
+_CELL_SELECT = ", ".join(f"cells.{c}" for c in CELL_COLUMNS)
+
+
+def run_cells(db: Db, pk: int) -> list[dict[str, Any]]:
+    return db.all(f"SELECT {_CELL_SELECT} FROM cells WHERE run_pk = ? ORDER BY idx", (pk,))
+
+
+def baseline_cells(db: Db, project: str, pk: int) -> list[dict[str, Any]]:
+    """The baseline reading of each cell of run ``pk`` that has one other than itself, with its
+    run id (a cell that is its own baseline has nothing to be compared with)."""
+    return db.all(
+        f"SELECT {_CELL_SELECT}, runs.run_id FROM baselines "
+        "JOIN cells ON cells.run_pk = baselines.run_pk AND cells.idx = baselines.cell_idx "
+        "JOIN runs ON runs.id = cells.run_pk "
+        "JOIN cells cand ON cand.case_id = baselines.case_id AND cand.variant = baselines.variant "
+        "WHERE baselines.project = ? AND cand.run_pk = ? AND baselines.run_pk <> cand.run_pk",
+        (project, pk),
+    )
+
+
+def compare_with_baselines(db: Db, project: str, run_id: str, pk: int, threshold: float) -> Any:
+    from ._compare import compare_cells
+    from ._rows import cell_row
+
+    cands = [cell_row(m, run_id) for m in run_cells(db, pk)]
+    bases = {
+        (m["case_id"], m["variant"]): cell_row(m, m["run_id"])
+        for m in baseline_cells(db, project, pk)
+    }
+    return compare_cells(run_id, cands, bases, threshold)
+
+
+def now() -> float:
+    return time.time()
