@@ -22,6 +22,7 @@ import errno
 import os
 import stat
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -115,6 +116,15 @@ class _Head:
         return points
 
 
+def _started(head: _Head) -> float:
+    if head.raw is not None and isinstance(head.raw.get("started_at"), (int, float)):
+        return float(head.raw["started_at"])
+    try:  # the id's own time: YYYYmmdd-HHMMSS-…
+        return time.mktime(time.strptime(head.run_id[:15], "%Y%m%d-%H%M%S"))
+    except ValueError:
+        return 0.0
+
+
 @dataclass
 class _Index:
     """A run's ``results.jsonl`` reduced to what the grid needs, and where each line is."""
@@ -201,7 +211,7 @@ def _build_index(data: bytes, record: RunRecord) -> _Index:
 
 def earliest_run_baselines(history: Sequence[tuple[str, Mapping[CellKey, HistoryPoint]]]) -> dict[CellKey, HistoryPoint]:
     """The interim baseline rule: each cell's baseline is the same cell in the earliest run (by
-    run id, so by start time) that measured it. ``history`` is every run's cells, oldest first.
+    start time) that measured it. ``history`` is every run's cells, oldest first.
 
     The run store replaces this with the baseline a team sets (``anpord baseline set RUN``)."""
     first: dict[CellKey, HistoryPoint] = {}
@@ -307,6 +317,13 @@ class FolderViewData:
             self._indexes.popitem(last=False)
         return index
 
+    def _ordered(self) -> list[tuple[str, _Head]]:
+        """Every run with its ``run.json``, oldest first: by start time, then id. (Ids sort by
+        start time to the second only; two runs started in the same second sort by their random
+        suffix.) An unreadable run goes where its id's time puts it."""
+        heads = [(i, h) for i in self._run_ids() if (h := self._head(i)) is not None]
+        return sorted(heads, key=lambda ih: (_started(ih[1]), ih[0]))
+
     def _row(self, run_id: str, head: _Head) -> RunRow:
         run_dir = self.runs_dir / run_id
         if head.error is not None or head.raw is None:
@@ -327,12 +344,7 @@ class FolderViewData:
 
     def runs(self) -> list[RunRow]:
         with self._lock:
-            rows = []
-            for run_id in reversed(self._run_ids()):
-                head = self._head(run_id)
-                if head is not None:
-                    rows.append(self._row(run_id, head))
-            return rows
+            return [self._row(run_id, head) for run_id, head in reversed(self._ordered())]
 
     def run(self, run_id: str) -> RunView | None:
         with self._lock:
@@ -400,9 +412,10 @@ class FolderViewData:
             # set by `anpord baseline set RUN`, takes its place behind ViewData.baseline_deltas.
             baselines = self._baseline_points()
         deltas: dict[CellKey, CellDelta] = {}
+        this = (view.row.started_at or 0.0, run_id)
         for cell in view.cells:
             base = baselines.get(cell.key)
-            if base is None or base.run_id >= run_id:
+            if base is None or (base.started_at, base.run_id) >= this:
                 continue  # this run is the cell's baseline, or the first to measure it
             rate = cell.summary.pass_rate
             delta = rate - base.pass_rate if rate is not None and base.pass_rate is not None else None
@@ -412,12 +425,7 @@ class FolderViewData:
     # -- helpers -----------------------------------------------------------------------------
 
     def _history(self) -> list[tuple[str, dict[CellKey, HistoryPoint]]]:
-        out = []
-        for run_id in self._run_ids():
-            head = self._head(run_id)
-            if head is not None and head.raw is not None and head.error is None:
-                out.append((run_id, head.cell_points()))
-        return out
+        return [(i, h.cell_points()) for i, h in self._ordered() if h.raw is not None and h.error is None]
 
     def _baseline_points(self) -> dict[CellKey, HistoryPoint]:
         ids = self._run_ids()

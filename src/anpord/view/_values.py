@@ -78,7 +78,7 @@ def _resolve(trial: TrialView, at: str) -> tuple[Any, str] | None:
             case ["error", "message"] if result.error is not None:
                 return result.error.message, "text"
             case ["assertion", i, ("expected" | "actual") as name]:
-                return getattr(result.assertions[int(i)], name), "json"
+                return getattr(result.assertions[int(i)], name), "text"
             case ["assertion", i, "message"]:
                 return result.assertions[int(i)].message, "text"
             case ["judgment", i, "reason"]:
