@@ -67,7 +67,8 @@ class ViewServer:
         """A raw request: ``target`` is sent exactly as given (no client-side normalising)."""
         conn = http.client.HTTPConnection(self.host, self.port, timeout=timeout)
         try:
-            conn.putrequest(method, target, skip_accept_encoding=True)
+            names = {k.lower() for k in headers or {}}
+            conn.putrequest(method, target, skip_host="host" in names, skip_accept_encoding=True)
             for k, v in (headers or {}).items():
                 conn.putheader(k, v)
             conn.endheaders()
