@@ -37,10 +37,10 @@ from urllib.parse import quote
 SRC = Path(__file__).resolve().parents[1] / "src"
 sys.path.insert(0, str(SRC))
 
-from anpord.events import Event  # noqa: E402
-from anpord.results import AssertionRecord, CellRecord, ErrorInfo, RunRecord, TrialResult  # noqa: E402
-from anpord.results._model import summarize_cell, usage_totals  # noqa: E402
-from anpord.results.artifacts import RunWriter  # noqa: E402
+from anpord.events import Event
+from anpord.results import AssertionRecord, CellRecord, ErrorInfo, RunRecord, TrialResult
+from anpord.results._model import summarize_cell, usage_totals
+from anpord.results.artifacts import RunWriter
 
 TARGET_S = 1.0
 CHROMIUM = "/usr/bin/chromium"

@@ -5,9 +5,15 @@ from __future__ import annotations
 import signal
 import subprocess
 from collections.abc import Callable
+from pathlib import Path
 
 from project_support import Project, anpord_command, eval_file, run_env
 from view_support import ViewServer, view_server
+
+
+def anpord(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*anpord_command(), *args], check=False, cwd=cwd, env=run_env(),
+                          capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
 
 
 def test_it_listens_on_this_machine_prints_its_url_and_stops_cleanly_on_sigterm(
@@ -21,7 +27,7 @@ def test_it_listens_on_this_machine_prints_its_url_and_stops_cleanly_on_sigterm(
         status, _, body = server.get("/")
         assert status == 200 and "No runs yet" in body
     finally:
-        code, out, err = server.stop(signal.SIGTERM)
+        code, _, err = server.stop(signal.SIGTERM)
     assert code == 0, err
     assert "Traceback" not in err
 
@@ -49,9 +55,8 @@ def test_it_finds_the_project_from_a_folder_inside_it(make_project: Callable[...
         assert status == 200 and run.run_dir.name in body
 
 
-def test_outside_a_project_it_says_what_to_create_in_one_line(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    proc = subprocess.run([*anpord_command(), "view"], cwd=tmp_path, env=run_env(), capture_output=True,
-                          text=True, timeout=30, stdin=subprocess.DEVNULL)
+def test_outside_a_project_it_says_what_to_create_in_one_line(tmp_path: Path) -> None:
+    proc = anpord("view", cwd=tmp_path)
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("anpord view: no evals.config.py found"), proc.stderr
@@ -59,20 +64,17 @@ def test_outside_a_project_it_says_what_to_create_in_one_line(tmp_path) -> None:
 
 def test_a_bad_port_or_a_busy_one_is_one_line_and_exit_2(make_project: Callable[..., Project]) -> None:
     project = make_project({})
-    proc = subprocess.run([*anpord_command(), "view", "--port", "70000"], cwd=project.folder, env=run_env(),
-                          capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
+    proc = anpord("view", "--port", "70000", cwd=project.folder)
     assert proc.returncode == 2 and "expected a port number from 0 to 65535" in proc.stderr
     with view_server(project.folder) as first:
-        proc = subprocess.run([*anpord_command(), "view", "--port", str(first.port)], cwd=project.folder,
-                              env=run_env(), capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
+        proc = anpord("view", "--port", str(first.port), cwd=project.folder)
         assert proc.returncode == 2, proc.stderr
         assert proc.stderr.startswith(f"anpord view: cannot listen on 127.0.0.1:{first.port}")
         assert len(proc.stderr.strip().splitlines()) == 1
 
 
 def test_help_lists_the_command() -> None:
-    proc = subprocess.run([*anpord_command(), "--help"], env=run_env(), capture_output=True, text=True, timeout=30)
+    proc = anpord("--help")
     assert "view" in proc.stdout and "web page" in proc.stdout
-    proc = subprocess.run([*anpord_command(), "view", "--help"], env=run_env(), capture_output=True, text=True,
-                          timeout=30)
+    proc = anpord("view", "--help")
     assert proc.returncode == 0 and "--port N" in proc.stdout and "127.0.0.1" in proc.stdout

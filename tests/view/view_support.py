@@ -14,10 +14,11 @@ import shutil
 import signal
 import subprocess
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 from urllib.parse import quote, urlsplit
 
 from project_support import anpord_command, run_env

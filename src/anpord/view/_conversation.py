@@ -15,7 +15,7 @@ from typing import Any
 from ._data import TrialView
 from ._values import BLOCK_LIMIT, LINE_LIMIT, Shown, shown
 
-__all__ = ["Item", "TimelineRow", "conversation", "timeline", "TIMELINE_PAGE", "CONVERSATION_LIMIT"]
+__all__ = ["CONVERSATION_LIMIT", "TIMELINE_PAGE", "Item", "TimelineRow", "conversation", "timeline"]
 
 TIMELINE_PAGE = 1000  # timeline rows per page of a trial
 CONVERSATION_LIMIT = 500  # items shown before "the rest is in the timeline"
@@ -62,7 +62,8 @@ def conversation(trial: TrialView) -> tuple[list[Item], int]:
             items.append(Item("message", i, {"role": str(d.get("role") or "assistant"),
                                               "text": _text(trial, i, "text")}))
         elif e.type == "tool.called":
-            j = results.get(d.get("call_id")) if isinstance(d.get("call_id"), str) else None
+            call_id = d.get("call_id")
+            j = results.get(call_id) if isinstance(call_id, str) else None
             items.append(Item("tool", i, _tool(trial, i, j)))
         elif e.type == "tool.result" and d.get("call_id") not in called:
             items.append(Item("tool", i, _tool(trial, None, i)))  # a result without its call

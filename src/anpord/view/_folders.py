@@ -202,7 +202,7 @@ def _build_index(data: bytes, record: RunRecord) -> _Index:
     variants = [str(v.get("label")) for v in record.variants if v.get("label")]
     variants = list(dict.fromkeys([*variants, *(k[1] for k in order if k in by_cell)]))
     variants = [v for v in variants if any(c.summary.variant == v for c in cells)] or variants
-    totals = dict.fromkeys(VERDICTS, 0)
+    totals: dict[str, int] = dict.fromkeys(VERDICTS, 0)
     for t in trials.values():
         totals[t.verdict] += 1
     totals["trials"] = len(trials)
