@@ -10,8 +10,11 @@ trial), starts the real ``anpord view`` on a free port, and opens the pages in h
 For each page the figure is the browser's own navigation timing
 (``performance.getEntriesByType("navigation")``): **server** is the time to the first byte
 (``responseStart - requestStart``), **load** the time from the start of the navigation to the end
-of the load event — what a person waits for. "cold" is the first request for the run (the server
-reads and summarises the run then), "warm" a later one. Target: ≤ 1 s load for the grid and the
+of the load event — what a person waits for; **goto** is the same wait seen from the test
+driver (Playwright's ``page.goto`` until the load event), a cross-check. "first" is the first request for a page of the newest run
+(the server reads the newest run as it starts, so a person's first click is served from memory),
+"again" a later one, "cold" a run read during the request itself: an older run nobody opened
+yet, and a trial page requested the moment a fresh server prints its URL. Target: ≤ 1 s load for the grid and the
 trial page, cold included.
 
 Needs Debian's chromium (``/usr/bin/chromium``) and ``pip install playwright`` (never
@@ -153,16 +156,22 @@ def start_view(project: Path) -> tuple[subprocess.Popen[str], str]:
     if match is None:
         proc.kill()
         raise SystemExit(f"anpord view did not print its URL: {line!r} {proc.stderr.read() if proc.stderr else ''}")
-    return proc, match.group(0)
+    return proc, match.group(0).rstrip("/")
 
 
 def timing(page: Any, url: str) -> dict[str, float]:
-    page.goto(url, wait_until="load")
+    started = time.perf_counter()
+    response = page.goto(url, wait_until="load")
+    wall = time.perf_counter() - started
+    if response is None or response.status != 200:
+        raise SystemExit(f"{url}: HTTP {response.status if response else '?'}: the figures would be of an error page")
     nav = page.evaluate(
         "() => { const n = performance.getEntriesByType('navigation')[0];"
-        " return {server: n.responseStart - n.requestStart, load: n.loadEventEnd - n.startTime}; }"
+        " return {server: n.responseStart - n.requestStart, load: n.loadEventEnd - n.startTime,"
+        " url: n.name}; }"
     )
-    return {k: v / 1000 for k, v in nav.items()}
+    assert nav["url"] == url, (nav["url"], url)
+    return {"server": nav["server"] / 1000, "load": nav["load"] / 1000, "wall": wall}
 
 
 def main() -> int:
@@ -187,30 +196,36 @@ def main() -> int:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
             page = browser.new_page()
             case = "weather/city_0007"
-            trial_url = f"{base}/runs/{run_id}/trials/{quote(case)}?variant={quote('python/model-1')}&trial=3"
+            older = "20250101-000001-aaaaa1" if args.history >= 2 else run_id
+
+            def trial_url(run: str, case_id: str, variant: str, index: int) -> str:
+                return f"{base}/runs/{run}/trials/{quote(case_id)}?variant={quote(variant)}&trial={index}"
+
             pages = [
-                ("runs list", "cold", f"{base}/"),
-                ("grid", "cold", f"{base}/runs/{run_id}"),
-                ("grid", "warm", f"{base}/runs/{run_id}"),
-                ("grid, page 7", "warm", f"{base}/runs/{run_id}?page=7"),
-                ("grid, failing + search", "warm", f"{base}/runs/{run_id}?filter=failing&q=city_03"),
-                ("grid, regressed", "warm", f"{base}/runs/{run_id}?filter=regressed"),
-                ("trial", "warm", trial_url),
-                ("trial, other", "warm", f"{base}/runs/{run_id}/trials/{quote('weather/city_0999')}?variant={quote('python/model-0')}&trial=0"),
-                ("cell + chart", "warm", f"{base}/runs/{run_id}/cells/{quote(case)}?variant={quote('python/model-1')}"),
-                ("runs list", "warm", f"{base}/"),
+                ("runs list", "first", f"{base}/"),
+                ("grid", "first", f"{base}/runs/{run_id}"),
+                ("grid", "again", f"{base}/runs/{run_id}"),
+                ("grid, page 7", "again", f"{base}/runs/{run_id}?page=7"),
+                ("grid, failing + search", "again", f"{base}/runs/{run_id}?filter=failing&q=city_03"),
+                ("grid, regressed", "again", f"{base}/runs/{run_id}?filter=regressed"),
+                ("trial", "again", trial_url(run_id, case, "python/model-1", 3)),
+                ("trial, another", "again", trial_url(run_id, "weather/city_0999", "python/model-0", 0)),
+                ("cell + chart", "again", f"{base}/runs/{run_id}/cells/{quote(case)}?variant={quote('python/model-1')}"),
+                ("trial, older run", "cold", trial_url(older, case, "python/model-0", 1)),
+                ("grid, older run", "again", f"{base}/runs/{older}"),
+                ("runs list", "again", f"{base}/"),
             ]
             for name, state, url in pages:
                 rows.append((name, state, timing(page, url)))
             browser.close()
-        # A trial page as the first request of a fresh server: reading the run is part of it.
+        # A fresh server, a trial page at once: the server may still be reading the newest run.
         proc.send_signal(signal.SIGTERM)
         proc.wait(10)
-        proc, base = start_view(folder)
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
             page = browser.new_page()
-            rows.append(("trial", "cold", timing(page, trial_url.replace(trial_url.split("/runs/")[0], base))))
+            proc, base = start_view(folder)
+            rows.append(("trial, new server", "cold", timing(page, trial_url(run_id, case, "python/model-1", 3))))
             browser.close()
     finally:
         proc.send_signal(signal.SIGTERM)
@@ -219,10 +234,10 @@ def main() -> int:
             shutil.rmtree(folder.parent, ignore_errors=True)
     print(f"\n{n:,}-trial run ({args.cases} cases × {args.variants} variants × {args.trials} trials), "
           f"{args.history} earlier runs; target: load ≤ {TARGET_S:.1f}s for the grid and trial pages\n")
-    print(f"{'page':<26}{'':<6}{'server':>9}{'load':>9}")
+    print(f"{'page':<26}{'':<6}{'server':>9}{'load':>9}{'goto':>9}")
     for name, state, t in rows:
         flag = "" if t["load"] <= TARGET_S or not name.startswith(("grid", "trial")) else "  over target"
-        print(f"{name:<26}{state:<6}{t['server']:>8.3f}s{t['load']:>8.3f}s{flag}")
+        print(f"{name:<26}{state:<6}{t['server']:>8.3f}s{t['load']:>8.3f}s{t['wall']:>8.3f}s{flag}")
     return 0
 
 

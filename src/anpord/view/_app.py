@@ -106,6 +106,9 @@ def create_app(
         FILTERS=FILTERS,
     )
 
+    for name in ("runs.html", "run.html", "trial.html", "cell.html", "not_found.html"):
+        env.get_template(name)  # compiled now, not on a person's first click
+
     def render(name: str, context: dict[str, Any], status: int = 200) -> web.Response:
         body = env.get_template(name).render(**context)
         return web.Response(text=body, status=status, content_type="text/html", charset="utf-8")

@@ -42,6 +42,7 @@ __all__ = ["FolderViewData", "earliest_run_baselines"]
 # How many runs' indexes stay in memory (one 10,000-trial run's index is a few MB).
 KEEP_INDEXES = 4
 _Stamp = tuple[int, int, int]
+_EMPTY = RunRecord("", "crashed", 0.0)  # the record shown with a run that cannot be read
 
 
 class _Unreadable(Exception):
@@ -76,15 +77,20 @@ def _read_all(fd: int) -> bytes:
 
 @dataclass
 class _Head:
-    """A ``run.json`` as read: the raw record, and the parts the runs list and history use."""
+    """A ``run.json`` as read: the raw record; ``top``, its fields without the cells (checked
+    when read: what the runs list shows); the full record, built when a page needs the cells."""
 
     run_id: str
     raw: Mapping[str, Any] | None
     error: str | None = None
+    top: RunRecord | None = None
     _record: RunRecord | None = None
+    _points: dict[CellKey, HistoryPoint] | None = None
 
     @property
     def record(self) -> RunRecord:
+        """The full record. Raises RecordError (or TypeError, ValueError) for a cell that does
+        not read: the run's page says so; the runs list, which never needs the cells, does not."""
         if self._record is None:
             assert self.raw is not None
             self._record = RunRecord.from_dict(self.raw)
@@ -93,6 +99,8 @@ class _Head:
     def cell_points(self) -> dict[CellKey, HistoryPoint]:
         """Each cell's figures from the summaries ``run.json`` holds (a finished, interrupted or
         crashed run has them; a running one does not yet)."""
+        if self._points is not None:
+            return self._points
         assert self.raw is not None
         started = float(self.raw.get("started_at") or 0.0)
         points: dict[CellKey, HistoryPoint] = {}
@@ -113,6 +121,7 @@ class _Head:
                 )
             except (KeyError, TypeError, ValueError):
                 continue  # a cell that does not read is left out of history, not fatal
+        self._points = points
         return points
 
 
@@ -147,7 +156,7 @@ def _light_trial(raw: Any) -> TrialResult:
             f"results.jsonl was written in format {v} by a newer anpord; this anpord reads "
             f"format {FORMAT_VERSION}"
         )
-    case_id, variant, trial, verdict = (raw.get(k) for k in ("case_id", "variant", "trial", "verdict"))
+    case_id, variant, trial, verdict = raw.get("case_id"), raw.get("variant"), raw.get("trial"), raw.get("verdict")
     if not isinstance(case_id, str) or not isinstance(variant, str):
         raise RecordError("missing case_id or variant")
     if not isinstance(trial, int) or isinstance(trial, bool) or trial < 0:
@@ -177,8 +186,9 @@ def _build_index(data: bytes, record: RunRecord) -> _Index:
         except (ValueError, TypeError) as exc:
             problems.append(f"results.jsonl line {number}: not JSON ({exc}): skipped")
             continue
-        trials[trial.key] = trial  # a later attempt of the same trial replaces the earlier one
-        lines[trial.key] = (start, len(line))
+        key = (trial.case_id, trial.variant, trial.trial)
+        trials[key] = trial  # a later attempt of the same trial replaces the earlier one
+        lines[key] = (start, len(line))
     if torn.strip():
         problems.append(
             f"results.jsonl: the last line is torn ({len(torn)} bytes, the run was stopped while "
@@ -186,7 +196,7 @@ def _build_index(data: bytes, record: RunRecord) -> _Index:
         )
     by_cell: dict[CellKey, list[TrialResult]] = {}
     for t in sorted(trials.values(), key=lambda t: t.trial):
-        by_cell.setdefault(t.cell_key, []).append(t)
+        by_cell.setdefault((t.case_id, t.variant), []).append(t)
     planned = {(c.case_id, c.variant): c.trials for c in record.cells}
     order = list(dict.fromkeys([*planned, *by_cell]))
     cells = []
@@ -289,12 +299,11 @@ class FolderViewData:
             return _Head(run_id, None, f"run.json is not JSON ({exc})")
         if not isinstance(raw, dict):
             return _Head(run_id, None, f"run.json holds a JSON {type(raw).__name__}, not an object")
-        head = _Head(run_id, raw)
-        try:
-            head.record  # noqa: B018 - checks every field now, so a bad one shows in the list
+        try:  # every field but the cells, checked now so a bad one shows in the list
+            top = RunRecord.from_dict({k: v for k, v in raw.items() if k != "cells"})
         except (RecordError, TypeError, ValueError, AttributeError) as exc:
             return _Head(run_id, None, f"run.json: {exc}")
-        return head
+        return _Head(run_id, raw, top=top)
 
     def _index(self, run_id: str, head: _Head) -> _Index:
         run_dir = self.runs_dir / run_id
@@ -328,7 +337,8 @@ class FolderViewData:
         run_dir = self.runs_dir / run_id
         if head.error is not None or head.raw is None:
             return RunRow(run_id, run_dir, "unreadable", error=head.error or "run.json is not a JSON object")
-        record = head.record
+        record = head.top
+        assert record is not None
         status, totals, usage = record.status, record.totals, record.usage
         if status == "running":
             if owner_alive(record.owner) is False:
@@ -336,7 +346,7 @@ class FolderViewData:
             try:
                 index = self._index(run_id, head)  # a live run's totals come from its lines
                 totals, usage = index.totals, index.usage
-            except (OSError, _Unreadable):
+            except (OSError, _Unreadable, RecordError, TypeError, ValueError):
                 pass
         return RunRow(run_id, run_dir, status, record.started_at, record.finished_at, totals, usage)
 
@@ -355,14 +365,17 @@ class FolderViewData:
                 return None
             row = self._row(run_id, head)
             if row.status == "unreadable":
-                return RunView(row, RunRecord(run_id, "crashed", 0.0), [], [])
+                return RunView(row, _EMPTY, [], [])
             try:
                 index = self._index(run_id, head)
             except FileNotFoundError:
                 return None  # deleted while being read
+            except (RecordError, TypeError, ValueError, AttributeError) as exc:
+                message = f"run.json: {exc}"  # a cell of run.json that does not read
+                return RunView(RunRow(run_id, row.run_dir, "unreadable", error=message), head.top or _EMPTY, [], [])
             except (OSError, _Unreadable) as exc:
                 message = str(exc) if isinstance(exc, _Unreadable) else f"results.jsonl: cannot read: {exc}"
-                return RunView(RunRow(run_id, row.run_dir, "unreadable", error=message), head.record, [], [])
+                return RunView(RunRow(run_id, row.run_dir, "unreadable", error=message), head.top or _EMPTY, [], [])
             return RunView(row, head.record, index.cells, index.variants, list(index.problems))
 
     def trial(self, run_id: str, case_id: str, variant: str, index: int) -> TrialView | None:

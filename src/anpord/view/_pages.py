@@ -17,7 +17,7 @@ from ._values import shown
 
 __all__ = ["FILTERS", "GridQuery", "cell_page", "grid_page", "runs_page", "trial_page"]
 
-PAGE_ROWS = 100  # grid rows (cases) per page
+PAGE_ROWS = 50  # grid rows (cases) per page: a page stays light whatever the run's size
 MAX_DOTS = 24  # trial dots drawn in one grid cell; the cell's page has them all
 CELL_PAGE_TRIALS = 500
 

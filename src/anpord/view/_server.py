@@ -12,7 +12,7 @@ from typing import TextIO
 
 from ._data import ViewData
 
-__all__ = ["allowed_hosts", "bind", "is_loopback", "serve_view", "url_of"]
+__all__ = ["allowed_hosts", "bind", "is_loopback", "serve_view", "url_of", "warm_up"]
 
 SHUTDOWN_GRACE = 2.0
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]")
@@ -56,6 +56,19 @@ def allowed_hosts(sock: socket.socket) -> frozenset[str] | None:
     return frozenset(f"{name}:{port}" for name in {own, *LOOPBACK_NAMES})
 
 
+def warm_up(data: ViewData) -> None:
+    """Read the newest run and its baselines before anyone asks, so the first page that a person
+    opens, usually that run's grid, is served from memory. A failure here only means the first
+    request reads the run itself (and reports what went wrong)."""
+    try:
+        newest = next((r for r in data.runs() if r.status != "unreadable"), None)
+        if newest is not None:
+            data.run(newest.run_id)
+            data.baseline_deltas(newest.run_id)
+    except Exception:  # noqa: BLE001 - never let a warm-up stop the server
+        pass
+
+
 def serve_view(data: ViewData, sock: socket.socket, *, project_folder: Path, out: TextIO | None = None) -> int:
     """Serve the view of ``data`` on ``sock`` until SIGINT/SIGTERM; returns the exit code (0)."""
     return asyncio.run(_main(data, sock, project_folder, out or sys.stdout))
@@ -80,7 +93,9 @@ async def _main(data: ViewData, sock: socket.socket, project_folder: Path, out: 
         if not is_loopback(sock):
             print("anpord view: note: listening beyond this machine; the view has no login, so anyone "
                   "who can reach this address can read these runs", file=sys.stderr, flush=True)
+        warming = loop.run_in_executor(None, warm_up, data)
         await stop.wait()
+        warming.cancel()
     finally:
         await runner.cleanup()
         for sig in (signal.SIGINT, signal.SIGTERM):
