@@ -106,7 +106,8 @@ def test_broken_runs_show_with_a_note_and_never_break_the_view(
         assert rows[corrupt.name]["status"] == "unreadable"
         assert "run.json is not JSON" in rows[corrupt.name]["text"]
         assert rows[foreign.name]["status"] == "unreadable"
-        assert "unknown status 'exploded'" in rows[foreign.name]["text"]
+        assert "run.json: unknown status 'exploded'" in rows[foreign.name]["text"]
+        assert "run.json: run.json" not in rows[foreign.name]["text"]
         assert rows[dead.name]["status"] == "crashed"
         assert rows[torn.name]["status"] == "finished"
 

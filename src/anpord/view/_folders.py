@@ -302,7 +302,8 @@ class FolderViewData:
         try:  # every field but the cells, checked now so a bad one shows in the list
             top = RunRecord.from_dict({k: v for k, v in raw.items() if k != "cells"})
         except (RecordError, TypeError, ValueError, AttributeError) as exc:
-            return _Head(run_id, None, f"run.json: {exc}")
+            text = str(exc)
+            return _Head(run_id, None, text if text.startswith("run.json") else f"run.json: {text}")
         return _Head(run_id, raw, top=top)
 
     def _index(self, run_id: str, head: _Head) -> _Index:
