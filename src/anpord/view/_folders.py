@@ -186,9 +186,9 @@ def _build_index(data: bytes, record: RunRecord) -> _Index:
         except (ValueError, TypeError) as exc:
             problems.append(f"results.jsonl line {number}: not JSON ({exc}): skipped")
             continue
-        key = (trial.case_id, trial.variant, trial.trial)
-        trials[key] = trial  # a later attempt of the same trial replaces the earlier one
-        lines[key] = (start, len(line))
+        trial_key = (trial.case_id, trial.variant, trial.trial)
+        trials[trial_key] = trial  # a later attempt of the same trial replaces the earlier one
+        lines[trial_key] = (start, len(line))
     if torn.strip():
         problems.append(
             f"results.jsonl: the last line is torn ({len(torn)} bytes, the run was stopped while "

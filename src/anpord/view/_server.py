@@ -66,7 +66,7 @@ def warm_up(data: ViewData) -> None:
             data.run(newest.run_id)
             data.baseline_deltas(newest.run_id)
     except Exception:  # noqa: BLE001 - never let a warm-up stop the server
-        pass
+        return
 
 
 def serve_view(data: ViewData, sock: socket.socket, *, project_folder: Path, out: TextIO | None = None) -> int:
