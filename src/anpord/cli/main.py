@@ -13,6 +13,7 @@ commands:
   eval [IDS_OR_PATHS...]   run eval cases against an agent (see `anpord eval --help`)
   eval import              turn an existing case file into a suite (see `anpord eval import --help`)
   init [DIR]               scaffold evals/ with a config and one example
+  view                     browse the project's runs in a local web page (see `anpord view --help`)
   serve SPEC               serve a Python agent over the HTTP agent protocol (see `anpord serve --help`)
   harnesses                which coding-agent CLIs are installed, their versions, what each needs
   runs                     recent runs: id, when, totals, status
@@ -32,6 +33,7 @@ options:
 COMMANDS = {
     "eval": ".eval_cmd",
     "init": ".init_cmd",
+    "view": ".view_cmd",
     "serve": ".serve_cmd",
     "harnesses": ".harnesses_cmd",
     "runs": ".runs_cmd",

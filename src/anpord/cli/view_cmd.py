@@ -1,0 +1,63 @@
+"""``anpord view [--port N] [--host 127.0.0.1]``: the web UI onto the project's runs."""
+
+from __future__ import annotations
+
+import sys
+
+from ._args import Parser
+
+__all__ = ["build_parser", "main"]
+
+DESCRIPTION = """Serve a read-only web view of this project's runs (.anpord/runs): the runs, each
+run's grid of cases × variants, each trial's conversation, checks and events, and each cell's pass
+rate over time. Works from anywhere inside the project. Prints its URL and opens nothing; Ctrl-C
+or SIGTERM stops it."""
+
+
+def _port(text: str) -> int:
+    import argparse
+
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a port number, got {text!r}") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"expected a port number from 0 to 65535, got {text!r}")
+    return value
+
+
+def build_parser() -> Parser:
+    p = Parser(prog="anpord view", description=DESCRIPTION)
+    p.add_argument("--port", type=_port, default=0, metavar="N",
+                   help="port to listen on (default 0: a free one, printed at start)")
+    p.add_argument("--host", default="127.0.0.1", metavar="HOST",
+                   help="address to listen on (default 127.0.0.1: this machine only)")
+    return p
+
+
+def main(argv: list[str]) -> int:
+    args = build_parser().parse_args(argv)
+    from .._errors import UsageError
+    from .._project import find_root
+
+    try:
+        project_folder = find_root([]).parent
+    except UsageError as exc:
+        print(f"anpord view: {exc}", file=sys.stderr)
+        return 2
+    try:
+        import aiohttp  # noqa: F401 - checked before binding: a clear line, not a traceback
+        import jinja2  # noqa: F401
+    except ImportError as exc:
+        print(f"anpord view: needs {exc.name} (pip install {exc.name})", file=sys.stderr)
+        return 2
+    from ..results._reader import mark_crashed_runs
+    from ..view import FolderViewData, bind, serve_view
+
+    mark_crashed_runs(project_folder)  # as every command does: a dead run reads as crashed
+    try:
+        sock = bind(args.host, args.port)
+    except OSError as exc:
+        print(f"anpord view: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    return serve_view(FolderViewData(project_folder), sock, project_folder=project_folder)

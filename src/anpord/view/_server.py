@@ -1,0 +1,104 @@
+"""Running the view: bind a socket, serve until Ctrl-C or SIGTERM, stop cleanly."""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import signal
+import socket
+import sys
+from pathlib import Path
+from typing import TextIO
+
+from ._data import ViewData
+
+__all__ = ["allowed_hosts", "bind", "is_loopback", "serve_view", "url_of", "warm_up"]
+
+SHUTDOWN_GRACE = 2.0
+LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]")
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A socket bound to ``host:port`` (port 0: a free one). Raises OSError."""
+    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    family, kind, proto, _, address = infos[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+    except OSError:
+        sock.close()
+        raise
+    sock.set_inheritable(False)
+    return sock
+
+
+def url_of(sock: socket.socket) -> str:
+    host, port = sock.getsockname()[:2]
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
+def is_loopback(sock: socket.socket) -> bool:
+    try:
+        return ipaddress.ip_address(sock.getsockname()[0]).is_loopback
+    except ValueError:
+        return False
+
+
+def allowed_hosts(sock: socket.socket) -> frozenset[str] | None:
+    """The ``Host`` headers a loopback view answers: its own address and ``localhost``, with its
+    port. None (any) when it listens on another address: then whoever started it chose to be
+    reachable by other names."""
+    if not is_loopback(sock):
+        return None
+    port = sock.getsockname()[1]
+    own = url_of(sock).removeprefix("http://").rsplit(":", 1)[0]
+    return frozenset(f"{name}:{port}" for name in {own, *LOOPBACK_NAMES})
+
+
+def warm_up(data: ViewData) -> None:
+    """Read the newest run and its baselines before anyone asks, so the first page that a person
+    opens, usually that run's grid, is served from memory. A failure here only means the first
+    request reads the run itself (and reports what went wrong)."""
+    try:
+        newest = next((r for r in data.runs() if r.status != "unreadable"), None)
+        if newest is not None:
+            data.run(newest.run_id)
+            data.baseline_deltas(newest.run_id)
+    except Exception:  # noqa: BLE001 - never let a warm-up stop the server
+        return
+
+
+def serve_view(data: ViewData, sock: socket.socket, *, project_folder: Path, out: TextIO | None = None) -> int:
+    """Serve the view of ``data`` on ``sock`` until SIGINT/SIGTERM; returns the exit code (0)."""
+    return asyncio.run(_main(data, sock, project_folder, out or sys.stdout))
+
+
+async def _main(data: ViewData, sock: socket.socket, project_folder: Path, out: TextIO) -> int:
+    from aiohttp import web
+
+    from ._app import create_app
+
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    app = create_app(data, title=project_folder.name, project_folder=str(project_folder),
+                     allowed_hosts=allowed_hosts(sock))
+    runner = web.AppRunner(app, access_log=None, shutdown_timeout=SHUTDOWN_GRACE)
+    await runner.setup()
+    try:
+        await web.SockSite(runner, sock, shutdown_timeout=SHUTDOWN_GRACE).start()
+        print(f"anpord view: {project_folder} at {url_of(sock)}/ (Ctrl-C to stop)", file=out, flush=True)
+        if not is_loopback(sock):
+            print("anpord view: note: listening beyond this machine; the view has no login, so anyone "
+                  "who can reach this address can read these runs", file=sys.stderr, flush=True)
+        warming = loop.run_in_executor(None, warm_up, data)
+        await stop.wait()
+        warming.cancel()
+    finally:
+        await runner.cleanup()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
+        sock.close()
+    return 0
