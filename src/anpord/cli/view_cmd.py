@@ -52,7 +52,7 @@ def main(argv: list[str]) -> int:
         print(f"anpord view: needs {exc.name} (pip install {exc.name})", file=sys.stderr)
         return 2
     from ..results._reader import mark_crashed_runs
-    from ..view import FolderViewData, bind, serve_view
+    from ..view import StoreViewData, bind, serve_view
 
     mark_crashed_runs(project_folder)  # as every command does: a dead run reads as crashed
     try:
@@ -60,4 +60,4 @@ def main(argv: list[str]) -> int:
     except OSError as exc:
         print(f"anpord view: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}", file=sys.stderr)
         return 2
-    return serve_view(FolderViewData(project_folder), sock, project_folder=project_folder)
+    return serve_view(StoreViewData(project_folder), sock, project_folder=project_folder)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from ._data import CellDelta, CellKey, CellRow, HistoryPoint, RunRow, RunView, TrialView, ViewData
 from ._folders import FolderViewData, earliest_run_baselines
+from ._history import StoreViewData
 from ._server import bind, serve_view, url_of
 
 __all__ = [
@@ -17,6 +18,7 @@ __all__ = [
     "CellKey",
     "CellRow",
     "FolderViewData",
+    "StoreViewData",
     "HistoryPoint",
     "RunRow",
     "RunView",

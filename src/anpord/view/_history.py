@@ -1,0 +1,92 @@
+"""``ViewData`` with history from the run store: the baseline a cell is compared with (the one a
+team set with ``anpord baseline set RUN``, else the cell's first reading) and a cell's pass rate
+over runs come from the store's index; everything else — a run's grid, a trial's events — is read
+from the run folders, which stay the source of truth. When the store cannot be used (history off,
+a locked or damaged database, Postgres down), the view falls back to the folders' own rule and
+says so once on stderr.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ._data import CellDelta, CellKey, HistoryPoint
+from ._folders import FolderViewData
+
+__all__ = ["StoreViewData"]
+
+# How long the store's answers for one run or cell are reused (the store changes as runs end).
+TTL = 5.0
+
+
+class StoreViewData(FolderViewData):
+    def __init__(self, project_folder: Path, **kwargs: Any):
+        super().__init__(project_folder, **kwargs)
+        self._store: Any = None
+        self._store_error: str | None = None
+        self._store_lock = threading.Lock()
+        self._cache: dict[tuple[str, ...], tuple[float, Any]] = {}
+
+    def _open(self) -> Any:
+        with self._store_lock:
+            if self._store is None and self._store_error is None:
+                from ..store import StoreError, catch_up, open_store
+
+                try:
+                    self._store = open_store(self.project_folder)
+                    catch_up(self._store, self.project_folder)
+                except StoreError as exc:
+                    self._store_error = str(exc)
+                    print(f"anpord view: history from the run folders only: {exc}", file=sys.stderr)
+            return self._store
+
+    def _cached(self, key: tuple[str, ...], compute: Any) -> Any:
+        hit = self._cache.get(key)
+        if hit is not None and time.monotonic() - hit[0] < TTL:
+            return hit[1]
+        value = compute()
+        self._cache[key] = (time.monotonic(), value)
+        return value
+
+    def cell_history(self, case_id: str, variant: str) -> Sequence[HistoryPoint]:
+        store = self._open()
+        if store is None:
+            return super().cell_history(case_id, variant)
+        try:
+            rows = self._cached(("history", case_id, variant),
+                                lambda: store.cell_history(case_id, variant, limit=200))
+        except Exception:  # noqa: BLE001 - the store is an index: the folders still answer
+            return super().cell_history(case_id, variant)
+        started = {r.run_id: r.started_at for r in self.runs()}
+        points = []
+        for row in reversed(rows):  # the store gives newest first
+            s = row.summary
+            if s is None or row.run_id not in started:
+                continue  # no finished trial yet, or its folder is gone
+            points.append(HistoryPoint(row.run_id, started[row.run_id] or 0.0, s.pass_rate, s.passed,
+                                       s.measured, s.trials))
+        return points
+
+    def baseline_deltas(self, run_id: str) -> Mapping[CellKey, CellDelta]:
+        store = self._open()
+        if store is None:
+            return super().baseline_deltas(run_id)
+        try:
+            comparison = self._cached(("compare", run_id), lambda: store.compare(None, run_id))
+        except Exception:  # noqa: BLE001 - a run the store does not know (unreadable, just made)
+            return super().baseline_deltas(run_id)
+        deltas: dict[CellKey, CellDelta] = {}
+        for cell in comparison.cells:
+            base = cell.base
+            if base is None or base.run_id == run_id:
+                continue  # this run is the cell's baseline, or the first to measure it
+            rate = base.summary.pass_rate if base.summary is not None else None
+            deltas[(cell.case_id, cell.variant)] = CellDelta(
+                base.run_id, rate, cell.delta, cell.status == "regressed"
+            )
+        return deltas
