@@ -63,7 +63,8 @@ class RunReading:
         for r in sorted(self.trials, key=lambda r: r.trial):
             by_cell.setdefault(r.cell_key, []).append(r)
         order = [(c.case_id, c.variant) for c in self.record.cells]
-        order += [k for k in by_cell if k not in set(order)]
+        planned = set(order)
+        order += [k for k in by_cell if k not in planned]
         return [summarize_cell(by_cell[k]) for k in dict.fromkeys(order) if k in by_cell]
 
     def totals(self) -> dict[str, int]:
