@@ -11,6 +11,7 @@ or another boot — is stale. The same prefix is the value every sandboxed proce
 from __future__ import annotations
 
 import json
+import atexit
 import os
 import re
 import stat
@@ -112,6 +113,22 @@ class _Lifeline:
     def alive(self) -> bool:
         return self.owner == os.getpid() and self.proc.poll() is None
 
+    def release(self, wait: float = 2.0) -> None:
+        """At this runner's normal exit: close the pipe, so the watchdog does its (by now empty)
+        sweep and exits, and reap it. Left to exit on its own it would be re-parented to whoever
+        reaps orphans, and in a process that is itself a subreaper (a test runner running anpord
+        both in-process and as subprocesses) stay a zombie there."""
+        if self.owner != os.getpid():
+            return  # a forked child's copy: the pipe and the watchdog are its parent's
+        try:
+            os.close(self.fd)
+        except OSError:
+            return
+        try:
+            self.proc.wait(wait)
+        except Exception:  # noqa: BLE001 - still busy: it finishes (and is reaped) without us
+            pass
+
     def tell(self, root: str) -> bool:
         try:
             os.write(self.fd, json.dumps(root).encode() + b"\n")
@@ -140,6 +157,7 @@ def start_watchdog(root: str) -> None:
                 roots = _lifeline.roots if _lifeline is not None and mine else set()
                 try:
                     _lifeline = _Lifeline()
+                    atexit.register(_lifeline.release)
                 except OSError as exc:
                     _unavailable = f"{sys.executable}: {exc.strerror or exc}"
                     return
