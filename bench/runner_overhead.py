@@ -286,6 +286,16 @@ def main() -> int:
         f" (before the run: {_mb(trials['rss_before_kb']):.1f} MB)"
     )
 
+    nohist = _child("trials-nohist", args.cases, args.cpu)
+    nohist_rate = args.cases / float(nohist["execute_s"])
+    loss = 1 - rate / nohist_rate
+    print(
+        f"   the run folder alone (run store off): {nohist_rate:,.0f} trials/s"
+        f" ({1e6 / nohist_rate:,.0f} µs per trial; target ≥ {TARGET_TRIALS_PER_S:,.0f}"
+        f" {'MET' if nohist_rate >= TARGET_TRIALS_PER_S else 'MISSED'}) — filing the run in the store"
+        f" costs {loss:.1%} (target < 5%: {'MET' if loss < 0.05 else 'MISSED'})"
+    )
+
     bare = _child("trials-noart", args.cases, args.cpu)
     bare_rate = args.cases / float(bare["execute_s"])
     print(

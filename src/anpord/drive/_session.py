@@ -238,6 +238,7 @@ class Session(ScopedAssertions):
         self._opening: asyncio.Future[HarnessSession] | None = None
         self._active: LiveTurn | None = None
         self._pending: dict[str, InputRequest] = {}
+        self._failed = False  # a session.failed event was recorded
         self._messages: list[dict[str, Any]] = []
         state.sessions.append(self)
 
@@ -256,7 +257,9 @@ class Session(ScopedAssertions):
     def _on_event(self, event: Event) -> None:
         self.events.append(event)
         self.state.record_event(event)
-        if event.type == INPUT_REQUESTED:
+        if event.type == SESSION_FAILED:
+            self._failed = True
+        elif event.type == INPUT_REQUESTED:
             req = InputRequest.from_event(event)
             self._pending[req.request_id] = req
         elif event.type == INPUT_RESOLVED:
@@ -299,7 +302,7 @@ class Session(ScopedAssertions):
             except BaseException:  # noqa: BLE001 - closing after a failure must not raise again
                 pass
         if self._hs is not None:
-            if not any(e.type == SESSION_FAILED for e in self.events):
+            if not self._failed:
                 self._on_event(Event(SESSION_COMPLETED, {"session_id": self.session_id}))
             try:
                 await self._hs.close()

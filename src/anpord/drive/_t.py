@@ -37,10 +37,17 @@ class T(ScopedAssertions):
         self._judges: Judges | None = None
         self._primary = Session(state)
         self.deadline = deadline  # time.time() at which the trial times out (set as its timer starts)
-        self.signal = asyncio.Event()  # set when the deadline passes
+        self._signal: asyncio.Event | None = None  # made on first use: most tests never look
         self.workspace = workspace
         self.row = row
         self.seed = seed  # stable per trial: the same trial gets the same seed in every run
+
+    @property
+    def signal(self) -> asyncio.Event:
+        """Set when the trial's deadline passes (``await t.signal.wait()``)."""
+        if self._signal is None:
+            self._signal = asyncio.Event()
+        return self._signal
 
     # -- sessions ---------------------------------------------------------------------------
 

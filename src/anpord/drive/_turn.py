@@ -65,7 +65,7 @@ class InputRequest:
         }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Turn(ScopedAssertions):
     """One settled turn. ``status``: completed, waiting, failed or cancelled."""
 
@@ -79,6 +79,26 @@ class Turn(ScopedAssertions):
     failure: ErrorInfo | None = field(default=None, repr=False)
     _recorder: Recorder | None = field(default=None, repr=False, compare=False)
     _state: TrialState | None = field(default=None, repr=False, compare=False)
+
+    def __init__(
+        self,
+        index: int,
+        session_id: str,
+        status: str,
+        message: str | None,
+        data: Any,
+        events: tuple[Event, ...],
+        error: str | None = None,
+        failure: ErrorInfo | None = None,
+        _recorder: Recorder | None = None,
+        _state: TrialState | None = None,
+    ) -> None:
+        # One dict update instead of a frozen dataclass's setattr per field: a turn is built
+        # for every turn of every trial. Still frozen afterwards.
+        self.__dict__.update(
+            index=index, session_id=session_id, status=status, message=message, data=data,
+            events=events, error=error, failure=failure, _recorder=_recorder, _state=_state,
+        )
 
     @property
     def tool_calls(self) -> list["ToolCall"]:

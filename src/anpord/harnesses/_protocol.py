@@ -58,7 +58,7 @@ class InputResponse:
         return out
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class TurnRequest:
     """One turn: a new message, or answers to the pending input requests (then ``input`` is None)."""
 
@@ -68,7 +68,7 @@ class TurnRequest:
     messages: tuple[dict[str, Any], ...] = ()
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class TurnOutcome:
     """How a turn settled. ``error`` says why a turn failed, in one line. ``failure`` is set when
     it failed through the agent's own fault (it raised, its stream reported an error or stopped

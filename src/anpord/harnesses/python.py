@@ -312,7 +312,7 @@ class PythonSession:
             # One future resolved by whichever comes first: the agent finishing or parking.
             loop = asyncio.get_running_loop()
             self._parked = settled = loop.create_future()
-            if any(not f.done() for f in self._pending.values()):
+            if self._pending and any(not f.done() for f in self._pending.values()):
                 # Only some of several requests were answered: the agent still waits on the rest.
                 settled.set_result(None)
 

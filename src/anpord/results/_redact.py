@@ -48,18 +48,19 @@ def _has_key_prefix(text: str) -> bool:
 
 
 def _has_key_prefix_bytes(data: bytes) -> bool:
-    return (
-        b"sk-" in data
-        or b"ghp_" in data
-        or b"gho_" in data
-        or b"ghu_" in data
-        or b"ghs_" in data
-        or b"ghr_" in data
-        or b"github_pat_" in data
-        or b"AKIA" in data
-        or b"xox" in data
-        or b"AIza" in data
-    )
+    """``_has_key_prefix`` on UTF-8 bytes, with the five GitHub token prefixes found in one scan
+    for ``gh`` (rare in ordinary text): this runs on every trial's record."""
+    if b"sk-" in data or b"AKIA" in data or b"xox" in data or b"AIza" in data or b"github_pat_" in data:
+        return True
+    i = data.find(b"gh")
+    while i >= 0:
+        if data[i + 3 : i + 4] == b"_" and data[i + 2 : i + 3] in _GH_KINDS:
+            return True
+        i = data.find(b"gh", i + 1)
+    return False
+
+
+_GH_KINDS = (b"p", b"o", b"u", b"s", b"r")
 
 
 # Escaping layers undone: a value in a JSON string (1), JSON text in a JSON string (2), a check

@@ -74,7 +74,8 @@ class LocalExecutor:
         setup = self._setups.get(spec)
         if setup is None:
             setup = self._setups[spec] = asyncio.ensure_future(self._set_up(spec, harness))
-        error = await asyncio.shield(setup)
+        # Set up already (every trial but the first few): no await, no shield.
+        error = setup.result() if setup.done() else await asyncio.shield(setup)
         return (None, error) if error else (harness, None)
 
     @staticmethod

@@ -12,6 +12,7 @@ once per case: a 10,000-case suite shares one list. The judge model comes from t
 from __future__ import annotations
 
 import hashlib
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
@@ -160,9 +161,9 @@ def case_hash(case: Case) -> str:
 
 def trial_seed(case_id: str, variant: str, trial: int) -> int:
     """A stable seed per trial (the same in every run), for harnesses and judges that pass one to
-    a model: repeated trials differ, a re-run of the same trial does not."""
-    raw = hashlib.blake2b(f"{case_id}\0{variant}\0{trial}".encode("utf-8", "surrogatepass"), digest_size=4)
-    return int.from_bytes(raw.digest(), "big") & 0x7FFFFFFF
+    a model: repeated trials differ, a re-run of the same trial does not. (CRC-32: a seed needs
+    spreading, not secrecy, and it is computed for every trial.)"""
+    return zlib.crc32(f"{case_id}\0{variant}\0{trial}".encode("utf-8", "surrogatepass")) & 0x7FFFFFFF
 
 
 def build_plan(project: Project, cases: Sequence[Case], opts: RunOptions, *, resolve: bool = True) -> Plan:

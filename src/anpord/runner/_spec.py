@@ -48,7 +48,7 @@ class TrialSpec:
 
     @property
     def project_folder(self) -> Path:
-        return as_path(self.evals_root).parent
+        return _parent(self.evals_root)
 
     @property
     def label(self) -> str:
@@ -60,6 +60,11 @@ def as_path(text: str) -> Path:
     """A spec's folder as a Path, parsed once: a trial reads it several times, and Path parsing
     showed in the runner's profile at thousands of trials a second."""
     return Path(text)
+
+
+@functools.lru_cache(maxsize=64)
+def _parent(text: str) -> Path:
+    return Path(text).parent
 
 
 # Cases already imported in this process, by (eval file, case id).

@@ -29,6 +29,7 @@ from ..results._model import ErrorInfo, TrialResult
 from ..sandboxes._protocol import SandboxError, SandboxInstance, SandboxSpec
 from ..users import UserSimulationError
 from ._capture import CURRENT_LOG, flush_partial
+from ._deadlines import Deadlines
 from ._contain import CURRENT_EXITS, ExitLog, TaskExited, contains_exits
 from ._rewrite import CURRENT_RECORDER
 from ._validate import SandboxHolder, ValidateError, run_declarative
@@ -69,6 +70,7 @@ class TrialEnv:
     # them against this trial (see _stalls).
     lost_time: Callable[[str, float], float] = lambda _trial, _since: 0.0
     stalls_caused: Callable[[str], list[Any]] = lambda _trial: []
+    deadlines: Deadlines | None = None  # one timer for every trial's deadline (made on first use)
 
 
 @dataclass
@@ -152,10 +154,9 @@ class _Trial:
 
     async def prepare(self) -> None:
         case, spec, job = self.case, self.spec, self.job
-        sandbox_spec = SandboxSpec(variant=spec.variant, source=case.source,
-                                   source_base=case.file.folder, label=self.label)
-
         async def opener() -> SandboxInstance:
+            sandbox_spec = SandboxSpec(variant=spec.variant, source=case.source,
+                                       source_base=case.file.folder, label=self.label)
             return await self.env.open_sandbox(spec.variant, sandbox_spec)
 
         self.holder = holder = SandboxHolder(opener, None)
@@ -223,6 +224,10 @@ class _Trial:
             if not waiter.done():
                 waiter.set_result(None)
 
+        deadlines = self.env.deadlines
+        if deadlines is None:
+            deadlines = self.env.deadlines = Deadlines(loop)
+
         def on_deadline() -> None:
             if task.done():
                 return  # finished in the same loop iteration: its own result stands
@@ -230,7 +235,7 @@ class _Trial:
             lost = self.env.lost_time(self.label, started)
             remaining = timeout + lost - (loop.time() - started)
             if remaining > 0.001:
-                timers.append(loop.call_later(remaining, on_deadline))
+                timers.append(deadlines.at(loop.time() + remaining, on_deadline))
                 return
             timed_out.append(f"timed out after {timeout:g}s")
             t.signal.set()
@@ -240,7 +245,7 @@ class _Trial:
         task.add_done_callback(wake)
         t.deadline = time.time() + timeout  # from now, not from before the sandbox opened
         self.deadline_at = started + timeout
-        timers = [loop.call_later(timeout, on_deadline)]
+        timers = [deadlines.at(self.deadline_at, on_deadline)]
         try:
             await waiter
         except asyncio.CancelledError:

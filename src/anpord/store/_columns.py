@@ -4,7 +4,16 @@ the two together)."""
 
 from __future__ import annotations
 
-__all__ = ["CELL_COLUMNS", "COUNTS", "RUN_COLUMNS", "SCHEMA_VERSION", "TRIAL_COLUMNS"]
+__all__ = [
+    "CELL_COLUMNS",
+    "COUNTS",
+    "NO_NUMBER",
+    "NO_TEXT",
+    "NULLED",
+    "RUN_COLUMNS",
+    "SCHEMA_VERSION",
+    "TRIAL_COLUMNS",
+]
 
 SCHEMA_VERSION = 1
 
@@ -69,3 +78,29 @@ TRIAL_COLUMNS = (
     "events_count",
     "attempt",
 )
+
+
+# The columns a trial or cell row often leaves empty. Binding None costs the database driver an
+# adapter lookup per value (it doubled the cost of filing a trial), so the rows carry a sentinel
+# instead and the SQL turns it back into NULL (`NULLIF(?, -1)`): -1 is never a token count, a
+# cost, a score, a rate or an offset, and an empty text never names anything.
+NO_NUMBER = -1
+NO_TEXT = ""
+NULLED = {
+    "case_hash": NO_TEXT,
+    "harness": NO_TEXT,
+    "model": NO_TEXT,
+    "profile": NO_TEXT,
+    "pass_rate": NO_NUMBER,
+    "pass_at_k": NO_NUMBER,
+    "pass_hat_k": NO_NUMBER,
+    "score": NO_NUMBER,
+    "input_tokens": NO_NUMBER,
+    "output_tokens": NO_NUMBER,
+    "cost": NO_NUMBER,
+    "error_kind": NO_TEXT,
+    "error_message": NO_TEXT,
+    "events_offset": NO_NUMBER,
+    "events_length": NO_NUMBER,
+    "events_count": NO_NUMBER,
+}

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..results._model import VERDICTS, CellSummary, TrialResult, pass_at_k, pass_hat_k
 from ..results._run_record import CellRecord, RunRecord
-from ._columns import CELL_COLUMNS, COUNTS, RUN_COLUMNS, TRIAL_COLUMNS
+from ._columns import CELL_COLUMNS, COUNTS, NO_NUMBER, NO_TEXT, RUN_COLUMNS, TRIAL_COLUMNS
 
 __all__ = [
     "CellRow",
@@ -144,8 +144,9 @@ def run_tuple(record: RunRecord, run_dir: str | None, indexed_at: float) -> tupl
 def cell_tuple(
     idx: int, cell: CellRecord, variant: Mapping[str, Any], summary: CellSummary | None
 ) -> tuple[Any, ...]:
+    # Often-empty columns carry their sentinel, not None (see _columns.NULLED).
     if summary is None:
-        figures: tuple[Any, ...] = (0,) * len(COUNTS) + (None, None, None, None)
+        figures: tuple[Any, ...] = (0,) * len(COUNTS) + (NO_NUMBER, NO_NUMBER, NO_NUMBER, None)
     else:
         figures = (
             summary.trials,
@@ -155,29 +156,38 @@ def cell_tuple(
             summary.timed_out,
             summary.void,
             summary.skipped,
-            summary.pass_rate,
-            summary.pass_at_k,
-            summary.pass_hat_k,
+            _number(summary.pass_rate),
+            _number(summary.pass_at_k),
+            _number(summary.pass_hat_k),
             summary.deterministic,
         )
     return (
         idx,
         cell.case_id,
         cell.variant,
-        cell.case_hash,
-        variant.get("harness"),
-        variant.get("model"),
-        variant.get("profile"),
+        cell.case_hash or NO_TEXT,
+        variant.get("harness") or NO_TEXT,
+        variant.get("model") or NO_TEXT,
+        variant.get("profile") or NO_TEXT,
         len(cell.planned),
         *figures,
     )
 
 
+def _number(value: Any) -> Any:
+    return NO_NUMBER if value is None else value
+
+
 def trial_tuple(
     result: TrialResult, cell_idx: int, redact: Callable[[str], str]
 ) -> tuple[Any, ...]:
-    """A trial's columns. Text a trial carries is redacted as its artifacts are."""
+    """A trial's columns. Text a trial carries is redacted as its artifacts are. Often-empty
+    columns carry their sentinel, not None (see _columns.NULLED)."""
     usage, error, events = result.usage, result.error, result.events
+    if usage:
+        tokens_in, tokens_out, cost = (_number(usage.get(k)) for k in ("input_tokens", "output_tokens", "cost"))
+    else:
+        tokens_in = tokens_out = cost = NO_NUMBER
     return (
         cell_idx,
         result.trial,
@@ -185,15 +195,15 @@ def trial_tuple(
         redact(result.reason) if result.reason else "",
         float(result.duration),
         float(result.started_at),
-        result.score,
-        usage.get("input_tokens") if usage else None,
-        usage.get("output_tokens") if usage else None,
-        usage.get("cost") if usage else None,
-        error.kind if error is not None else None,
-        redact(error.message) if error is not None else None,
-        events.offset if events is not None else None,
-        events.length if events is not None else None,
-        events.count if events is not None else None,
+        _number(result.score),
+        tokens_in,
+        tokens_out,
+        cost,
+        error.kind if error is not None else NO_TEXT,
+        redact(error.message) if error is not None else NO_TEXT,
+        events.offset if events is not None else NO_NUMBER,
+        events.length if events is not None else NO_NUMBER,
+        events.count if events is not None else NO_NUMBER,
         result.attempt,
     )
 
