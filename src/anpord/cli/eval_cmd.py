@@ -40,6 +40,10 @@ def build_parser() -> Parser:
     p.add_argument("--sandbox", metavar="S", help="override the sandbox on every selected variant")
     p.add_argument("--cache", action="store_true",
                    help="reuse model and judge calls from earlier runs (keyed on the request and the trial index)")
+    p.add_argument("--executor", choices=["local", "ray"], default=None,
+                   help="where trials run: this process (default) or a Ray cluster (pip install 'anpord[ray]')")
+    p.add_argument("--ray-address", metavar="ADDR",
+                   help="the Ray cluster's address (host:port); default RAY_ADDRESS, else a cluster on this machine")
     p.add_argument("--no-artifacts", action="store_true", help=argparse.SUPPRESS)
     return p
 
@@ -126,12 +130,13 @@ def _run(args: argparse.Namespace, fail_on: str, out: TextIO) -> int:
         cases = filter_tags(loaded, args.tag, args.exclude_tag)
         if args.list:
             return _list(cases, args.json, out)
-        from ..runner._run import RunOptions, build_plan, execute
+        from ..runner._run import RunOptions, build_plan, execute, executor_for
 
         opts = RunOptions(
             trials=args.trials, timeout=args.timeout, max_concurrency=args.max_concurrency,
             variants=args.variant, harness=args.harness, model=args.model, sandbox=args.sandbox,
             fail_on=fail_on, artifacts=not args.no_artifacts, cache=args.cache,
+            executor=args.executor, ray_address=args.ray_address,
         )
         if not cases:
             if loaded:
@@ -143,6 +148,7 @@ def _run(args: argparse.Namespace, fail_on: str, out: TextIO) -> int:
         plan = build_plan(project, cases, opts)
         if not plan.cells:
             raise UsageError("nothing to run: no variant selected")
+        executor = executor_for(plan, opts)  # a cluster that cannot be used: exit 2, nothing written
     except UsageError as exc:
         if args.json:
             # A CI step parsing stdout gets a document saying why, not an empty stream.
@@ -160,7 +166,7 @@ def _run(args: argparse.Namespace, fail_on: str, out: TextIO) -> int:
     reporters = [console, *project.config.reporters]
 
     with late_signals() as late:
-        code = _report(args, fail_on, out, redact, execute(plan, opts, reporters))
+        code = _report(args, fail_on, out, redact, execute(plan, opts, reporters, executor=executor))
     # A signal after the run ended (while reports were written): its documented exit code.
     return 128 + late[0] if late else code
 

@@ -30,6 +30,7 @@ from ..sandboxes._protocol import SandboxError, SandboxInstance, SandboxSpec
 from ._capture import CURRENT_LOG, flush_partial
 from ._contain import CURRENT_EXITS, CURRENT_TRIAL, ExitLog, TaskExited
 from ._rewrite import CURRENT_RECORDER
+from ._spec import local_path
 from ._validate import SandboxHolder, ValidateError, run_declarative
 from ._verdict import decide_verdict
 
@@ -179,7 +180,7 @@ class _Trial:
             variant=spec.variant, model=spec.variant.model, sandbox=instance, log=self.log,
             trial_id=spec.label, max_concurrency=self.env.max_concurrency, seed=spec.seed,
             cache_dir=None if spec.cache_dir is None else Path(spec.cache_dir),
-            trial_index=spec.trial, evals_root=Path(spec.evals_root),
+            trial_index=spec.trial, evals_root=local_path(spec.evals_root),
         )
 
     # -- 2. drive ----------------------------------------------------------------------------

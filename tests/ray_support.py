@@ -1,0 +1,187 @@
+"""A real Ray cluster on this machine, for the Ray executor's tests and benchmark.
+
+``LocalCluster(nodes)`` starts a head node (``ray start --head --block``) and one more node
+process per extra entry, each on its own loopback address (127.0.0.2, 127.0.0.3, ...: Ray turns
+127.0.0.1 into the machine's network address, these it keeps) and its own ports, with this
+checkout's ``src`` on the workers' ``PYTHONPATH``. ``stop()`` ends every process the cluster
+started — the node processes and all their descendants, frozen first so none can fork away — and
+removes its temp folder; the node processes also get SIGTERM (and stop their own processes) if
+the process that started them dies.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+RAY = [sys.executable, "-m", "ray.scripts.scripts"]  # this interpreter's Ray, not a `ray` on PATH
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+_LIBC = ctypes.CDLL(None, use_errno=True)  # loaded here: the child between fork and exec only calls it
+
+
+def _die_with_parent() -> None:
+    _LIBC.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+@dataclass
+class Node:
+    num_cpus: int = 1
+    resources: dict[str, float] = field(default_factory=dict)
+    ip: str = ""
+    proc: subprocess.Popen[bytes] | None = None
+    log: Path | None = None
+
+
+class LocalCluster:
+    def __init__(self, nodes: list[Node], *, env: dict[str, str] | None = None):
+        self.nodes = nodes
+        # Short: Ray's unix sockets live under it, and a socket path has at most 107 bytes.
+        self.temp = Path(tempfile.mkdtemp(prefix="ar-", dir="/tmp"))
+        self.port = free_port()
+        self.address = f"127.0.0.2:{self.port}"
+        self.env = dict(os.environ)
+        self.env.update(env or {})
+        self.env.update({
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(SRC), os.environ.get("PYTHONPATH")])),
+            "RAY_USAGE_STATS_ENABLED": "0",
+        })
+
+    def _start_node(self, index: int, node: Node) -> None:
+        node.ip = f"127.0.0.{index + 2}"
+        ports = [free_port() for _ in range(5)]
+        worker_low = free_port()
+        args = [
+            *RAY, "start", "--block", "--disable-usage-stats",
+            f"--num-cpus={node.num_cpus}", f"--node-ip-address={node.ip}",
+            "--object-store-memory=80000000",
+            f"--node-manager-port={ports[0]}", f"--object-manager-port={ports[1]}",
+            f"--dashboard-agent-listen-port={ports[2]}", f"--dashboard-agent-grpc-port={ports[3]}",
+            f"--metrics-export-port={ports[4]}", f"--runtime-env-agent-port={free_port()}",
+            f"--min-worker-port={worker_low}", f"--max-worker-port={worker_low + 60}",
+        ]
+        if node.resources:
+            args.append(f"--resources={json.dumps(node.resources)}")
+        if index == 0:
+            args += ["--head", f"--port={self.port}", f"--temp-dir={self.temp}", "--include-dashboard=false"]
+        else:
+            args.append(f"--address={self.address}")
+        node.log = self.temp / f"node{index}.log"
+        with node.log.open("wb") as log:
+            node.proc = subprocess.Popen(
+                args, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=self.env,
+                start_new_session=True,
+                preexec_fn=_die_with_parent,  # noqa: PLW1509 - it takes no lock: one libc call
+            )
+
+    def start(self, timeout: float = 120) -> LocalCluster:
+        try:
+            self._start_node(0, self.nodes[0])
+            self._wait_started(self.nodes[0], timeout)
+            for i, node in enumerate(self.nodes[1:], start=1):
+                self._start_node(i, node)
+            for node in self.nodes[1:]:
+                self._wait_started(node, timeout)
+            if len(self.node_ids()) != len(self.nodes):
+                raise RuntimeError(f"the Ray cluster has {len(self.node_ids())} live nodes, not {len(self.nodes)}")
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _wait_started(self, node: Node, timeout: float) -> None:
+        assert node.proc is not None and node.log is not None
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if "Ray runtime started" in node.log.read_text(errors="replace"):
+                return
+            if node.proc.poll() is not None:
+                raise RuntimeError(f"a Ray node exited with {node.proc.returncode}:\n{self.logs()}")
+            time.sleep(0.3)
+        raise RuntimeError(f"a Ray node did not start within {timeout:g} s:\n{self.logs()}")
+
+    def _alive_nodes(self) -> list[dict[str, Any]]:
+        out = subprocess.run(
+            [sys.executable, "-c", _COUNT_NODES, self.address], env=self.env, capture_output=True, text=True,
+            timeout=60, check=False,
+        )
+        if out.returncode != 0:
+            return []
+        return list(json.loads(out.stdout.strip().splitlines()[-1]))
+
+    def node_ids(self) -> dict[str, str]:
+        """Node IP -> node id, for the live nodes."""
+        return {n["NodeManagerAddress"]: n["NodeID"] for n in self._alive_nodes()}
+
+    def logs(self) -> str:
+        return "\n".join(n.log.read_text(errors="replace")[-3000:] for n in self.nodes if n.log and n.log.exists())
+
+    def pids(self) -> set[int]:
+        """Every live process of this cluster: the node processes and their descendants."""
+        roots = {n.proc.pid for n in self.nodes if n.proc is not None and n.proc.poll() is None}
+        return _descendants(roots) | roots
+
+    def stop(self) -> None:
+        # Freeze the whole tree, then kill it: a process cannot fork a child the sweep misses.
+        frozen: set[int] = set()
+        while True:
+            found = self.pids() - frozen
+            if not found:
+                break
+            for pid in found:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGSTOP)
+            frozen |= found
+        for pid in frozen:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        for node in self.nodes:
+            if node.proc is not None:
+                node.proc.wait()
+        shutil.rmtree(self.temp, ignore_errors=True)
+
+
+def _descendants(roots: set[int]) -> set[int]:
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            stat = Path(f"/proc/{entry}/stat").read_text()
+            if stat.rsplit(")", 1)[1].split()[0] == "Z":
+                continue  # a zombie: already dead
+            children.setdefault(int(stat.rsplit(")", 1)[1].split()[1]), []).append(int(entry))
+    out: set[int] = set()
+    todo = list(roots)
+    while todo:
+        for child in children.get(todo.pop(), ()):
+            if child not in out:
+                out.add(child)
+                todo.append(child)
+    return out
+
+
+_COUNT_NODES = """
+import json, logging, sys, ray
+ray.init(address=sys.argv[1], logging_level=logging.ERROR, log_to_driver=False)
+print(json.dumps([n for n in ray.nodes() if n["Alive"]], default=str))
+"""
