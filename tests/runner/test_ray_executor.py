@@ -79,8 +79,13 @@ def test_declared_sandbox_slots_bound_each_worker_and_the_config_bounds_their_su
 def test_no_node_that_can_hold_a_worker_is_a_usage_error() -> None:
     from anpord.runner import UsageError
 
-    with pytest.raises(UsageError, match="no node of the Ray cluster can hold an anpord worker"):
+    with pytest.raises(UsageError, match=r"no node of the Ray cluster can hold an anpord worker \(each needs 1 CPU\)"):
         plan_workers([NodeRoom("a", cpus=0.5)], max_concurrency=8)
+    nodes = [NodeRoom("a", cpus=8, memory=3 << 30), NodeRoom("b", cpus=8, memory=9 << 30)]
+    assert Counter(s.node_id for s in plan_workers(nodes, max_concurrency=8, memory_per_worker=2 << 30)) == {
+        "a": 1, "b": 4}  # as many as each node's memory holds
+    with pytest.raises(UsageError, match=r"each needs 1 CPU and 16\.0 GiB of memory\)"):
+        plan_workers(nodes, max_concurrency=8, memory_per_worker=16 << 30)
 
 
 def test_virtualenvs_and_run_folders_do_not_travel(tmp_path: Path) -> None:
@@ -342,6 +347,34 @@ def test_a_trial_whose_worker_dies_on_both_attempts_is_void_with_the_reason(
     assert run.stdout.strip().splitlines()[-1] == "1 passed, 0 failed, 1 void", run.output
 
 
+def test_when_no_worker_is_left_every_trial_is_still_reported_void(make_project: Any, cluster: LocalCluster) -> None:
+    # One worker at a time, replaced twice: three workers die, then none is left for the rest.
+    project = make_project({
+        "evals/a_suicide.eval.py": eval_file("""
+            import os, signal
+
+            @define_eval(each=range(3))
+            async def test(t, row):
+                os.kill(os.getpid(), signal.SIGKILL)
+        """),
+        "evals/b_calm.eval.py": eval_file(f"""
+            @define_eval(each=range(2))
+            async def test(t, row):
+                await t.send("hello")
+                {END}
+        """),
+    })
+    run = on_ray(project, cluster, "--max-concurrency", "1")
+    assert run.code == 1, run.output
+    lines = {r["case_id"]: r for r in run.results()}
+    assert sorted(lines) == ["a_suicide/0000", "a_suicide/0001", "a_suicide/0002", "b_calm/0000", "b_calm/0001"]
+    assert all(r["verdict"] == "void" for r in lines.values()), run.output
+    assert lines["a_suicide/0000"]["reason"].startswith("its Ray worker died, on both attempts")
+    left = [r for r in lines.values() if r["reason"].startswith("no Ray worker is left to run it (the last, on ")]
+    assert len(left) == 4, run.output
+    assert run.stdout.strip().splitlines()[-1] == "0 passed, 0 failed, 5 void", run.output
+
+
 def test_ctrl_c_cancels_the_remote_trials_and_exits_130(
         make_project: Any, cluster: LocalCluster, tmp_path: Path) -> None:
     folder = tmp_path / "marks"
@@ -412,6 +445,13 @@ def test_options_ray_cannot_honour_are_refused(make_project: Any) -> None:
         "anpord eval: --cache is not available with --executor ray")
     assert one_line_refusal(project.run("--ray-address", "127.0.0.2:6379")) == (
         'anpord eval: --ray-address needs --executor ray (or executor="ray" in evals.config.py)')
+    # The config chooses Ray for every run; --executor local wins over it.
+    project.write({"evals/evals.config.py": 'from anpord import define_eval_config\n'
+                                            'config = define_eval_config(harness="python:agents.kit:agent", '
+                                            'executor="ray")\n'})
+    assert one_line_refusal(project.run("--cache")).startswith("anpord eval: --cache is not available with --executor ray")
+    local = project.run("--executor", "local", "--cache")
+    assert local.code == 0 and local.run_json()["executor"] == "local", local.output
 
 
 def test_a_project_over_rays_upload_limit_is_one_line_and_excluded_folders_do_not_count(
@@ -432,6 +472,13 @@ def test_a_project_over_rays_upload_limit_is_one_line_and_excluded_folders_do_no
         rf"anpord eval: the project folder {re.escape(str(project.folder))} is too large to send to Ray: "
         r"0\.\d+MiB zipped, over Ray's limit of 0\.57MiB; exclude what the trials do not need "
         r"\(\.gitignore or \.rayignore\)", line), line
+
+
+def test_workers_no_node_can_hold_are_refused_before_any_trial(make_project: Any, cluster: LocalCluster) -> None:
+    project = make_project({"evals/a.eval.py": eval_file("case = define_eval(prompt='hi', validate=lambda c: True)")})
+    line = one_line_refusal(on_ray(project, cluster, env={"ANPORD_RAY_WORKER_MEMORY": "64T"}))
+    assert line == ("anpord eval: no node of the Ray cluster can hold an anpord worker "
+                    "(each needs 1 CPU and 65,536.0 GiB of memory)")
 
 
 def test_a_node_with_another_anpord_is_refused_before_any_trial(

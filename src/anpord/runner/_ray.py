@@ -62,11 +62,13 @@ REPLACEMENTS_PER_WORKER = 2  # dead workers replaced, per worker planned
 
 @dataclass(frozen=True)
 class NodeRoom:
-    """What a node offers: its CPUs and, when it declares them, its sandbox slots."""
+    """What a node offers: its CPUs, its memory (bytes) and, when it declares them, its sandbox
+    slots."""
 
     node_id: str
     cpus: float
     sandboxes: float | None = None
+    memory: float | None = None
 
 
 @dataclass(frozen=True)
@@ -86,11 +88,12 @@ def _split(total: int, parts: int) -> list[int]:
 
 
 def plan_workers(nodes: Sequence[NodeRoom], *, max_concurrency: int, max_sandboxes: int | None = None,
-                 cpus_per_worker: float = 1.0) -> list[WorkerShape]:
+                 cpus_per_worker: float = 1.0, memory_per_worker: int | None = None) -> list[WorkerShape]:
     """The worker pool for a cluster: one worker per ``cpus_per_worker`` CPUs a node has (a
     worker's trials share one event loop, so more than one core each buys nothing), spread evenly
-    over the nodes, no more workers than trials may run at once; the run's concurrency split
-    among them. When nodes declare sandbox slots, only those nodes get workers, each worker
+    over the nodes, and as many as fit in a node's memory when each reserves ``memory_per_worker``
+    bytes; no more workers than trials may run at once; the run's concurrency split among them.
+    When nodes declare sandbox slots, only those nodes get workers, each worker
     reserves its share of its node's slots, and that share bounds its open sandboxes; the config's
     ``max_sandboxes`` bounds their sum. Raises ``UsageError`` when no node can hold a worker."""
     declared = any(n.sandboxes for n in nodes)
@@ -99,11 +102,17 @@ def plan_workers(nodes: Sequence[NodeRoom], *, max_concurrency: int, max_sandbox
         fits = math.floor(n.cpus / cpus_per_worker + 1e-9)
         if declared:
             fits = min(fits, math.floor(n.sandboxes or 0))
+        if memory_per_worker:
+            fits = min(fits, math.floor((n.memory or 0) / memory_per_worker))
         if fits > 0:
             room[n.node_id] = fits
     if not room:
-        needs = f"{cpus_per_worker:g} CPU" + (f" and 1 {SANDBOX_RESOURCE}" if declared else "")
-        raise UsageError(f"no node of the Ray cluster can hold an anpord worker (each needs {needs})")
+        needs = [f"{cpus_per_worker:g} CPU"]
+        if memory_per_worker:
+            needs.append(f"{memory_per_worker / (1 << 30):,.1f} GiB of memory")
+        if declared:
+            needs.append(f"1 {SANDBOX_RESOURCE}")
+        raise UsageError(f"no node of the Ray cluster can hold an anpord worker (each needs {' and '.join(needs)})")
     wanted = min(sum(room.values()), max_concurrency, max_sandboxes or max_concurrency)
     placed: dict[str, int] = dict.fromkeys(room, 0)
     while sum(placed.values()) < wanted:  # round-robin: every node gets workers before any gets two
@@ -161,12 +170,9 @@ def _probe() -> Any:
     missing or another version, and says so."""
 
     def probe() -> dict[str, str | None]:
-        import os
         import platform
-        import socket
 
-        out: dict[str, str | None] = {"python": platform.python_version(), "host": socket.gethostname(),
-                                      "cwd": os.getcwd(), "anpord": None, "error": None}
+        out: dict[str, str | None] = {"python": platform.python_version(), "anpord": None, "error": None}
         try:
             import anpord
 
@@ -348,7 +354,7 @@ class RayExecutor:
             alive = [n for n in ray.nodes() if n.get("Alive")]
             rooms = [_room(n) for n in alive]
             shapes = plan_workers(rooms, max_concurrency=max_concurrency, max_sandboxes=max_sandboxes,
-                                  cpus_per_worker=cpus_per_worker)
+                                  cpus_per_worker=cpus_per_worker, memory_per_worker=memory_per_worker)
             executor = cls(project_folder, shapes, cpus_per_worker=cpus_per_worker,
                            memory_per_worker=memory_per_worker, sandbox_resource=any(r.sandboxes for r in rooms))
             try:
@@ -420,7 +426,8 @@ def _worker_size(cpus: float | None, memory: int | None) -> tuple[float, int | N
 def _room(node: dict[str, Any]) -> NodeRoom:
     resources = node.get("Resources") or {}
     sandboxes = resources.get(SANDBOX_RESOURCE)
-    return NodeRoom(node["NodeID"], float(resources.get("CPU", 0)), None if sandboxes is None else float(sandboxes))
+    return NodeRoom(node["NodeID"], float(resources.get("CPU", 0)), None if sandboxes is None else float(sandboxes),
+                    float(resources.get("memory", 0)))
 
 
 @contextlib.contextmanager
@@ -545,18 +552,20 @@ class _Pool:
         except Exception as exc:  # noqa: BLE001 - a worker that cannot start is reported and dropped
             reason = (f"it was not placed within {START_TIMEOUT:g} s" if isinstance(exc, asyncio.TimeoutError)
                       else _last_line(exc))
-            self._retire(worker, f"a worker could not start on Ray: {reason}")
+            self._retire(worker, f"a worker could not start on Ray: {reason}", f"the last could not start: {reason}")
         else:
             worker.host, worker.pid = info["host"], info["pid"]
             worker.ready, worker.free = True, worker.shape.slots
         self.changed.set()
 
-    def _retire(self, worker: _Worker, why: str) -> None:
+    def _retire(self, worker: _Worker, message: str, loss: str) -> None:
+        """Drop a worker: say so on stderr (``message``); ``loss`` is why, for the trials that no
+        worker is left to run."""
         if not worker.alive:
             return
         worker.alive = False
-        self.last_loss = why
-        print(f"anpord: {why}", file=sys.stderr)
+        self.last_loss = loss
+        print(f"anpord: {message}", file=sys.stderr)
         with contextlib.suppress(Exception):  # already gone
             self.ray.kill(worker.handle, no_restart=True)
 
@@ -570,7 +579,8 @@ class _Pool:
             self._dispatch()
             if not self.retries and not self.in_flight and (self.exhausted or self.stop.is_set()):
                 return
-            if not any(w.alive for w in self.workers):
+            if not any(w.alive for w in self.workers) and not self.in_flight:
+                # (Trials still in flight on a dead worker come back as retries first.)
                 self._give_up()
                 return
             await self.changed.wait()
@@ -625,7 +635,8 @@ class _Pool:
             self._lost(worker, pending, "died" if died else f"failed: {exception_line(exc)}")
             if died and worker.alive:
                 self._retire(worker, f"the Ray worker on {worker.host} died; its trials run again on another "
-                                     "worker (once: a trial that loses its worker twice is void)")
+                                     "worker (once: a trial that loses its worker twice is void)",
+                             f"the last, on {worker.host}, died")
                 if self.replacements > 0:
                     self.replacements -= 1
                     self._spawn(self._await_ready(self.x.start_worker(worker.shape)))
