@@ -17,8 +17,13 @@ For each: wall time (process start to exit, interpreter start-up and discovery i
 per second, the driver's peak memory (VmHWM of the ``anpord`` process, sampled), the driver's CPU
 per trial, the time to the first trial's start (connection, upload, probe and workers for Ray)
 and the steady-state rate (first trial's start to last trial's end). The latency-bound ideal is
-N / C × latency. Figures are printed, never asserted; the machine is shared, so its load is
-printed too.
+N / C × latency.
+
+3. **batching** (Ray): the same suite once more through ``execute`` in this process, to read the
+   executor's counters: how many specs travel per call to a worker and how many results per
+   message back, and the driver's CPU per trial with nothing else in the process.
+
+Figures are printed, never asserted; the machine is shared, so its load is printed too.
 """
 
 from __future__ import annotations
@@ -141,6 +146,37 @@ def show(label: str, r: dict[str, Any], n: int) -> None:
         print(f"         stderr: {r['stderr']}")
 
 
+def batching(folder: Path, address: str) -> None:
+    """The Ray run again, in this process, for the executor's batching counters."""
+    from anpord.runner import (
+        RunOptions,
+        build_plan,
+        execute,
+        find_project,
+        load_cases,
+        select_files,
+    )
+    from anpord.runner._ray import RayExecutor
+
+    cwd = os.getcwd()
+    os.chdir(folder)
+    try:
+        project = find_project([])
+        opts = RunOptions(executor="ray", ray_address=address, artifacts=False)
+        plan = build_plan(project, load_cases(select_files(project, [])), opts)
+        executor = RayExecutor.connect(project.folder, address=address, max_concurrency=plan.max_concurrency)
+        cpu0, t0 = time.process_time(), time.perf_counter()
+        result = execute(plan, opts, [], executor=executor)
+        wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
+    finally:
+        os.chdir(cwd)
+    s = executor.stats
+    print(f"  batching: {s['trials']} trials in {s['batches']} calls ({s['trials'] / max(s['batches'], 1):.1f} "
+          f"specs per call), {s['messages']} result messages ({s['trials'] / max(s['messages'], 1):.1f} results "
+          f"per message); {len(executor.shapes)} workers; in-process run {wall:.2f} s, driver CPU "
+          f"{cpu / max(s['trials'], 1) * 1000:.2f} ms/trial; {result.summary.totals['passed']} passed")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--trials", type=int, default=10_000)
@@ -149,7 +185,7 @@ def main() -> int:
     ap.add_argument("--skip-local", action="store_true")
     ap.add_argument("--skip-ray", action="store_true")
     args = ap.parse_args()
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 65536), hard))
     n, conc = args.trials, args.concurrency
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpus, load {os.getloadavg()[0]:.1f}, "
@@ -171,6 +207,7 @@ def main() -> int:
             try:
                 results["ray"] = run_cli(folder, "--executor", "ray", "--ray-address", cluster.address)
                 show("ray", results["ray"], n)
+                batching(folder, cluster.address)
             finally:
                 cluster.stop()
         if "local" in results and "ray" in results:

@@ -121,7 +121,7 @@ SUITE = {
     "evals/slow.eval.py": eval_file(f"""
         @define_eval(each=range(6))
         async def test(t, row):
-            await t.send("slow 0.6")
+            await t.send("slow 1.5")
             t.check(t.reply, equals("finished slowly"))
             {END}
     """),

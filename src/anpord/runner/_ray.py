@@ -323,6 +323,8 @@ class RayExecutor:
         self.versions = _driver_versions()
         self.actor_class = ray.remote(TrialActor)
         self.workers: list[_Worker] = []
+        # How well trials were batched: calls sent, result messages received, trials reported.
+        self.stats = {"batches": 0, "messages": 0, "trials": 0}
 
     @classmethod
     def connect(cls, project_folder: Path, *, address: str | None = None, max_concurrency: int = 8,
@@ -605,6 +607,7 @@ class _Pool:
             if not batch:
                 return
             worker.free -= len(batch)
+            self.x.stats["batches"] += 1
             for spec in batch:
                 self.in_flight[spec.key] = spec
                 if spec.attempt == 0:  # a retry was announced the first time
@@ -616,6 +619,7 @@ class _Pool:
         try:
             async for ref in worker.handle.run.remote(batch):
                 finished, logs = await ref
+                self.x.stats["messages"] += 1
                 for key, message in logs:
                     spec = self.in_flight.get(key)
                     if spec is not None:
@@ -626,6 +630,7 @@ class _Pool:
                         continue
                     del self.in_flight[key]
                     worker.free += 1
+                    self.x.stats["trials"] += 1
                     self.sink.trial_finished(spec, *trial_from_wire(record, events))
                 self.changed.set()
         except asyncio.CancelledError:
