@@ -208,8 +208,9 @@ def test_a_suite_on_ray_gives_the_local_results_and_runs_on_both_nodes(
         make_project: Any, cluster: LocalCluster, tmp_path: Path) -> None:
     project = make_project(SUITE, config=SUITE_CONFIG)
     env = {"ANPORD_RAY_TEST_TOKEN": TOKEN}
-    local = project.run("--trials", "2", "--json", "--junit", str(tmp_path / "local.xml"), env=env)
-    remote = on_ray(project, cluster, "--trials", "2", "--json", "--junit", str(tmp_path / "ray.xml"), env=env)
+    local = project.run("--trials", "2", "--json", "--verbose", "--junit", str(tmp_path / "local.xml"), env=env)
+    remote = on_ray(project, cluster, "--trials", "2", "--json", "--verbose", "--junit", str(tmp_path / "ray.xml"),
+                    env=env)
     assert local.code == remote.code == 1, remote.output  # boom and mixed/rain fail: the gate says so
     assert remote.stderr.strip().splitlines()[-1] == local.stderr.strip().splitlines()[-1] \
         == "22 passed, 4 failed, 2 skipped", remote.output
@@ -223,6 +224,10 @@ def test_a_suite_on_ray_gives_the_local_results_and_runs_on_both_nodes(
     # A traceback names the user's files, not the worker's copy of the project.
     assert str(project.folder / "agents" / "kit.py") in "".join(got[("boom", "python:agents.kit:agent/default", 0)]["logs"])
 
+    # The trials' log lines streamed to the console as they ran, on Ray as here.
+    streamed = sorted(x for x in remote.stderr.splitlines() if " | " in x)
+    assert streamed == sorted(x for x in local.stderr.splitlines() if " | " in x)
+    assert "mixed/rain [python:agents.kit:agent/default #1] | checking Rain" in streamed, remote.stderr
     assert masked_json(remote) == masked_json(local)
     assert junit_cases(tmp_path / "ray.xml") == junit_cases(tmp_path / "local.xml")
 
@@ -231,6 +236,58 @@ def test_a_suite_on_ray_gives_the_local_results_and_runs_on_both_nodes(
     assert {h.split("/")[1] for h in hosts} == {n[:12] for n in node_ids}, hosts  # both nodes ran trials
     assert {line["host"] for line in local.results()} == {None}
     assert remote.run_json()["executor"] == "ray"
+
+
+HOOKED_AGENT = """\
+import asyncio, os
+from pathlib import Path
+
+LOG = Path({log!r})
+
+
+class Agent:
+    async def setup(self):
+        with LOG.open("a") as f:
+            f.write(f"setup {{os.getpid()}}\\n")
+
+    async def teardown(self):
+        with LOG.open("a") as f:
+            f.write(f"teardown {{os.getpid()}}\\n")
+
+    async def __call__(self, turn):
+        await asyncio.sleep(0.3)
+        return str(os.getpid())
+
+
+agent = Agent()
+"""
+
+
+def test_an_agent_is_set_up_once_per_worker_and_torn_down_at_the_end(
+        make_project: Any, cluster: LocalCluster, tmp_path: Path) -> None:
+    log = tmp_path / "hooks.log"
+    project = make_project({
+        "agents/hooked_here.py": HOOKED_AGENT.format(log=str(log)),
+        "evals/evals.config.py": 'from anpord import define_eval_config\n'
+                                 'config = define_eval_config(harness="python:agents.hooked_here:agent", '
+                                 'max_concurrency=4)\n',
+        "evals/many.eval.py": eval_file("""
+            @define_eval(each=range(16))
+            async def test(t, row):
+                await t.send("which process?")
+                t.check(t.reply, matches(r"^\\d+$"))
+        """),
+    }, config=None)
+    run = on_ray(project, cluster)
+    assert run.code == 0, run.output
+    replies = {e["text"] for r in run.results() for e in run.events(r["case_id"])
+               if e["type"] == "message.completed" and e["role"] == "assistant"}
+    lines = log.read_text().splitlines()
+    setups = sorted(int(x.split()[1]) for x in lines if x.startswith("setup"))
+    teardowns = sorted(int(x.split()[1]) for x in lines if x.startswith("teardown"))
+    assert len(setups) == len(set(setups)) <= 2, lines  # once per worker process, not per trial
+    assert {int(pid) for pid in replies} == set(setups)  # every trial ran in a worker that set it up
+    assert teardowns == setups, lines
 
 
 # -- faults ----------------------------------------------------------------------------------------

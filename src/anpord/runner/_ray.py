@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._errors import UsageError, exception_line
 from ._remote import TrialWorker, trial_from_wire
-from ._spec import TrialSpec, use_project_copy
+from ._spec import TrialSpec, driver_paths, use_project_copy
 
 if TYPE_CHECKING:
     from ._executor import TrialSink
@@ -207,7 +207,7 @@ class TrialActor:
         self.running: set[asyncio.Future[Any]] = set()
 
     def _log(self, spec: TrialSpec, message: str) -> None:
-        self.logs.append((spec.key, message))
+        self.logs.append((spec.key, driver_paths(message)))
 
     def _take_logs(self) -> list[tuple[tuple[str, str, int], str]]:
         logs, self.logs = self.logs, []
