@@ -140,24 +140,36 @@ class LocalCluster:
         roots = {n.proc.pid for n in self.nodes if n.proc is not None and n.proc.poll() is None}
         return _descendants(roots) | roots
 
+    def kill_node(self, index: int) -> None:
+        """The node as a machine that loses power: every process of it killed at once."""
+        node = self.nodes[index]
+        assert node.proc is not None
+        _freeze_and_kill({node.proc.pid})
+        node.proc.wait()
+
     def stop(self) -> None:
-        # Freeze the whole tree, then kill it: a process cannot fork a child the sweep misses.
-        frozen: set[int] = set()
-        while True:
-            found = self.pids() - frozen
-            if not found:
-                break
-            for pid in found:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGSTOP)
-            frozen |= found
-        for pid in frozen:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
+        _freeze_and_kill({n.proc.pid for n in self.nodes if n.proc is not None and n.proc.poll() is None})
         for node in self.nodes:
             if node.proc is not None:
                 node.proc.wait()
         shutil.rmtree(self.temp, ignore_errors=True)
+
+
+def _freeze_and_kill(roots: set[int]) -> None:
+    """Freeze the processes and all their descendants, then kill them: none can fork a child the
+    sweep misses."""
+    frozen: set[int] = set()
+    while True:
+        found = (_descendants(roots) | roots) - frozen
+        if not found:
+            break
+        for pid in found:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGSTOP)
+        frozen |= found
+    for pid in frozen:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
 
 
 def _descendants(roots: set[int]) -> set[int]:

@@ -376,6 +376,33 @@ def test_a_killed_worker_reruns_its_trials_once_elsewhere_and_nothing_is_lost_or
         assert len(pids) == 2 and victim in pids, (row, pids)
 
 
+def test_a_lost_node_has_its_trials_run_again_on_the_other(make_project: Any, tmp_path: Path) -> None:
+    own = LocalCluster([Node(num_cpus=1), Node(num_cpus=1)])  # this test takes a node away
+    try:
+        own.start()
+        second = own.node_ids()["127.0.0.3"][:12]
+        folder = tmp_path / "marks"
+        folder.mkdir()
+        project = make_project(hold_suite(folder, trials=8, seconds=4), config=None)
+        proc = popen_on_ray(project, own, "--json")
+        try:
+            wait_for(lambda: len({pid for _, pid in marks(folder, "started")}) == 2, 120,
+                     "trials to start on both workers")
+            own.kill_node(1)  # every process of the second node, at once, while it holds trials
+            out, err = proc.communicate(timeout=240)
+        finally:
+            proc.kill()
+    finally:
+        own.stop()
+    assert proc.returncode == 0, err
+    assert f"the Ray worker on {socket.gethostname()}/{second} died" in err, err
+    lines = [json.loads(x) for x in (Path(json.loads(out)["run_dir"]) / "results.jsonl").read_text().splitlines()]
+    assert sorted(r["case_id"] for r in lines) == [f"hold/{i:04d}" for i in range(8)]
+    assert all(r["verdict"] == "passed" for r in lines)
+    retried = [r for r in lines if r["attempt"] == 1]
+    assert retried and all(not r["host"].endswith(second) for r in retried), lines  # on the other node
+
+
 def test_a_trial_whose_worker_dies_on_both_attempts_is_void_with_the_reason(
         make_project: Any, cluster: LocalCluster) -> None:
     project = make_project({

@@ -73,10 +73,11 @@ class NodeRoom:
 
 @dataclass(frozen=True)
 class WorkerShape:
-    """One worker to start: its node (preferred, not required), how many trials it runs at once
-    and how many sandboxes it may hold open (``None``: no limit)."""
+    """One worker to start: its node (preferred, not required; ``None``: wherever Ray finds
+    room), how many trials it runs at once and how many sandboxes it may hold open (``None``: no
+    limit)."""
 
-    node_id: str
+    node_id: str | None
     slots: int
     sandboxes: int | None
 
@@ -379,10 +380,9 @@ class RayExecutor:
             # Calls in flight at once: every batch it holds (at most one per slot), and control.
             "max_concurrency": shape.slots + 4,
             "max_restarts": 0, "max_task_retries": 0,  # the pool replaces and retries itself
-            # Soft: the planned node when it has room, else any node that does (a replacement
-            # for a worker whose node died).
-            "scheduling_strategy": NodeAffinitySchedulingStrategy(shape.node_id, soft=True),
         }
+        if shape.node_id is not None:  # soft: the planned node when it has room, else any
+            options["scheduling_strategy"] = NodeAffinitySchedulingStrategy(shape.node_id, soft=True)
         if self.memory_per_worker:
             options["memory"] = self.memory_per_worker
         if self.sandbox_resource and shape.sandboxes:
@@ -642,9 +642,9 @@ class _Pool:
                 self._retire(worker, f"the Ray worker on {worker.host} died; its trials run again on another "
                                      "worker (once: a trial that loses its worker twice is void)",
                              f"the last, on {worker.host}, died")
-                if self.replacements > 0:
+                if self.replacements > 0:  # wherever there is room: its node may be gone
                     self.replacements -= 1
-                    self._spawn(self._await_ready(self.x.start_worker(worker.shape)))
+                    self._spawn(self._await_ready(self.x.start_worker(replace(worker.shape, node_id=None))))
         else:
             if pending:  # the stream ended without them: never silently
                 self._lost(worker, pending, "returned no result")
