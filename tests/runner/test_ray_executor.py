@@ -29,6 +29,7 @@ import ray  # noqa: F401 - a machine without Ray fails these tests; it never ski
 from project_support import END, Project, Run, eval_file, run_env
 from ray_support import LocalCluster, Node
 
+import anpord
 from anpord.runner._ray import NodeRoom, WorkerShape, plan_workers, project_excludes
 
 
@@ -565,18 +566,23 @@ def test_workers_no_node_can_hold_are_refused_before_any_trial(make_project: Any
                     "(each needs 1 CPU and 65,536.0 GiB of memory)")
 
 
+@pytest.mark.parametrize("version", ["0.0.1.dev7", anpord.__version__])
 def test_a_node_with_another_anpord_is_refused_before_any_trial(
-        make_project: Any, cluster: LocalCluster, tmp_path: Path) -> None:
-    # The project ships its own `anpord` package: on the cluster it shadows the installed one.
+        make_project: Any, cluster: LocalCluster, tmp_path: Path, version: str) -> None:
+    # The project ships its own `anpord` package: on the cluster it shadows the installed one —
+    # another version, or the same version number over other code.
     project = make_project({
         "evals/a.eval.py": eval_file("case = define_eval(prompt='hi', validate=lambda c: True)"),
-        "anpord/__init__.py": '__version__ = "0.0.1.dev7"\n',
+        "anpord/__init__.py": f"__version__ = {version!r}\n",
     })
     elsewhere = tmp_path / "elsewhere"  # the driver must not import it: run from another folder
     elsewhere.mkdir()
-    run = on_ray(project, cluster, str(project.folder / "evals"), cwd=elsewhere)
-    assert re.fullmatch(r"anpord eval: Ray node 127\.0\.0\.[23] \(\w{12}\) cannot run this run's trials: "
-                        r"it has anpord 0\.0\.1\.dev7, this driver \d+\.\d+\.\d+\S*", one_line_refusal(run)), run.output
+    line = one_line_refusal(on_ray(project, cluster, str(project.folder / "evals"), cwd=elsewhere))
+    why = (f"its anpord {re.escape(version)} is other code than this driver's \\(another checkout or a changed "
+           "install\\): install the driver's anpord there" if version == anpord.__version__
+           else f"it has anpord {re.escape(version)}, this driver {re.escape(anpord.__version__)}")
+    assert re.fullmatch(rf"anpord eval: Ray node 127\.0\.0\.[23] \(\w{{12}}\) cannot run this run's trials: {why}",
+                        line), line
 
 
 def test_ray_is_imported_only_when_a_run_asks_for_it(make_project: Any) -> None:

@@ -148,10 +148,32 @@ def project_excludes(folder: Path) -> list[str]:
     return [*EXCLUDES, *venvs]
 
 
-def _driver_versions() -> dict[str, str]:
-    from .. import __version__
+def _digest_function() -> Any:
+    """``source_digest(package_dir)``: a digest of an anpord installation's Python sources (the
+    same version number can be other code: another checkout, a patched install; a worker must run
+    the driver's). Made in a function so that Ray ships it by value, inside the probe."""
 
-    return {"python": platform.python_version(), "anpord": __version__}
+    def source_digest(package_dir: str) -> str:
+        import hashlib
+        from pathlib import Path
+
+        digest = hashlib.sha256()
+        root = Path(package_dir)
+        for path in sorted(root.rglob("*.py")):
+            digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+        return digest.hexdigest()[:16]
+
+    return source_digest
+
+
+_source_digest = _digest_function()
+
+
+def _driver_versions() -> dict[str, str]:
+    import anpord
+
+    return {"python": platform.python_version(), "anpord": anpord.__version__,
+            "code": _source_digest(os.path.dirname(anpord.__file__))}
 
 
 def version_mismatch(driver: dict[str, str], here: dict[str, str | None]) -> str | None:
@@ -160,6 +182,9 @@ def version_mismatch(driver: dict[str, str], here: dict[str, str | None]) -> str
         return f"anpord is not installed there ({here.get('error') or 'no module named anpord'})"
     if here["anpord"] != driver["anpord"]:
         return f"it has anpord {here['anpord']}, this driver {driver['anpord']}"
+    if here.get("code") != driver["code"]:
+        return (f"its anpord {here['anpord']} is other code than this driver's (another checkout or a "
+                "changed install): install the driver's anpord there")
     ours, theirs = driver["python"].split(".")[:2], str(here.get("python")).split(".")[:2]
     if ours != theirs:
         return f"it runs Python {here.get('python')}, this driver Python {driver['python']}"
@@ -169,15 +194,17 @@ def version_mismatch(driver: dict[str, str], here: dict[str, str | None]) -> str
 def _probe() -> Any:
     """The probe, defined in a function so Ray ships it by value: it runs even where anpord is
     missing or another version, and says so."""
+    digest = _source_digest
 
     def probe() -> dict[str, str | None]:
+        import os
         import platform
 
         out: dict[str, str | None] = {"python": platform.python_version(), "anpord": None, "error": None}
         try:
             import anpord
 
-            out["anpord"] = anpord.__version__
+            out["anpord"], out["code"] = anpord.__version__, digest(os.path.dirname(anpord.__file__))
         except Exception as exc:  # noqa: BLE001 - reported to the driver
             out["error"] = f"{type(exc).__name__}: {exc}"
         return out
@@ -195,9 +222,7 @@ class TrialActor:
     def __init__(self, driver_folder: str, versions: dict[str, str], slots: int, sandboxes: int | None):
         import ray
 
-        from .. import __version__
-
-        why = version_mismatch(versions, {"anpord": __version__, "python": platform.python_version()})
+        why = version_mismatch(versions, dict(_driver_versions()))
         if why:
             raise RuntimeError(f"this node cannot run the driver's trials: {why}")
         use_project_copy(driver_folder, os.getcwd())  # the runtime env's copy of the project
