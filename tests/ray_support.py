@@ -30,10 +30,26 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 RAY = [sys.executable, "-m", "ray.scripts.scripts"]  # this interpreter's Ray, not a `ray` on PATH
 
 
-def free_port(host: str = "127.0.0.1") -> int:
+def _bindable(port: int) -> bool:
     with socket.socket() as s:
-        s.bind((host, 0))
-        return int(s.getsockname()[1])
+        try:
+            s.bind(("0.0.0.0", port))
+        except OSError:
+            return False
+    return True
+
+
+def free_ports(count: int) -> list[int]:
+    """``count`` consecutive ports nothing listens on, below the kernel's ephemeral range (so no
+    outgoing connection takes one before Ray binds it), from a random start: tests running at the
+    same time rarely meet."""
+    import random
+
+    while True:
+        start = random.randrange(20000, 32000 - count)
+        ports = list(range(start, start + count))
+        if all(_bindable(p) for p in ports):
+            return ports
 
 
 _LIBC = ctypes.CDLL(None, use_errno=True)  # loaded here: the child between fork and exec only calls it
@@ -57,7 +73,7 @@ class LocalCluster:
         self.nodes = nodes
         # Short: Ray's unix sockets live under it, and a socket path has at most 107 bytes.
         self.temp = Path(tempfile.mkdtemp(prefix="ar-", dir="/tmp"))
-        self.port = free_port()
+        self.port = free_ports(1)[0]
         self.address = f"127.0.0.2:{self.port}"
         self.env = dict(os.environ)
         self.env.update(env or {})
@@ -68,16 +84,15 @@ class LocalCluster:
 
     def _start_node(self, index: int, node: Node) -> None:
         node.ip = f"127.0.0.{index + 2}"
-        ports = [free_port() for _ in range(5)]
-        worker_low = free_port()
+        ports = free_ports(6 + 100)  # the node's own ports, then its workers' (one each)
         args = [
             *RAY, "start", "--block", "--disable-usage-stats",
             f"--num-cpus={node.num_cpus}", f"--node-ip-address={node.ip}",
             "--object-store-memory=80000000",
             f"--node-manager-port={ports[0]}", f"--object-manager-port={ports[1]}",
             f"--dashboard-agent-listen-port={ports[2]}", f"--dashboard-agent-grpc-port={ports[3]}",
-            f"--metrics-export-port={ports[4]}", f"--runtime-env-agent-port={free_port()}",
-            f"--min-worker-port={worker_low}", f"--max-worker-port={worker_low + 60}",
+            f"--metrics-export-port={ports[4]}", f"--runtime-env-agent-port={ports[5]}",
+            f"--min-worker-port={ports[6]}", f"--max-worker-port={ports[-1]}",
         ]
         if node.resources:
             args.append(f"--resources={json.dumps(node.resources)}")
