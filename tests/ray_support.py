@@ -71,10 +71,9 @@ class Node:
 class LocalCluster:
     def __init__(self, nodes: list[Node], *, env: dict[str, str] | None = None):
         self.nodes = nodes
-        # Short: Ray's unix sockets live under it, and a socket path has at most 107 bytes.
-        self.temp = Path(tempfile.mkdtemp(prefix="ar-", dir="/tmp"))
-        self.port = free_ports(1)[0]
-        self.address = f"127.0.0.2:{self.port}"
+        self.temp = Path()
+        self.port = 0
+        self.address = ""
         self.env = dict(os.environ)
         self.env.update(env or {})
         self.env.update({
@@ -108,19 +107,32 @@ class LocalCluster:
                 preexec_fn=_die_with_parent,  # noqa: PLW1509 - it takes no lock: one libc call
             )
 
-    def start(self, timeout: float = 120) -> LocalCluster:
-        try:
-            self._start_node(0, self.nodes[0])
-            self._wait_started(self.nodes[0], timeout)
-            for i, node in enumerate(self.nodes[1:], start=1):
-                self._start_node(i, node)
-            for node in self.nodes[1:]:
-                self._wait_started(node, timeout)
-            if len(self.node_ids()) != len(self.nodes):
-                raise RuntimeError(f"the Ray cluster has {len(self.node_ids())} live nodes, not {len(self.nodes)}")
-        except BaseException:
-            self.stop()
-            raise
+    def start(self, timeout: float = 120, attempts: int = 2) -> LocalCluster:
+        """Start the nodes; once more on fresh ports if a node fails to come up (a port taken
+        meanwhile by another program on this shared machine), then the error with their logs."""
+        for attempt in range(attempts):
+            # Short: Ray's unix sockets live under it, and a socket path has at most 107 bytes.
+            self.temp = Path(tempfile.mkdtemp(prefix="ar-", dir="/tmp"))
+            self.port = free_ports(1)[0]
+            self.address = f"127.0.0.2:{self.port}"
+            try:
+                self._start_node(0, self.nodes[0])
+                self._wait_started(self.nodes[0], timeout)
+                for i, node in enumerate(self.nodes[1:], start=1):
+                    self._start_node(i, node)
+                for node in self.nodes[1:]:
+                    self._wait_started(node, timeout)
+                live = len(self.node_ids())
+                if live != len(self.nodes):
+                    raise RuntimeError(f"the Ray cluster has {live} live nodes, not {len(self.nodes)}:\n{self.logs()}")
+                return self
+            except RuntimeError:
+                self.stop()
+                if attempt + 1 == attempts:
+                    raise
+            except BaseException:
+                self.stop()
+                raise
         return self
 
     def _wait_started(self, node: Node, timeout: float) -> None:
