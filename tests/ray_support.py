@@ -72,6 +72,7 @@ class LocalCluster:
     def __init__(self, nodes: list[Node], *, env: dict[str, str] | None = None):
         self.nodes = nodes
         self.temp = Path()
+        self.killed: set[int] = set()
         self.port = 0
         self.address = ""
         self.env = dict(os.environ)
@@ -162,29 +163,35 @@ class LocalCluster:
     def logs(self) -> str:
         return "\n".join(n.log.read_text(errors="replace")[-3000:] for n in self.nodes if n.log and n.log.exists())
 
-    def pids(self) -> set[int]:
-        """Every live process of this cluster: the node processes and their descendants."""
-        roots = {n.proc.pid for n in self.nodes if n.proc is not None and n.proc.poll() is None}
-        return _descendants(roots) | roots
-
     def kill_node(self, index: int) -> None:
         """The node as a machine that loses power: every process of it killed at once."""
         node = self.nodes[index]
         assert node.proc is not None
-        _freeze_and_kill({node.proc.pid})
+        self.killed |= _freeze_and_kill({node.proc.pid})
         node.proc.wait()
 
     def stop(self) -> None:
-        _freeze_and_kill({n.proc.pid for n in self.nodes if n.proc is not None and n.proc.poll() is None})
+        self.killed |= _freeze_and_kill({n.proc.pid for n in self.nodes if n.proc is not None and n.proc.poll() is None})
         for node in self.nodes:
             if node.proc is not None:
                 node.proc.wait()
         shutil.rmtree(self.temp, ignore_errors=True)
 
+    def left_running(self) -> set[int]:
+        """Processes this cluster had that still run (not even a zombie yet)."""
+        return {pid for pid in self.killed if _running(pid)}
 
-def _freeze_and_kill(roots: set[int]) -> None:
-    """Freeze the processes and all their descendants, then kill them: none can fork a child the
-    sweep misses."""
+
+def _running(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def _freeze_and_kill(roots: set[int]) -> set[int]:
+    """Freeze the processes and all their descendants, then kill them (none can fork a child the
+    sweep misses) and wait until they are dead; the processes killed."""
     frozen: set[int] = set()
     while True:
         found = (_descendants(roots) | roots) - frozen
@@ -197,6 +204,10 @@ def _freeze_and_kill(roots: set[int]) -> None:
     for pid in frozen:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while any(_running(pid) for pid in frozen) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return frozen
 
 
 def _descendants(roots: set[int]) -> set[int]:

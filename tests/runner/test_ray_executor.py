@@ -35,13 +35,15 @@ from anpord.runner._ray import NodeRoom, WorkerShape, plan_workers, project_excl
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[LocalCluster]:
-    nodes = LocalCluster([Node(num_cpus=1), Node(num_cpus=1)])
+    # Each node holds two sandboxes at once, as `ray start --resources '{"anpord_sandbox": 2}'`.
+    nodes = LocalCluster([Node(num_cpus=1, resources={"anpord_sandbox": 2}),
+                          Node(num_cpus=1, resources={"anpord_sandbox": 2})])
     try:
         nodes.start()
         yield nodes
     finally:
         nodes.stop()
-    assert not nodes.pids(), "the cluster left processes behind"
+    assert nodes.killed and not nodes.left_running(), "the cluster left processes behind"
 
 
 def on_ray(project: Project, cluster: LocalCluster, *args: str, timeout: float = 180, **kw: Any) -> Run:
@@ -289,6 +291,23 @@ def test_an_agent_is_set_up_once_per_worker_and_torn_down_at_the_end(
     assert len(setups) == len(set(setups)) <= 2, lines  # once per worker process, not per trial
     assert {int(pid) for pid in replies} == set(setups)  # every trial ran in a worker that set it up
     assert teardowns == setups, lines
+
+
+def test_workers_reserve_the_sandbox_slots_their_nodes_declare(make_project: Any, cluster: LocalCluster) -> None:
+    # A trial asks Ray, from inside its worker, what the cluster has and what is left free.
+    project = make_project({"evals/room.eval.py": eval_file("""
+        @define_eval
+        async def test(t):
+            import ray
+
+            t.log(json.dumps([ray.cluster_resources().get("anpord_sandbox"),
+                              ray.available_resources().get("anpord_sandbox", 0)]))
+            t.check(1, equals(1))
+    """)})
+    run = on_ray(project, cluster, "--max-concurrency", "8")
+    assert run.code == 0, run.output
+    total, free = json.loads(run.result("room")["logs"][0])
+    assert (total, free) == (4, 0)  # both workers hold their node's two slots while the run lasts
 
 
 # -- faults ----------------------------------------------------------------------------------------
@@ -563,7 +582,7 @@ def test_workers_no_node_can_hold_are_refused_before_any_trial(make_project: Any
     project = make_project({"evals/a.eval.py": eval_file("case = define_eval(prompt='hi', validate=lambda c: True)")})
     line = one_line_refusal(on_ray(project, cluster, env={"ANPORD_RAY_WORKER_MEMORY": "64T"}))
     assert line == ("anpord eval: no node of the Ray cluster can hold an anpord worker "
-                    "(each needs 1 CPU and 65,536.0 GiB of memory)")
+                    "(each needs 1 CPU, 65,536.0 GiB of memory and 1 anpord_sandbox)")
 
 
 @pytest.mark.parametrize("version", ["0.0.1.dev7", anpord.__version__])

@@ -113,7 +113,8 @@ def plan_workers(nodes: Sequence[NodeRoom], *, max_concurrency: int, max_sandbox
             needs.append(f"{memory_per_worker / (1 << 30):,.1f} GiB of memory")
         if declared:
             needs.append(f"1 {SANDBOX_RESOURCE}")
-        raise UsageError(f"no node of the Ray cluster can hold an anpord worker (each needs {' and '.join(needs)})")
+        listed = ", ".join(needs[:-1]) + " and " + needs[-1] if len(needs) > 1 else needs[0]
+        raise UsageError(f"no node of the Ray cluster can hold an anpord worker (each needs {listed})")
     wanted = min(sum(room.values()), max_concurrency, max_sandboxes or max_concurrency)
     placed: dict[str, int] = dict.fromkeys(room, 0)
     while sum(placed.values()) < wanted:  # round-robin: every node gets workers before any gets two
