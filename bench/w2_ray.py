@@ -213,8 +213,8 @@ def main() -> int:
         if "local" in results and "ray" in results:
             local, ray = results["local"], results["ray"]
             print(f"  ray / local wall: {ray['wall'] / local['wall']:.2f}x  (target <= 2x); "
-                  f"ray driver peak {ray['peak_mb']:.0f} MB (target <= 300 MB); steady-state per-trial time "
-                  f"on the driver: local {1000 / local['steady']:.3f} ms, ray {1000 / ray['steady']:.3f} ms")
+                  f"ray driver peak {ray['peak_mb']:.0f} MB (target <= 300 MB); steady-state wall time per trial: "
+                  f"local {1000 / local['steady']:.3f} ms, ray {1000 / ray['steady']:.3f} ms")
     finally:
         assert server.stdin is not None
         server.stdin.close()
