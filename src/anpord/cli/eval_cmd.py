@@ -47,6 +47,10 @@ def build_parser() -> Parser:
                        help="run the failed, timed-out and void trials of RUN again, as a new run")
     p.add_argument("--regression-threshold", type=_threshold, default=None, metavar="D",
                    help="the pass-rate drop that makes a cell regressed (default 0.2)")
+    p.add_argument("--executor", choices=["local", "ray"], default=None,
+                   help="where trials run: this process (default) or a Ray cluster (pip install 'anpord[ray]')")
+    p.add_argument("--ray-address", metavar="ADDR",
+                   help="the Ray cluster's address (host:port); default RAY_ADDRESS, else a cluster on this machine")
     p.add_argument("--no-artifacts", action="store_true", help=argparse.SUPPRESS)
     return p
 
@@ -141,13 +145,14 @@ def _run(args: argparse.Namespace, fail_on: str, out: TextIO) -> int:
     try:
         project = find_project(args.targets)
         _sweep(project.folder)
-        from ..runner._run import RunOptions, build_plan
+        from ..runner._run import RunOptions, build_plan, executor_for
 
         opts = RunOptions(
             trials=args.trials, timeout=args.timeout, max_concurrency=args.max_concurrency,
             variants=args.variant, harness=args.harness, model=args.model, sandbox=args.sandbox,
             fail_on=fail_on, artifacts=not args.no_artifacts, cache=args.cache, compare=True,
             regression_threshold=args.regression_threshold or 0.2,
+            executor=args.executor, ray_address=args.ray_address,
         )
         if opts.fail_on == "regressed" and not args.list:
             _check_history(project.folder, opts)
@@ -169,13 +174,14 @@ def _run(args: argparse.Namespace, fail_on: str, out: TextIO) -> int:
         if not plan.cells:
             raise UsageError("nothing to run: no variant selected")
         _note_missing_programs(plan)
+        executor = executor_for(plan, opts)  # a cluster that cannot be used: exit 2, nothing written
     except UsageError as exc:
         if args.json:
             # A CI step parsing stdout gets a document saying why, not an empty stream.
             out.write(json.dumps({"error": str(exc), "exit_code": 2}, ensure_ascii=False) + "\n")
         return _fail(str(exc))
     # What leaves the run folder keeps the same secrets out as its artifacts: console, reports.
-    return _execute(args, fail_on, out, project, plan, opts)
+    return _execute(args, fail_on, out, project, plan, opts, executor)
 
 
 def _check_history(project_folder: Path, opts: Any) -> None:
@@ -198,6 +204,7 @@ def _again(args: argparse.Namespace, project: Any, opts: Any, out: TextIO) -> in
 
     from ..results._reader import read_run
     from ..runner._resume import options_of, plan_rerun, plan_resume
+    from ..runner._run import executor_for
     from ..runner.discovery import UsageError
 
     ref = args.resume or args.rerun_failed
@@ -205,7 +212,8 @@ def _again(args: argparse.Namespace, project: Any, opts: Any, out: TextIO) -> in
         reading = read_run(ref, project=project.folder)
         overrides = {"fail_on": opts.fail_on if (args.fail_on or args.strict) else None,
                      "max_concurrency": args.max_concurrency, "cache": True if args.cache else None,
-                     "regression_threshold": args.regression_threshold}
+                     "regression_threshold": args.regression_threshold,
+                     "executor": args.executor, "ray_address": args.ray_address}
         again = replace(options_of(reading.record, **overrides), artifacts=opts.artifacts, compare=True)
         if args.resume:
             if reading.status == "running":
@@ -224,6 +232,7 @@ def _again(args: argparse.Namespace, project: Any, opts: Any, out: TextIO) -> in
             print(f"anpord eval: {note}", file=sys.stderr)
         if not missing:
             raise UsageError(f"nothing to resume: run {reading.run_id} has every trial it can run")
+        executor = executor_for(replan.plan, again)
     except UsageError as exc:
         if args.json:
             out.write(json.dumps({"error": str(exc), "exit_code": 2}, ensure_ascii=False) + "\n")
@@ -232,12 +241,12 @@ def _again(args: argparse.Namespace, project: Any, opts: Any, out: TextIO) -> in
             if args.resume else
             f"re-running {missing} failed, timed-out and void trial{'s' if missing != 1 else ''} of run {reading.run_id}")
     print(f"anpord eval: {what}", file=sys.stderr)
-    return _execute(args, again.fail_on, out, project, replan.plan, again,
+    return _execute(args, again.fail_on, out, project, replan.plan, again, executor,
                     resume=reading if args.resume else None)
 
 
 def _execute(args: argparse.Namespace, fail_on: str, out: TextIO, project: Any, plan: Any, opts: Any,
-             resume: Any = None) -> int:
+             executor: Any, resume: Any = None) -> int:
     from ..results._redact import Redactor
     from ..results.console import ConsoleReporter
     from ..runner._run import execute, late_signals, secret_values
@@ -247,7 +256,9 @@ def _execute(args: argparse.Namespace, fail_on: str, out: TextIO, project: Any, 
     console = ConsoleReporter(console_stream, verbose=args.verbose, redact=redact)
     reporters = [console, *project.config.reporters]
     with late_signals() as late:
-        code = _report(args, fail_on, out, redact, execute(plan, opts, reporters, resume=resume))
+        code = _report(args, fail_on, out, redact,
+                       execute(plan, opts, reporters, executor=executor, resume=resume))
+    # A signal after the run ended (while reports were written): its documented exit code.
     return 128 + late[0] if late else code
 
 

@@ -20,6 +20,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from .._errors import UsageError
 from .._owner import current_owner
 from ..events import Event
 from ..results._model import VERDICTS, RunSummary, TrialResult, summarize_cell, usage_totals
@@ -39,6 +40,7 @@ __all__ = [
     "RunResult",
     "build_plan",
     "execute",
+    "executor_for",
     "exit_code_for",
     "secret_values",
 ]
@@ -478,12 +480,34 @@ class _Run:
         )
 
 
+def executor_for(plan: Plan, opts: RunOptions) -> Executor | None:
+    """The executor the plan names (``--executor``, else the config's), ready to run: ``None``
+    for the local pool, which ``execute`` builds itself. Choosing Ray connects to the cluster
+    and checks it here, so a cluster that cannot run the trials is a ``UsageError`` (exit 2)
+    before anything is written."""
+    if plan.executor != "ray":
+        if opts.ray_address:
+            raise UsageError("--ray-address needs --executor ray (or executor=\"ray\" in evals.config.py)")
+        return None
+    if opts.cache:
+        raise UsageError("--cache is not available with --executor ray: the cache is on this machine, "
+                         "the trials are not")
+    from ._ray import RayExecutor
+
+    return RayExecutor.connect(plan.project.folder, address=opts.ray_address,
+                               max_concurrency=plan.max_concurrency, max_sandboxes=plan.max_sandboxes,
+                               secrets={n: os.environ[n] for v in plan.variants for n in v.secrets if n in os.environ})
+
+
 def execute(plan: Plan, opts: RunOptions, reporters: Sequence[Any], *,
             executor: Executor | None = None, resume: Any = None) -> RunResult:
     """Run the plan to completion, or until SIGINT (exit 130), SIGTERM (143) or SIGHUP (129).
 
-    ``executor`` defaults to the local worker pool. ``resume`` (a ``RunReading`` of a run that did
-    not finish) runs only its missing trials, appending to the same run folder."""
+    ``executor`` defaults to the one the plan names (``executor_for``). ``resume`` (a
+    ``RunReading`` of a run that did not finish) runs only its missing trials, appending to the
+    same run folder."""
+    if executor is None:
+        executor = executor_for(plan, opts)
     run = _Run(plan, opts, reporters, executor, resume)
     with _Signals(run.on_first_signal, run.on_second_signal) as signals, _gc_for_a_run():
         run.start_writer()
