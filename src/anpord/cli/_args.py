@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import NoReturn
 
-__all__ = ["Parser", "positive_int", "positive_float"]
+__all__ = ["Parser", "port_number", "positive_int", "positive_float"]
 
 
 class Parser(argparse.ArgumentParser):
@@ -50,4 +50,14 @@ def positive_float(text: str) -> float:
         raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}") from None
     if not value > 0 or value != value or value == float("inf"):
         raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+    return value
+
+
+def port_number(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a port number, got {text!r}") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"expected a port number from 0 to 65535, got {text!r}")
     return value

@@ -10,7 +10,7 @@ import os
 import sys
 from pathlib import Path
 
-from ._args import Parser, positive_float
+from ._args import Parser, port_number, positive_float
 
 __all__ = ["DEFAULT_PORT", "build_parser", "main"]
 
@@ -20,24 +20,12 @@ http://HOST:PORT` (or any client of the protocol) can drive it. SPEC is package.
 a python: harness spec. Prints the server's URL; Ctrl-C or SIGTERM stops it."""
 
 
-def _port(text: str) -> int:
-    import argparse
-
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a port number, got {text!r}") from None
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"expected a port number from 0 to 65535, got {text!r}")
-    return value
-
-
 def build_parser() -> Parser:
     p = Parser(prog="anpord serve", description=DESCRIPTION)
     p.add_argument("spec", metavar="SPEC", help="the agent: package.module:attr")
     p.add_argument(
         "--port",
-        type=_port,
+        type=port_number,
         default=DEFAULT_PORT,
         metavar="N",
         help=f"port to listen on (default {DEFAULT_PORT}; 0 picks a free one)",

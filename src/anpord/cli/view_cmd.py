@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from ._args import Parser
+from ._args import Parser, port_number
 
 __all__ = ["build_parser", "main"]
 
@@ -14,21 +14,9 @@ rate over time. Works from anywhere inside the project. Prints its URL and opens
 or SIGTERM stops it."""
 
 
-def _port(text: str) -> int:
-    import argparse
-
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a port number, got {text!r}") from None
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"expected a port number from 0 to 65535, got {text!r}")
-    return value
-
-
 def build_parser() -> Parser:
     p = Parser(prog="anpord view", description=DESCRIPTION)
-    p.add_argument("--port", type=_port, default=0, metavar="N",
+    p.add_argument("--port", type=port_number, default=0, metavar="N",
                    help="port to listen on (default 0: a free one, printed at start)")
     p.add_argument("--host", default="127.0.0.1", metavar="HOST",
                    help="address to listen on (default 127.0.0.1: this machine only)")

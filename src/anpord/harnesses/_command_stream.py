@@ -19,14 +19,15 @@ from typing import Any
 from ..events import INPUT_REQUESTED, LOG, MESSAGE_COMPLETED, TOOL_RESULT, Event, message_text
 from ._stream import TurnEnd
 
-__all__ = ["ANSWER_CAP", "CommandStreamParser"]
+__all__ = ["ANSWER_CAP", "CommandStreamParser", "request_options"]
 
 ANSWER_CAP = 1 << 20  # bytes of plain stdout kept as the answer
 # The drive API emits these itself; a program printing them would break the turn's shape.
 _RESERVED = re.compile(r"(session|turn)\.")
 
 
-def _options(raw: Any) -> list[dict[str, str]]:
+def request_options(raw: Any) -> list[dict[str, str]]:
+    """An input request's options as ``{id, label}`` items (default: approve / deny)."""
     if raw is None:
         raw = ["approve", "deny"]
     out = []
@@ -82,7 +83,7 @@ class CommandStreamParser:
             rid = str(data.get("request_id") or f"input-{next(self._ids)}")
             if rid in self.answered or rid in self.requests:
                 return []  # already answered (a re-run asks again) or already asked in this run
-            data.update(request_id=rid, prompt=str(data.get("prompt", "")), options=_options(data.get("options")))
+            data.update(request_id=rid, prompt=str(data.get("prompt", "")), options=request_options(data.get("options")))
             data.setdefault("tool_name", None)
             data.setdefault("input", None)
             self.requests[rid] = data

@@ -12,6 +12,8 @@ is told apart from the program failing.
 from __future__ import annotations
 
 import asyncio
+import os
+import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -19,7 +21,7 @@ from pathlib import Path
 
 from ..events import LOG, Event
 from ..sandboxes._protocol import SandboxInstance
-from ._protocol import Emit
+from ._protocol import Emit, TurnOutcome, TurnRequest
 from ._stream import StreamParser
 
 __all__ = [
@@ -28,7 +30,9 @@ __all__ = [
     "MAX_LINE",
     "ProgramExit",
     "ProgramRun",
+    "ProgramSession",
     "read_lines",
+    "write_atomically",
 ]
 
 MAX_LINE = 1 << 20  # a longer line is cut (and so cannot be an event)
@@ -183,3 +187,55 @@ class ProgramRun:
         proc = self.proc
         if proc is not None and proc.returncode is None:
             await self.sandbox.kill_tree(proc)
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """``text`` into ``path`` through a temporary file: a program never reads half of it."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+class ProgramSession:
+    """A session whose turns each run one program in the sandbox: the state ``cancel`` and
+    ``close`` share with the running turn. A subclass implements ``_turn`` and keeps the running
+    program in ``_program``; it kills a program whose spawn returns after ``_cancel_requested``
+    or ``_closing`` was set."""
+
+    def __init__(self, sandbox: SandboxInstance, session_id: str):
+        self.sandbox = sandbox
+        self.session_id = session_id
+        safe = re.sub(r"[^\w.-]", "_", session_id)[:80] or "session"
+        self.dir = Path(sandbox.state_dir) / "sessions" / safe  # the session's files, outside the workdir
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self._program: ProgramRun | None = None
+        self._turn_running = False  # from run_turn's start: a cancel may come before the spawn
+        self._cancel_requested = False
+        self._closing = False  # a turn still running is killed: not a sandbox failure
+
+    async def run_turn(self, request: TurnRequest, emit: Emit) -> TurnOutcome:
+        self._cancel_requested = False
+        self._turn_running = True
+        try:
+            return await self._turn(request, emit)
+        finally:
+            self._turn_running = False
+
+    async def _turn(self, request: TurnRequest, emit: Emit) -> TurnOutcome:
+        raise NotImplementedError
+
+    async def cancel(self) -> bool:
+        if not self._turn_running:
+            return False
+        self._cancel_requested = True
+        if self._program is not None:
+            await self._program.kill()
+        return True  # not spawned yet: the subclass kills it as soon as its spawn returns
+
+    async def close(self) -> None:
+        self._closing = True
+        if self._program is not None:
+            await self._program.kill()
+        from ..workspace import remove_tree
+
+        remove_tree(self.dir)

@@ -16,14 +16,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import re
-from pathlib import Path
 from typing import Any
 
 from ..events import INPUT_RESOLVED, LOG, MESSAGE_COMPLETED, Event, message_text
 from ._command_stream import ANSWER_CAP, CommandStreamParser
-from ._process import EVENT_CAP, LOG_CAP, MAX_LINE, ProgramRun
+from ._process import EVENT_CAP, LOG_CAP, MAX_LINE, ProgramRun, ProgramSession, write_atomically
 from ._protocol import (
     Emit,
     HarnessContext,
@@ -107,41 +105,18 @@ def start_failure(code: int, stderr: str) -> str:
     return f"agent command could not start (exit {code}){': ' + last[0] if last[0] else ''}"
 
 
-def _write(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
-
-
-class CommandSession:
+class CommandSession(ProgramSession):
     def __init__(self, harness: CommandHarness, ctx: HarnessContext, session_id: str):
         assert ctx.sandbox is not None
+        super().__init__(ctx.sandbox, session_id)
         self.harness = harness
         self.ctx = ctx
-        self.sandbox = ctx.sandbox
-        self.session_id = session_id
-        state = self.sandbox.state_dir
-        safe = re.sub(r"[^\w.-]", "_", session_id)[:80] or "session"
-        self.dir = Path(state) / "sessions" / safe
-        self.dir.mkdir(parents=True, exist_ok=True)
         self.history: list[dict[str, str]] = []
         # While waiting: the turn's input, its history and the answers given so far.
         self._parked: dict[str, Any] | None = None
         self._pending: dict[str, dict[str, Any]] = {}
-        self._program: ProgramRun | None = None
-        self._turn_running = False  # from run_turn's start: a cancel may come before the spawn
-        self._cancel_requested = False
-        self._closing = False
 
     # -- the harness protocol ---------------------------------------------------------------
-
-    async def run_turn(self, request: TurnRequest, emit: Emit) -> TurnOutcome:
-        self._cancel_requested = False
-        self._turn_running = True
-        try:
-            return await self._turn(request, emit)
-        finally:
-            self._turn_running = False
 
     async def _turn(self, request: TurnRequest, emit: Emit) -> TurnOutcome:
         if request.input is None:
@@ -175,32 +150,15 @@ class CommandSession:
             turn = {"input": request.input, "history": history, "answers": []}
         return await self._run(turn, emit)
 
-    async def cancel(self) -> bool:
-        if not self._turn_running:
-            return False
-        self._cancel_requested = True
-        if self._program is not None:
-            await self._program.kill()
-        # Not spawned yet: the program is killed as soon as its spawn returns (see _run).
-        return True
-
-    async def close(self) -> None:
-        self._closing = True  # a turn still running is killed: not a sandbox failure
-        if self._program is not None:
-            await self._program.kill()
-        from ..workspace import remove_tree
-
-        remove_tree(self.dir)
-
     # -- running the program ----------------------------------------------------------------
 
     def _environment(self, turn: dict[str, Any]) -> dict[str, str]:
         prompt = message_text(turn["input"])
         prompt_file, history_file = self.dir / "prompt.txt", self.dir / "history.json"
         answers_file = self.dir / "input-responses.json"
-        _write(prompt_file, prompt)
-        _write(history_file, json.dumps(turn["history"], ensure_ascii=False, indent=1))
-        _write(answers_file, json.dumps(turn["answers"], ensure_ascii=False, default=str))
+        write_atomically(prompt_file, prompt)
+        write_atomically(history_file, json.dumps(turn["history"], ensure_ascii=False, indent=1))
+        write_atomically(answers_file, json.dumps(turn["answers"], ensure_ascii=False, default=str))
         extra = {
             "ANPORD_PROMPT_FILE": str(prompt_file),
             "ANPORD_MODEL": self.ctx.model or "",
@@ -214,7 +172,7 @@ class CommandSession:
             extra["ANPORD_PROMPT"] = prompt
         if not isinstance(turn["input"], str):
             input_file = self.dir / "input.json"
-            _write(input_file, json.dumps(turn["input"], ensure_ascii=False, default=str))
+            write_atomically(input_file, json.dumps(turn["input"], ensure_ascii=False, default=str))
             extra["ANPORD_INPUT_FILE"] = str(input_file)
         return self.sandbox.environment(extra)
 

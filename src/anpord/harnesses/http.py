@@ -44,6 +44,7 @@ from ..events import (
     to_jsonable,
 )
 from ..results._model import ErrorInfo
+from ._command_stream import request_options
 from ._protocol import (
     Emit,
     HarnessContext,
@@ -507,18 +508,6 @@ async def _lines(content: aiohttp.StreamReader) -> AsyncIterator[tuple[bytes, bo
         yield bytes(buf), False
 
 
-def _options(raw: Any) -> list[dict[str, str]]:
-    if raw is None:
-        raw = ["approve", "deny"]
-    out = []
-    for opt in raw if isinstance(raw, list) else [raw]:
-        if isinstance(opt, dict) and "id" in opt:
-            out.append({"id": str(opt["id"]), "label": str(opt.get("label", opt["id"]))})
-        else:
-            out.append({"id": str(opt), "label": str(opt)})
-    return out
-
-
 class _TurnReader:
     """One turn's stream: its lines become events; its ``turn.end`` line says how it settled."""
 
@@ -584,7 +573,7 @@ class _TurnReader:
             if not isinstance(rid, str) or not rid:
                 self._note(f"ignored an input.requested event without a request_id: {line[:200]}")
                 return False
-            data.update(prompt=str(data.get("prompt", "")), options=_options(data.get("options")))
+            data.update(prompt=str(data.get("prompt", "")), options=request_options(data.get("options")))
             data.setdefault("tool_name", None)
             data.setdefault("input", None)
         elif kind == TOOL_RESULT:

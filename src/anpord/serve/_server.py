@@ -11,6 +11,7 @@ import sys
 from collections.abc import Callable
 from typing import TextIO
 
+from .._net import bind, url_of
 from ..harnesses.python import PythonHarness
 from ..runner._capture import captured_output
 from ..runner._contain import task_factory
@@ -24,28 +25,6 @@ SHUTDOWN_GRACE = 3.0
 
 class ServeError(Exception):
     """The server could not start (the agent's setup hook failed): one line, exit 1."""
-
-
-def bind(host: str, port: int) -> socket.socket:
-    """A listening-ready socket on ``host:port`` (port 0: a free one). Raises OSError."""
-    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
-    family, kind, proto, _, address = infos[0]
-    sock = socket.socket(family, kind, proto)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(address)
-    except OSError:
-        sock.close()
-        raise
-    sock.set_inheritable(False)
-    return sock
-
-
-def url_of(sock: socket.socket) -> str:
-    host, port = sock.getsockname()[:2]
-    if ":" in host:
-        host = f"[{host}]"
-    return f"http://{host}:{port}"
 
 
 def serve(

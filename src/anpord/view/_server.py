@@ -10,32 +10,13 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
+from .._net import bind, url_of
 from ._data import ViewData
 
 __all__ = ["allowed_hosts", "bind", "is_loopback", "serve_view", "url_of", "warm_up"]
 
 SHUTDOWN_GRACE = 2.0
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]")
-
-
-def bind(host: str, port: int) -> socket.socket:
-    """A socket bound to ``host:port`` (port 0: a free one). Raises OSError."""
-    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
-    family, kind, proto, _, address = infos[0]
-    sock = socket.socket(family, kind, proto)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(address)
-    except OSError:
-        sock.close()
-        raise
-    sock.set_inheritable(False)
-    return sock
-
-
-def url_of(sock: socket.socket) -> str:
-    host, port = sock.getsockname()[:2]
-    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
 
 def is_loopback(sock: socket.socket) -> bool:

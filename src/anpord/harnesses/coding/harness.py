@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import re
 import shlex
 import shutil
 import weakref
@@ -33,7 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...events import Event, message_text
-from .._process import ProgramRun
+from .._process import ProgramRun, ProgramSession, write_atomically
 from .._profile import (
     Profile,
     ProfileError,
@@ -331,13 +330,7 @@ def _shown(argv: Sequence[str]) -> str:
     return shlex.join(a if len(a) <= _SHOWN_ARG else f"<{len(a)} characters>" for a in argv)
 
 
-def _write(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
-
-
-class CodingSession:
+class CodingSession(ProgramSession):
     """One conversation: each turn a new process, continuing the CLI's own session."""
 
     def __init__(
@@ -349,49 +342,15 @@ class CodingSession:
         settings: _Settings,
         trial: _TrialState,
     ):
+        super().__init__(sandbox, session_id)
         self.harness = harness
         self.cli = harness.cli
         self.ctx = ctx
-        self.sandbox = sandbox
-        self.session_id = session_id
         self.settings = settings
         self.trial = trial
-        safe = re.sub(r"[^\w.-]", "_", session_id)[:80] or "session"
-        self.dir = Path(sandbox.state_dir) / "sessions" / safe
-        self.dir.mkdir(parents=True, exist_ok=True)
         self.resume: str | None = None  # the CLI's own session id, from the last turn's stream
         self.thread_usage: ThreadUsage | None = None  # codex: the thread's totals so far
         self.turns = 0
-        self._program: ProgramRun | None = None
-        self._turn_running = False
-        self._cancel_requested = False
-        self._closing = False
-
-    # -- the harness protocol ---------------------------------------------------------------
-
-    async def run_turn(self, request: TurnRequest, emit: Emit) -> TurnOutcome:
-        self._cancel_requested = False
-        self._turn_running = True
-        try:
-            return await self._turn(request, emit)
-        finally:
-            self._turn_running = False
-
-    async def cancel(self) -> bool:
-        if not self._turn_running:
-            return False
-        self._cancel_requested = True
-        if self._program is not None:
-            await self._program.kill()
-        return True  # not spawned yet: killed as soon as its spawn returns (_on_spawn)
-
-    async def close(self) -> None:
-        self._closing = True
-        if self._program is not None:
-            await self._program.kill()
-        from ...workspace import remove_tree
-
-        remove_tree(self.dir)
 
     # -- one turn -----------------------------------------------------------------------------
 
@@ -415,7 +374,7 @@ class CodingSession:
                 )
             )
         prompt_file = self.dir / "prompt.txt"
-        _write(prompt_file, message_text(request.input))
+        write_atomically(prompt_file, message_text(request.input))
         invocation = self.cli.command(
             prompt_file=str(prompt_file),
             model=self.ctx.model,
@@ -502,7 +461,7 @@ class CodingSession:
             target = base / f.path
             target.parent.mkdir(parents=True, exist_ok=True)
             before = target.read_text(encoding="utf-8") if target.is_file() else ""
-            _write(target, f"{before.rstrip()}\n\n{f.text}" if before.strip() else f.text)
+            write_atomically(target, f"{before.rstrip()}\n\n{f.text}" if before.strip() else f.text)
 
     def _parser(self) -> Any:
         workspace = str(self.sandbox.workspace)
