@@ -102,7 +102,7 @@ def test_two_projects_share_one_postgres_database_without_mixing(
     assert listed_one[0]["totals"]["passed"] == 6 and listed_two[0]["totals"]["failed"] == 6
 
 
-def test_a_run_without_a_store_to_create_imports_no_sqlalchemy(tmp_path: Path) -> None:
+def test_filing_runs_in_sqlite_imports_no_sqlalchemy_even_creating_the_store(tmp_path: Path) -> None:
     project = history_project(tmp_path / "p", trials=1)
     probe = tmp_path / "modules.txt"
     project.write(
@@ -122,10 +122,42 @@ config = define_eval_config(harness="python:agents.moody:agent", reporters=[Prob
 """
         }
     )
-    assert project.run().code == 0  # creates the store: SQLAlchemy makes the schema
-    assert project.run().code == 0  # files the run in it, through the driver alone
-    assert probe.read_text().split() == ["True", "False"]
+    assert project.run().code == 0  # creates the store from its DDL, through the driver alone
+    assert project.run().code == 0  # files the run in it
+    assert probe.read_text().split() == ["False", "False"]
     assert (project.folder / ".anpord" / "anpord.db").is_file()
+    listed = as_json(anpord(project.folder, "runs", "--json"))  # read back through SQLAlchemy
+    assert [r["totals"]["trials"] for r in listed] == [2, 2]
+
+
+def test_the_sqlite_ddl_is_the_schema_sqlalchemy_would_create(tmp_path: Path) -> None:
+    import sqlite3
+
+    from anpord.store._columns import SCHEMA_VERSION
+    from anpord.store._engine import connect
+    from anpord.store._location import StoreLocation
+    from anpord.store._sqlite_ddl import SQLITE_SCHEMA, schema_from_metadata
+    from anpord.store._writes import open_db
+
+    assert SQLITE_SCHEMA == schema_from_metadata()  # the tables changed: regenerate _sqlite_ddl
+
+    def schema_of(path: Path) -> list[tuple[str, str, str]]:
+        with sqlite3.connect(path) as conn:
+            rows = conn.execute("SELECT type, name, sql FROM sqlite_master ORDER BY name").fetchall()
+        return [(kind, name, " ".join((sql or "").split())) for kind, name, sql in rows]
+
+    def location(path: Path) -> StoreLocation:
+        return StoreLocation(url=f"sqlite:///{path}", project="p", project_folder=tmp_path, path=path)
+
+    open_db(location(tmp_path / "raw.db")).close()
+    connect(location(tmp_path / "sa.db")).dispose()
+    raw, made_by_sqlalchemy = schema_of(tmp_path / "raw.db"), schema_of(tmp_path / "sa.db")
+    assert len(raw) >= len(SQLITE_SCHEMA)
+    assert [(k, n) for k, n, _ in raw] == [(k, n) for k, n, _ in made_by_sqlalchemy]
+    normalize = lambda sql: sql.replace("( ", "(").replace(" )", ")")  # noqa: E731
+    assert [normalize(s) for *_, s in raw] == [normalize(s) for *_, s in made_by_sqlalchemy]
+    with sqlite3.connect(tmp_path / "raw.db") as conn:
+        assert conn.execute("SELECT version FROM schema_version").fetchall() == [(SCHEMA_VERSION,)]
 
 
 def test_anpord_help_imports_no_sqlalchemy() -> None:

@@ -2,8 +2,8 @@
 
 Filing a run must cost the run next to nothing, and importing SQLAlchemy alone costs more than
 filing 10,000 trials, so this path does without it: ``open_db`` connects with the driver itself
-(``sqlite3``, or ``psycopg`` for PostgreSQL) and SQLAlchemy is imported only to create or migrate
-the schema (``_engine``), once. The SQL here is the subset SQLite and PostgreSQL share (``INSERT
+(``sqlite3``, or ``psycopg`` for PostgreSQL) and creates a new SQLite store from ``_sqlite_ddl``;
+SQLAlchemy is imported only to create a PostgreSQL store or migrate an older one (``_engine``). The SQL here is the subset SQLite and PostgreSQL share (``INSERT
 … ON CONFLICT … DO UPDATE``, ``excluded``); their one difference, the placeholder, is ``Db``'s.
 The commands' reads, which may filter and page, use SQLAlchemy Core (``_store``).
 """
@@ -129,6 +129,8 @@ def open_db(location: StoreLocation, *, busy_timeout: float = 5.0, create: bool 
     db = Db(raw, kind, location)
     try:
         version = read_schema_version(db)
+        if version is None and kind == "sqlite" and _create_sqlite_schema(db):
+            version = SCHEMA_VERSION
         if version != SCHEMA_VERSION:
             from ._engine import connect
 
@@ -142,6 +144,24 @@ def open_db(location: StoreLocation, *, busy_timeout: float = 5.0, create: bool 
         db.close()
         raise StoreError(describe_failure(exc, location)) from exc
     return db
+
+
+def _create_sqlite_schema(db: Db) -> bool:
+    """The store's tables in an empty SQLite database, without SQLAlchemy (``_sqlite_ddl``).
+    ``False`` when the database is not empty (another process got there first, or it holds
+    other tables): then SQLAlchemy's path decides."""
+    from ._sqlite_ddl import SQLITE_SCHEMA
+
+    with db.transaction():
+        if db.scalar("SELECT count(*) FROM sqlite_master"):
+            return False
+        for statement in SQLITE_SCHEMA:
+            db.execute(statement).close()
+        db.execute(
+            "INSERT INTO schema_version (version, applied_at) VALUES (?, ?)",
+            (SCHEMA_VERSION, time.time()),
+        ).close()
+    return True
 
 
 # -- writing ---------------------------------------------------------------------------------
