@@ -24,6 +24,10 @@ server (a separate process, ``python -m anpord.testing.model_server``):
    A judge starts when the reply is in, so it should add one model latency per case — per wave of
    C cases, ``N/C × latency`` in all. Printed: the extra wall time, in those latencies.
 
+The CLI runs find their bytecode cached, as an installed package does (a warm-up run fills a
+temporary ``PYTHONPYCACHEPREFIX``; nothing is written into the source tree); ``--no-bytecode-cache``
+times them compiling every module from source instead, as under ``PYTHONDONTWRITEBYTECODE=1``.
+
 inspect-ai and promptfoo run against the same server when installed; otherwise a note says so.
 Figures are printed, never asserted.
 """
@@ -223,6 +227,10 @@ async def harness_alone(url: str, n: int, conc: int) -> tuple[float, float]:
     return wall, cpu
 
 
+# Where the CLI runs cache their bytecode (None: they compile from source every time).
+PYCACHE: Path | None = None
+
+
 def cli_run(url: str, n: int, conc: int, agent: str = "openai") -> tuple[float, float, int, str]:
     """(wall seconds, CPU seconds of the anpord process, exit code, its closing line)."""
     folder = Path(tempfile.mkdtemp(prefix="anpord-w1-"))
@@ -241,6 +249,12 @@ def cli_run(url: str, n: int, conc: int, agent: str = "openai") -> tuple[float, 
             NO_COLOR="1",
             PYTHONPATH=os.pathsep.join(filter(None, [str(SRC), os.environ.get("PYTHONPATH")])),
         )
+        if PYCACHE is not None:
+            env.pop("PYTHONDONTWRITEBYTECODE", None)
+            env["PYTHONPYCACHEPREFIX"] = str(PYCACHE)
+        else:
+            env["PYTHONDONTWRITEBYTECODE"] = "1"
+            env.pop("PYTHONPYCACHEPREFIX", None)
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
         proc = subprocess.run(
@@ -373,15 +387,24 @@ def main() -> int:
     ap.add_argument("--skip-cli", action="store_true")
     ap.add_argument("--skip-others", action="store_true", help="do not run inspect-ai / promptfoo")
     ap.add_argument("--judge", action="store_true", help="also run the CLI with a judge on every case")
+    ap.add_argument("--no-bytecode-cache", action="store_true",
+                    help="CLI runs compile every module from source (PYTHONDONTWRITEBYTECODE=1)")
     args = ap.parse_args()
+    global PYCACHE
+    if not args.no_bytecode_cache:
+        PYCACHE = Path(tempfile.mkdtemp(prefix="anpord-w1-pycache-"))
     resource.setrlimit(resource.RLIMIT_NOFILE, (65536, 65536)) if resource.getrlimit(
         resource.RLIMIT_NOFILE
     )[1] >= 65536 else None
     print(
         f"python {sys.version.split()[0]}, {os.cpu_count()} cpus, model latency {args.latency * 1000:.0f} ms"
     )
+    print("CLI runs: bytecode " + ("compiled from source each run" if PYCACHE is None else "cached"))
     server, url = start_server(args.latency)
     try:
+        if PYCACHE is not None and not args.skip_cli:
+            for agent in ("openai", "python", "judge") if args.judge else ("openai", "python"):
+                cli_run(url, 10, 10, agent)  # warm-up: fills the bytecode cache
         for size in args.sizes.split(","):
             n, conc = (int(x) for x in size.lower().split("x"))
             ideal = n / conc * args.latency
@@ -417,6 +440,8 @@ def main() -> int:
                 others(url, n, conc)
     finally:
         stop_server(server)
+        if PYCACHE is not None:
+            shutil.rmtree(PYCACHE, ignore_errors=True)
     return 0
 
 
