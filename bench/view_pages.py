@@ -1,11 +1,15 @@
 """The view's page times on a 10,000-trial run, measured in headless Chromium.
 
     python bench/view_pages.py [--cases 1000] [--variants 2] [--trials 5] [--history 2] [--keep DIR]
+                               [--unfiled]
 
 Writes a project with ``--history`` earlier runs and one run of cases × variants × trials trials
 (10,000 by default) straight through ``anpord.results.artifacts.RunWriter`` (each trial with a
 dozen events, a few assertions, some failing, some void, a tool output of 20 KB every hundredth
-trial), starts the real ``anpord view`` on a free port, and opens the pages in headless Chromium.
+trial), files them in the run store as ``anpord eval`` does while it runs (here with ``anpord db
+rebuild``, timed), starts the real ``anpord view`` on a free port, and opens the pages in headless
+Chromium. ``--unfiled`` leaves the store empty, so the view's first page also files the three runs
+(what happens after run folders were copied in by hand).
 
 For each page the figure is the browser's own navigation timing
 (``performance.getEntriesByType("navigation")``): **server** is the time to the first byte
@@ -181,6 +185,7 @@ def main() -> int:
     ap.add_argument("--trials", type=int, default=5)
     ap.add_argument("--history", type=int, default=2, help="earlier runs of the same cells (baselines)")
     ap.add_argument("--keep", type=Path, help="write the project here and keep it")
+    ap.add_argument("--unfiled", action="store_true", help="leave the runs out of the run store")
     args = ap.parse_args()
     from playwright.sync_api import sync_playwright
 
@@ -189,6 +194,13 @@ def main() -> int:
     run_id = make_project(folder, cases=args.cases, variants=args.variants, trials=args.trials, history=args.history)
     n = args.cases * args.variants * args.trials
     print(f"wrote {args.history + 1} runs of {n:,} trials in {time.perf_counter() - started:.1f}s: {folder}")
+    if not args.unfiled:
+        started = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "anpord", "db", "rebuild"], cwd=folder, check=True,
+                       env=dict(os.environ, PYTHONPATH=str(SRC)), stdout=subprocess.DEVNULL)
+        print(f"filed them in the run store (anpord db rebuild) in {time.perf_counter() - started:.1f}s")
+    else:
+        print("left them out of the run store: the first page files them")
     proc, base = start_view(folder)
     rows: list[tuple[str, str, dict[str, float]]] = []
     try:
