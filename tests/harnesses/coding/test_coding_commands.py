@@ -131,6 +131,7 @@ def test_gemini_command_line() -> None:
         "--output-format",
         "stream-json",
         "--approval-mode=yolo",
+        "--debug",
         "--model",
         "gemini-2.5-pro",
         "--resume",

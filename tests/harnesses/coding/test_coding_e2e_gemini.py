@@ -6,11 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from e2e_support import SANDBOXES, coding_project, install_standins, reports, run, variant
+from e2e_support import SANDBOXES, coding_project, install_standins, of_type, reports, run, variant
 
 TOOLS = "replay:gemini-cli/recorded__canned-model__tools.jsonl"
 RESUMED = "replay:gemini-cli/recorded__canned-model__resumed.jsonl"
 NOT_FOUND = "replay:gemini-cli/recorded__canned-model__model-not-found.jsonl"
+DEBUG_TOOLS = "replay:gemini-cli/recorded__gemini-0.61-debug__tools.jsonl"
 SESSION = "e09ec93c-4cc8-43c7-af0a-0a784fea7433"
 SYSTEM = "Prefer small diffs."
 
@@ -22,7 +23,8 @@ EVALS = {
             commands = [(x["command"], x["exit_code"]) for x in c.commands()]
             tools = [call.name for call in c.tool_calls()]
             ok = (
-                # gemini shows no exit code for a command that printed output: None, not a guess
+                # without --debug gemini shows no exit code for a command that printed output:
+                # None, not a guess (this recording was made without it)
                 commands == [("printf 'some output\\\\n'; exit 3", None), ("exit 4", 4)]
                 and c.files_changed() == ["notes.txt"]
                 and tools == ["run_shell_command", "run_shell_command", "write_file"]
@@ -43,6 +45,14 @@ EVALS = {
             second = await t.send({RESUMED!r})
             t.check(second.message, equals("Second turn: still here.")).label("second answer")
     ''',
+    "evals/exit_codes.eval.py": f'''
+        from anpord import define_eval, files
+
+        @define_eval(source=files({{}}))
+        async def test(t):
+            await t.send({DEBUG_TOOLS!r})
+            t.no_failed_actions().label("no failed actions")
+    ''',
     "evals/missing_model.eval.py": f'''
         from anpord import define_eval, files
         case = define_eval(prompt={NOT_FOUND!r}, source=files({{}}), validate=lambda c: True)
@@ -60,12 +70,17 @@ def test_gemini_runs_unattended_and_resumes_its_session(tmp_path: Path, sandbox:
     verdicts = {r["case_id"]: (r["verdict"], r["reason"]) for r in done.results()}
     assert verdicts["notes"] == ("passed", ""), verdicts
     assert verdicts["resume"] == ("passed", ""), verdicts
+    # Exit 3 after printing output is in the stream (--debug), so no_failed_actions sees it.
+    assert verdicts["exit_codes"][0] == "failed", verdicts
+    assert "exited 3" in verdicts["exit_codes"][1], verdicts
+    codes = [(c["exit_code"], c["output"]) for c in of_type(done, "exit_codes", "command.completed")]
+    assert codes == [(3, "some output"), (4, ""), (0, "fine")]
     assert verdicts["missing_model"] == (
         "failed", "unknown: [API Error: models/no-such-model is not found]"
     ), verdicts
 
     first, second = reports(done, "resume", "gemini")
-    assert first["argv"] == ["--output-format", "stream-json", "--approval-mode=yolo", "--model", "gemini-2.5-flash"]
+    assert first["argv"] == ["--output-format", "stream-json", "--approval-mode=yolo", "--debug", "--model", "gemini-2.5-flash"]
     assert first["env"]["GEMINI_CLI_TRUST_WORKSPACE"] == "true"
     assert first["instructions"] == {".gemini/GEMINI.md": SYSTEM}
     assert first["prompt"] == TOOLS and first["resume"] is None

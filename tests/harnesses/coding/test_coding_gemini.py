@@ -41,7 +41,8 @@ def test_a_recorded_run_with_shell_commands_and_a_file_write() -> None:
                 "error": None,
             },
         ),
-        # Gemini shows a command's output and not its code: exit 3 is not in the stream.
+        # Without --debug, gemini shows a command's output and not its code: exit 3 is not in
+        # this stream (the harness runs gemini with --debug, recorded below).
         (
             "command.completed",
             {
@@ -64,17 +65,18 @@ def test_a_recorded_run_with_shell_commands_and_a_file_write() -> None:
             {
                 "call_id": second,
                 "name": "run_shell_command",
-                "output": "Command exited with code: 4",
-                "status": "completed",
-                "error": None,
+                "output": "",
+                "status": "failed",
+                "error": "exit code 4",
             },
         ),
+        # gemini's placeholder for a silent command is not output; its code fails the result.
         (
             "command.completed",
             {
                 "command": "exit 4",
                 "exit_code": 4,
-                "output": "Command exited with code: 4",
+                "output": "",
                 "call_id": second,
             },
         ),
@@ -123,6 +125,41 @@ def test_a_recorded_resumed_turn_keeps_the_session() -> None:
     assert of_type(events, "usage") == [
         {"input_tokens": 206, "output_tokens": 12, "cost": None, "cached_input_tokens": 50}
     ]
+
+
+def test_a_recorded_debug_run_gives_every_shell_command_its_exit_code_and_output() -> None:
+    events, end = run_stream(
+        "gemini",
+        stream_lines("gemini-cli/recorded__gemini-0.61-debug__tools.jsonl"),
+        workspace="/tmp/rec/gem/ws",
+    )
+    commands = [
+        (c["command"], c["exit_code"], c["output"]) for c in of_type(events, "command.completed")
+    ]
+    assert commands == [
+        ("printf 'some output\\n'; exit 3", 3, "some output"),
+        ("exit 4", 4, ""),
+        ("echo fine", 0, "fine"),
+    ]
+    results = [(r["name"], r["status"], r["output"], r["error"]) for r in of_type(events, "tool.result")]
+    assert results == [
+        ("run_shell_command", "failed", "some output", "some output"),
+        ("run_shell_command", "failed", "", "exit code 4"),
+        ("run_shell_command", "completed", "fine", None),
+        ("write_file", "completed", "", None),
+    ]
+    assert of_type(events, "files.changed") == [{"paths": ["notes.txt"]}]
+    # total_tokens 585 = input 500 + output 50 + 35 thinking tokens: output counts the thinking.
+    assert of_type(events, "usage") == [
+        {
+            "input_tokens": 500,
+            "output_tokens": 85,
+            "cost": None,
+            "cached_input_tokens": 0,
+            "reasoning_output_tokens": 35,
+        }
+    ]
+    assert end.status == "completed" and end.message == "Done: notes.txt written."
 
 
 def test_a_recorded_error_result_fails_the_turn() -> None:
@@ -271,12 +308,16 @@ def test_documented_failed_tool_and_shell_codes() -> None:
         ),
     ]
     events, end = run_stream("gemini", lines)
-    assert [c["exit_code"] for c in of_type(events, "command.completed")] == [0, None, 2]
+    assert [(c["exit_code"], c["output"]) for c in of_type(events, "command.completed")] == [
+        (0, ""),
+        (None, ""),
+        (2, "boom"),
+    ]
     results = of_type(events, "tool.result")
     assert [(r["status"], r["error"]) for r in results] == [
         ("completed", None),
         ("failed", "spawn failed"),
-        ("completed", None),
+        ("failed", "boom"),  # exit 2 fails the result, as for every CLI
         ("failed", "denied"),
     ]
     assert of_type(events, "files.changed") == []  # the write failed

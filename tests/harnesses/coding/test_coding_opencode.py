@@ -88,6 +88,15 @@ def test_tools_commands_and_file_changes_then_done() -> None:
             metadata={"output": "1 failed", "exit": 1, "description": "tests"},
         ),
         _tool("c2", "write", "completed", {"filePath": "/w/notes.txt", "content": "x"}, output=""),
+        # opencode 1.18's bash tool says "(no output)" for a command that printed nothing.
+        _tool(
+            "c6",
+            "bash",
+            "completed",
+            {"command": "true", "description": "nothing"},
+            output="(no output)",
+            metadata={"output": "(no output)", "exit": 0, "description": "nothing"},
+        ),
         _tool(
             "c3",
             "edit",
@@ -124,7 +133,8 @@ def test_tools_commands_and_file_changes_then_done() -> None:
     ]
     events, end = run_stream("opencode", lines, workspace="/w")
     assert of_type(events, "command.completed") == [
-        {"command": "pytest -q", "exit_code": 1, "output": "1 failed", "call_id": "c1"}
+        {"command": "pytest -q", "exit_code": 1, "output": "1 failed", "call_id": "c1"},
+        {"command": "true", "exit_code": 0, "output": "", "call_id": "c6"},
     ]
     assert of_type(events, "files.changed") == [
         {"paths": ["notes.txt"]},
@@ -133,13 +143,14 @@ def test_tools_commands_and_file_changes_then_done() -> None:
     ]
     results = of_type(events, "tool.result")
     assert [(r["name"], r["status"], r["error"]) for r in results] == [
-        ("bash", "completed", None),
+        ("bash", "failed", "1 failed"),  # exit 1: failed, though opencode says completed
         ("write", "completed", None),
+        ("bash", "completed", None),
         ("edit", "failed", "oldString not found in content"),
         ("apply_patch", "completed", None),
         ("patch", "completed", None),
     ]
-    assert [c["call_id"] for c in of_type(events, "tool.called")] == ["c1", "c2", "c3", "c4", "c5"]
+    assert [c["call_id"] for c in of_type(events, "tool.called")] == ["c1", "c2", "c6", "c3", "c4", "c5"]
     assert (
         end.status == "completed"
         and end.message == "Tests fail; fixed notes."

@@ -15,23 +15,30 @@ Choices made here:
 - **Failure**: a ``result`` with ``status: "error"``, or any ``error`` event of severity
   ``error`` (``Maximum session turns exceeded`` is followed by a ``result`` that says success).
   Warnings (loop detected) are kept raw. No ``result``: failed.
-- **Shell exit codes**: ``run_shell_command``'s result shows ``Command exited with code: N``
-  only when the command printed nothing, and ``Exit Code: N`` in debug mode; that N is used. A
-  command that printed nothing and says no code succeeded (0). A command that printed something
-  carries no exit code in this stream: None.
-- **Usage** is the ``result`` stats (``input_tokens`` includes the cached ones, ``cached`` is
-  that share); gemini reports no cost: None.
+- **Shell commands**: gemini runs with ``--debug``, the only mode whose stream carries a shell
+  command's exit code whatever it printed: the result reads ``Output: <what it printed>`` then
+  ``Exit Code: N`` (only when N is not 0), ``Signal: …``, ``Process Group PGID: …``. The output is
+  what the command printed (``(empty)`` is ""), the exit code N, else 0. Without debug mode
+  (a stream recorded elsewhere) gemini shows the output alone, or ``Command exited with code: N``
+  when the command printed nothing: that N is used, the output is "", and a command that printed
+  something has no exit code (None). A non-zero exit code makes the ``tool.result`` failed, as
+  for every CLI.
+- **Usage** is the ``result`` stats: ``input_tokens`` includes the cached ones (``cached`` is that
+  share); ``output_tokens`` adds the thinking tokens, which gemini counts only in
+  ``total_tokens`` (input + output + thoughts), kept as ``reasoning_output_tokens``; gemini
+  reports no cost: None.
 """
 
 from __future__ import annotations
 
 import os
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from ...events import Event
 from .._stream import TurnEnd
-from ._base import MESSAGE_CAP, JsonStreamParser, as_dict, as_str, text_of
+from ._base import MESSAGE_CAP, JsonStreamParser, as_dict, as_int, as_str, text_of
 from ._invocation import CliInfo, Invocation, SetupFile, prompt_source
 from ._usage import usage_event
 
@@ -77,13 +84,7 @@ class GeminiStreamParser(JsonStreamParser):
                 self._error = text_of(obj.get("message")) or "gemini reported an error"
         elif kind == "result":
             self._result = obj
-            stats = as_dict(obj.get("stats"))
-            figures = usage_event(
-                input_tokens=stats.get("input_tokens"),
-                output_tokens=stats.get("output_tokens"),
-                cached_input_tokens=stats.get("cached"),
-            )
-            events += self.usage.record(figures)
+            events += self.usage.record(_usage(as_dict(obj.get("stats"))))
         return [*events, self.raw(kind, obj)]
 
     def _add_text(self, text: str) -> None:
@@ -106,11 +107,19 @@ class GeminiStreamParser(JsonStreamParser):
         failed = obj.get("status") != "success"
         output = text_of(obj.get("output"))
         error = text_of(as_dict(obj.get("error")).get("message")) or None
-        events = [self.tool_result(cid, name, output, failed=failed, error=error)]
         if name in SHELL_TOOLS:
-            code = _shell_exit_code(output, failed)
-            events.append(self.command(text_of(params.get("command")), code, output, call_id=cid))
-        elif name in FILE_TOOLS and not failed:
+            shell = _shell_result(output, failed)
+            failed = failed or shell.exit_code not in (None, 0)
+            if failed and error is None:
+                error = shell.error or shell.output.strip() or f"exit code {shell.exit_code}"
+            return [
+                self.tool_result(cid, name, shell.output, failed=failed, error=error),
+                self.command(
+                    text_of(params.get("command")), shell.exit_code, shell.output, call_id=cid
+                ),
+            ]
+        events = [self.tool_result(cid, name, output, failed=failed, error=error)]
+        if name in FILE_TOOLS and not failed:
             events += self.files_changed(
                 [next((params[k] for k in _PATH_KEYS if params.get(k)), None)]
             )
@@ -139,20 +148,67 @@ class GeminiStreamParser(JsonStreamParser):
         return TurnEnd("completed", message=self.message, resume=self.session_id, usage=usage)
 
 
+def _usage(stats: dict[str, Any]) -> Event | None:
+    """The ``result`` stats as a usage event: thinking tokens (``total_tokens`` less input and
+    output) are output tokens too."""
+    given_in, given_out = as_int(stats.get("input_tokens")), as_int(stats.get("output_tokens"))
+    total = as_int(stats.get("total_tokens"))
+    thoughts = 0
+    if total is not None and given_in is not None and given_out is not None:
+        thoughts = max(total - given_in - given_out, 0)
+    return usage_event(
+        input_tokens=given_in,
+        output_tokens=None if given_out is None else given_out + thoughts,
+        cached_input_tokens=stats.get("cached"),
+        reasoning_output_tokens=thoughts or None,
+    )
+
+
+@dataclass(frozen=True)
+class _Shell:
+    output: str  # what the command printed
+    exit_code: int | None
+    error: str | None = None  # why it could not run (a spawn error), when gemini said
+
+
 _NO_OUTPUT_EXIT = re.compile(r"Command exited with code: (-?\d+)")
-_DEBUG_EXIT = re.compile(r"^Exit Code: (-?\d+)$", re.MULTILINE)
+_NO_OUTPUT = re.compile(r"Command (?:terminated by signal: .*|failed: .*|cancelled by user\.)")
+# The lines debug mode puts after a command's output, last first.
+_TRAILER = re.compile(r"\n(Exit Code|Signal|Background PIDs|Process Group PGID): ([^\n]*)\Z")
+_SPAWN_ERROR = re.compile(r"\A\(empty\)\nError: (.*)\Z", re.DOTALL)
 
 
-def _shell_exit_code(output: str, failed: bool) -> int | None:
-    text = output.strip()
-    if m := _NO_OUTPUT_EXIT.fullmatch(text):
-        return int(m.group(1))
-    if text.startswith("Output:"):  # debug mode shows the model's view: a non-zero code is named
-        m = _DEBUG_EXIT.search(text)
-        return int(m.group(1)) if m else (None if failed else 0)
-    if not text and not failed:
-        return 0  # nothing printed, no code shown: the display of a command that succeeded
-    return None
+def _shell_result(text: str, failed: bool) -> _Shell:
+    """What a ``run_shell_command`` result says: the command's own output and exit code."""
+    if text.startswith("Output: "):  # debug mode: the model's view, exit code included
+        body, trailer = text[len("Output: ") :], {}
+        while m := _TRAILER.search(body):
+            trailer[m.group(1)] = m.group(2)
+            body = body[: m.start()]
+        error = None
+        if m := _SPAWN_ERROR.match(body):
+            body, error = "", m.group(1)
+        elif body == "(empty)":
+            body = ""
+        code = _int(trailer.get("Exit Code"))
+        if code is None and "Signal" not in trailer and error is None and not failed:
+            code = 0  # debug mode names only a non-zero code
+        return _Shell(body, code, error)
+    stripped = text.strip()
+    if m := _NO_OUTPUT_EXIT.fullmatch(stripped):
+        return _Shell("", int(m.group(1)))
+    if _NO_OUTPUT.fullmatch(stripped):
+        return _Shell("", None, stripped)
+    if not stripped and not failed:
+        return _Shell("", 0)  # nothing printed, no code shown: the display of a success
+    return _Shell(text, None)
+
+
+def _int(text: str | None) -> int | None:
+    try:
+        return int(text) if text is not None else None
+    except ValueError:
+        return None
 
 
 def gemini_command(
@@ -167,13 +223,14 @@ def gemini_command(
     """The argv of one unattended ``gemini`` turn.
 
     The prompt file is read on stdin (gemini runs headless when stdin is not a terminal);
-    ``--approval-mode=yolo`` approves every tool, and ``GEMINI_CLI_TRUST_WORKSPACE=true`` trusts
+    ``--approval-mode=yolo`` approves every tool; ``--debug`` makes every shell result name its
+    exit code (its debug lines go to stderr); ``GEMINI_CLI_TRUST_WORKSPACE=true`` trusts
     the workspace (gemini falls back to asking in an untrusted folder); ``resume`` continues that
     session; ``system_prompt`` goes to ``~/.gemini/GEMINI.md``, gemini's user-wide context
     (``GEMINI_SYSTEM_MD`` would replace its whole system prompt, tools guidance included).
     """
     stdin, text = prompt_source(prompt_file, prompt)
-    argv = [executable, "--output-format", "stream-json", "--approval-mode=yolo"]
+    argv = [executable, "--output-format", "stream-json", "--approval-mode=yolo", "--debug"]
     if model:
         argv += ["--model", model]
     if resume:
@@ -203,7 +260,7 @@ GEMINI = CliInfo(
         "Runs with --approval-mode=yolo: every tool runs without asking, so run it in a sandbox.",
         "Each turn is a new process continuing the session with --resume <session id>; sessions "
         "are stored under the trial's HOME (~/.gemini).",
-        "The stream carries no exit code for a shell command that printed output; gemini reports "
-        "tokens but no cost.",
+        "Runs with --debug: the only mode whose stream carries every shell command's exit code "
+        "(its debug lines go to stderr, kept in the trial's log); gemini reports tokens but no cost.",
     ),
 )

@@ -14,7 +14,10 @@ Choices made here:
 - **The end**: ``done``; on versions without it, a last ``step_finish`` whose reason is not
   ``tool-calls`` (the model stopped by itself) with no step opened after it. Anything else is a
   stream cut short: failed. An ``error`` event fails the turn.
-- **Shell exit codes** are the bash tool's ``metadata.exit``; None when it has none.
+- **Shell commands**: the exit code is the bash tool's ``metadata.exit`` (None when it has none);
+  a non-zero one makes the ``tool.result`` failed (opencode itself says ``completed``). The output
+  is ``metadata.output``, what the command printed (``(no output)``, opencode's text for nothing
+  printed, is "").
 - **File changes** come from completed ``write``, ``edit``, ``multiedit``, ``patch`` and
   ``apply_patch`` calls.
 - **Usage** is summed over ``step_finish`` lines (each holds one model call's figures):
@@ -92,21 +95,24 @@ class OpenCodeStreamParser(JsonStreamParser):
         metadata = as_dict(state.get("metadata"))
         failed = status == "error"
         output = state.get("output")
-        events = [
-            self.tool_called(cid, name, tool_input),
-            self.tool_result(
-                cid, name, output, failed=failed, error=text_of(state.get("error")) or None
-            ),
-        ]
+        error = text_of(state.get("error")) or None
         if name in SHELL_TOOLS:
             shown = as_str(metadata.get("output"))
-            text = shown if shown is not None else text_of(output)
-            events.append(
-                self.command(
-                    text_of(params.get("command")), as_int(metadata.get("exit")), text, call_id=cid
-                )
-            )
-        elif not failed and name in FILE_TOOLS:
+            text = _printed(shown if shown is not None else text_of(output))
+            code = as_int(metadata.get("exit"))
+            failed = failed or code not in (None, 0)
+            if failed and error is None:
+                error = text.strip() or f"exit code {code}"
+            return [
+                self.tool_called(cid, name, tool_input),
+                self.tool_result(cid, name, text, failed=failed, error=error),
+                self.command(text_of(params.get("command")), code, text, call_id=cid),
+            ]
+        events = [
+            self.tool_called(cid, name, tool_input),
+            self.tool_result(cid, name, output, failed=failed, error=error),
+        ]
+        if not failed and name in FILE_TOOLS:
             events += self.files_changed([params.get("filePath") or params.get("file_path")])
         elif not failed and name in PATCH_TOOLS:
             files = [as_dict(f) for f in as_list(metadata.get("files"))]
@@ -161,6 +167,14 @@ class OpenCodeStreamParser(JsonStreamParser):
                 "failed", message=self.message, error=error, resume=self.session_id, usage=usage
             )
         return TurnEnd("completed", message=self.message, resume=self.session_id, usage=usage)
+
+
+# What opencode's bash tool shows for a command that printed nothing: not the command's output.
+_NO_OUTPUT = "(no output)"
+
+
+def _printed(text: str) -> str:
+    return "" if text.strip() == _NO_OUTPUT else text
 
 
 def _error_text(error: Any) -> str:
