@@ -44,13 +44,15 @@ EVENT_CAP = 10_000  # events per program run
 class ProgramExit:
     """How a program run ended. ``setup_failure`` says why the sandbox could not start it at all
     (the program never ran); ``stdout_lines`` counts what it printed; ``stderr_tail`` is its last
-    stderr lines, for a one-line reason."""
+    stderr lines, ``stderr_head`` its first ones (where a CLI names the cause before printing its
+    help), for a one-line reason."""
 
     exit_code: int
     duration: float
     stdout_lines: int
     stderr_tail: str
     setup_failure: str | None = None
+    stderr_head: str = ""
 
 
 async def read_lines(
@@ -87,7 +89,19 @@ class ProgramRun:
     log and ``--verbose`` (stderr lines prefixed ``[stderr]``).
     """
 
-    def __init__(self, sandbox: SandboxInstance, parser: StreamParser, emit: Emit, log: Callable[[str], None]):
+    def __init__(
+        self,
+        sandbox: SandboxInstance,
+        parser: StreamParser,
+        emit: Emit,
+        log: Callable[[str], None],
+        chatter: Callable[[str], bool] | None = None,
+    ):
+        # chatter(line): a stderr line the program prints on every run (a debug trace) that is
+        # not kept, only counted.
+        self.chatter = chatter
+        self._chatter_lines = 0
+        self._stderr_head: list[str] = []
         self.sandbox = sandbox
         self.parser = parser
         self.emit = emit
@@ -131,6 +145,11 @@ class ProgramRun:
 
     def _on_stderr(self, raw: bytes, cut: bool) -> None:
         text = raw.decode("utf-8", "replace").rstrip("\r")
+        if self.chatter is not None and self.chatter(text):
+            self._chatter_lines += 1
+            return
+        if len(self._stderr_head) < 40:
+            self._stderr_head.append(text)
         self._stderr_tail[:] = [*self._stderr_tail[-19:], text]
         self._log_line(text, "stderr")
 
@@ -142,6 +161,8 @@ class ProgramRun:
             note(f"[{self._dropped_log} bytes of output not kept: log cap {LOG_CAP} bytes]")
         if self._dropped_events:
             note(f"[{self._dropped_events} events not kept: cap {EVENT_CAP} per run]")
+        if self._chatter_lines:
+            note(f"[{self._chatter_lines} debug lines on stderr not kept]")
 
     # -- the process -------------------------------------------------------------------------
 
@@ -181,7 +202,10 @@ class ProgramRun:
         self._notes()
         stderr = "\n".join(self._stderr_tail)
         failure = None if expected_kill() else await self.sandbox.setup_failure(proc, stderr)
-        return ProgramExit(code, time.monotonic() - started, self.stdout_lines, stderr, failure)
+        return ProgramExit(
+            code, time.monotonic() - started, self.stdout_lines, stderr, failure,
+            stderr_head="\n".join(self._stderr_head),
+        )
 
     async def kill(self) -> None:
         proc = self.proc

@@ -15,7 +15,9 @@ the prompt asks for:
 - ``truncate:<fixture>`` replays it with its last line cut in the middle;
 - ``flood:<fixture>`` prints 4 MB of noise first;
 - ``strange:<fixture>`` mixes in event types no CLI has sent yet;
-- ``hang:<token>`` starts a detached ``sleep <token>`` and never ends.
+- ``hang:<token>`` starts a detached ``sleep <token>`` and never ends;
+- ``stderr:<file>`` prints that recorded stderr (a file under ``streams/``) and exits 1, as the
+  CLI did.
 """
 
 from __future__ import annotations
@@ -126,6 +128,10 @@ def main() -> int:
         emit(json.dumps({"type": "system", "subtype": "init", "session_id": "hanging"}))
         while True:
             time.sleep(1)
+    if verb == "stderr":
+        with open(os.path.join(STREAMS, arg)) as f:
+            sys.stderr.write(f.read())
+        return 1
     lines = stream(arg, resume)
     if verb == "replay":
         replay(lines)

@@ -129,3 +129,22 @@ def test_a_cli_that_cannot_run_makes_its_trials_void_with_the_reason(tmp_path: P
     assert "declare it with Variant(secrets=['GEMINI_API_KEY'])" in reason
     assert got["bad-option"] == ("void", ("the codex harness has no option 'sandbox_mode'; its options are "
                                          "args, check_credentials, executable, system_prompt"))
+
+
+def test_a_cli_that_refuses_its_arguments_fails_with_the_first_stderr_line(tmp_path: Path) -> None:
+    # gemini 0.61 names the cause first, then prints its whole --help (the last line is help).
+    standins = install_standins(tmp_path / "standins")
+    project = coding_project(tmp_path / "proj", [variant("gemini", "local", standins)], {
+        "evals/args.eval.py": '''
+            from anpord import define_eval, files
+            case = define_eval(prompt="stderr:gemini-cli/recorded__gemini-0.61__unknown-argument.stderr",
+                               source=files({}), validate=lambda c: True)
+        ''',
+    })
+    done = run(project)
+    (result,) = done.results()
+    assert result["verdict"] == "failed"
+    assert result["reason"] == (
+        "gemini exited with code 1 before its final result event "
+        "(stderr: Unknown arguments: max-session-turns, maxSessionTurns)"
+    ), result["reason"]

@@ -50,6 +50,7 @@ from .._protocol import (
     TurnRequest,
 )
 from . import CODING_CLIS, CodingCli
+from ._stderr import GEMINI_DEBUG_LINE, stderr_reason
 from .codex import CodexStreamParser, ThreadUsage
 
 if TYPE_CHECKING:
@@ -387,7 +388,8 @@ class CodingSession(ProgramSession):
         argv = [*invocation.argv[:at], *self.settings.args, *invocation.argv[at:]]
         env = self.sandbox.environment({**invocation.env, **self.settings.env})
         parser = self._parser()
-        program = self._program = ProgramRun(self.sandbox, parser, emit, self.ctx.log)
+        chatter = GEMINI_DEBUG_LINE.match if self.cli.name == "gemini" else None
+        program = self._program = ProgramRun(self.sandbox, parser, emit, self.ctx.log, chatter)
         from ...sandboxes._protocol import SandboxError
 
         try:
@@ -406,10 +408,10 @@ class CodingSession(ProgramSession):
         if done.setup_failure:
             raise HarnessStartError(self._setup_failure(done.setup_failure))
         if done.exit_code in (126, 127) and done.stdout_lines == 0 and not self._cancel_requested:
-            last = (done.stderr_tail.strip().splitlines() or [""])[-1]
+            cause = stderr_reason(done.stderr_head, done.stderr_tail)
             raise HarnessStartError(
                 f"{self.settings.executable} could not start (exit {done.exit_code})"
-                + (f": {last}" if last else "")
+                + (f": {cause}" if cause else "")
             )
         emit(
             Event(
@@ -434,9 +436,9 @@ class CodingSession(ProgramSession):
         from ...results._model import ErrorInfo
 
         error = end.error or f"{self.cli.name} ended its turn {end.status}"
-        last = (done.stderr_tail.strip().splitlines() or [""])[-1].strip()
-        if done.exit_code != 0 and last and last not in error:
-            error += f" (stderr: {_clip(last, 200)})"
+        cause = stderr_reason(done.stderr_head, done.stderr_tail)
+        if done.exit_code != 0 and cause and cause not in error:
+            error += f" (stderr: {cause})"
         return TurnOutcome(
             "failed", message=end.message, error=error, failure=ErrorInfo("agent", error)
         )
