@@ -22,6 +22,7 @@ the prompt asks for:
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -41,6 +42,9 @@ VERSIONS = {"claude": "2.1.197 (Claude Code)", "codex": "codex-cli 0.171.0", "ge
             "opencode": "1.17.20"}
 RESUME_FLAG = {"claude": "--resume", "codex": "resume", "gemini": "--resume", "opencode": "--session"}
 INSTRUCTIONS = (".claude/CLAUDE.md", ".codex/AGENTS.md", ".gemini/GEMINI.md", ".config/opencode/AGENTS.md")
+# Credentials are reported by a digest of their value, never the value.
+KEYS_SHOWN = ("CODEX_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN",
+              "GEMINI_API_KEY", "GOOGLE_API_KEY", "CANNED_API_KEY")
 ENV_SHOWN = ("IS_SANDBOX", "GEMINI_CLI_TRUST_WORKSPACE", "OPENCODE_PERMISSION", "PROFILE_TONE", "TONE")
 # The working folders the recordings were made in.
 RECORDED_FOLDERS = ("/tmp/rec/cl/ws", "/tmp/rec/gem/ws", "/private/tmp/codex-research-test")
@@ -120,6 +124,8 @@ def main() -> int:
         "type": "standin.report", "argv": argv, "prompt": prompt, "resume": resume,
         "model": value_after(argv, "--model"), "cwd": os.getcwd(), "home": home,
         "instructions": files, "env": {k: os.environ[k] for k in ENV_SHOWN if k in os.environ},
+        "keys": {k: hashlib.sha256(os.environ[k].encode()).hexdigest()[:16]
+                 for k in KEYS_SHOWN if os.environ.get(k)},
     }))
     verb, _, arg = prompt.strip().partition(":")
     arg = arg.split()[0] if arg.split() else ""

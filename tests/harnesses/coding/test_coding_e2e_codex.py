@@ -77,3 +77,22 @@ def test_codex_runs_unattended_and_resumes_its_thread(tmp_path: Path, sandbox: s
     }
     # Codex reports tokens, no cost: the cost is unknown, never 0.
     assert done.result("add_file")["usage"] == {"input_tokens": 6008, "output_tokens": 51, "cost": None}
+
+
+def test_an_openai_key_alone_reaches_codex_as_codex_api_key(tmp_path: Path) -> None:
+    # codex exec 0.171 sends CODEX_API_KEY and ignores OPENAI_API_KEY.
+    import hashlib
+
+    key = "sk-openai-only-0123456789"
+    standins = install_standins(tmp_path / "standins")
+    project = coding_project(tmp_path / "proj", [
+        variant("codex", "local", standins, secrets=["OPENAI_API_KEY"]),
+    ], {"evals/answer.eval.py": f'''
+        from anpord import define_eval, files
+        case = define_eval(prompt={ANSWER!r}, source=files({{}}), validate=lambda c: True)
+    '''})
+    done = run(project, env={"OPENAI_API_KEY": key, "CODEX_API_KEY": ""})
+    assert done.result("answer")["verdict"] == "passed", done.output
+    (report,) = reports(done, "answer", "codex")
+    digest = hashlib.sha256(key.encode()).hexdigest()[:16]
+    assert report["keys"] == {"OPENAI_API_KEY": digest, "CODEX_API_KEY": digest}

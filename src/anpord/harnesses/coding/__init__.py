@@ -16,13 +16,13 @@ What each stream maps to is documented in docs/coding-agents.md.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from ._invocation import CliInfo, Invocation, PromptError, SetupFile, parse_version
 from .claude import CLAUDE, ClaudeStreamParser, claude_command
-from .codex import CODEX, CodexStreamParser, ThreadUsage, codex_command
+from .codex import CODEX, CodexStreamParser, ThreadUsage, codex_command, codex_credentials
 from .gemini import GEMINI, GeminiStreamParser, gemini_command
 from .opencode import OPENCODE, OpenCodeStreamParser, opencode_command
 
@@ -58,6 +58,9 @@ class CodingCli:
     info: CliInfo
     parser: Callable[..., Any]
     command: Callable[..., Invocation]
+    # Variables to add to a turn's environment, from the environment it has (a key the CLI
+    # reads under another name); None: nothing to add.
+    credential_env: Callable[[Mapping[str, str]], dict[str, str]] | None = None
 
     @property
     def name(self) -> str:
@@ -68,7 +71,7 @@ CODING_CLIS: dict[str, CodingCli] = {
     cli.name: cli
     for cli in (
         CodingCli(CLAUDE, ClaudeStreamParser, claude_command),
-        CodingCli(CODEX, CodexStreamParser, codex_command),
+        CodingCli(CODEX, CodexStreamParser, codex_command, codex_credentials),
         CodingCli(GEMINI, GeminiStreamParser, gemini_command),
         CodingCli(OPENCODE, OpenCodeStreamParser, opencode_command),
     )

@@ -46,7 +46,7 @@ from ._base import (
 from ._invocation import CliInfo, Invocation, SetupFile, prompt_source
 from ._usage import difference, usage_event
 
-__all__ = ["CODEX", "CodexStreamParser", "ThreadUsage", "codex_command"]
+__all__ = ["CODEX", "CodexStreamParser", "ThreadUsage", "codex_command", "codex_credentials"]
 
 _USAGE_KEYS = (
     "input_tokens",
@@ -361,6 +361,14 @@ def _legacy_patch_paths(changes: Any) -> list[str]:
     return paths
 
 
+def codex_credentials(env: Mapping[str, str]) -> dict[str, str]:
+    """Variables to add for codex to sign in: ``codex exec`` (0.171) sends ``CODEX_API_KEY`` and
+    ignores ``OPENAI_API_KEY``, so an ``OPENAI_API_KEY`` alone is passed as ``CODEX_API_KEY``."""
+    if not env.get("CODEX_API_KEY") and env.get("OPENAI_API_KEY"):
+        return {"CODEX_API_KEY": env["OPENAI_API_KEY"]}
+    return {}
+
+
 def codex_command(
     *,
     prompt_file: str | None = None,
@@ -404,9 +412,9 @@ CODEX = CliInfo(
     credentials=(("CODEX_API_KEY",), ("OPENAI_API_KEY",)),
     credential_files=(".codex/auth.json",),
     notes=(
-        "codex exec signs in with CODEX_API_KEY; versions that read OPENAI_API_KEY from the "
-        "environment take that too. A ChatGPT sign-in lives in ~/.codex/auth.json: copy it into "
-        "the trial's HOME to use one.",
+        "codex exec signs in with CODEX_API_KEY (it ignores OPENAI_API_KEY): an OPENAI_API_KEY "
+        "alone is passed to it as CODEX_API_KEY. A ChatGPT sign-in lives in ~/.codex/auth.json: "
+        "copy it into the trial's HOME to use one.",
         "Runs with --dangerously-bypass-approvals-and-sandbox: codex neither asks nor sandboxes, "
         "so run it in a sandbox.",
         "Each turn is a new process continuing the thread with `codex exec resume <id>`; threads "

@@ -387,6 +387,8 @@ class CodingSession(ProgramSession):
         at = _ARGS_AT.get(self.cli.name, 1)
         argv = [*invocation.argv[:at], *self.settings.args, *invocation.argv[at:]]
         env = self.sandbox.environment({**invocation.env, **self.settings.env})
+        if self.cli.credential_env is not None:
+            env = {**env, **self.cli.credential_env(env)}
         parser = self._parser()
         chatter = GEMINI_DEBUG_LINE.match if self.cli.name == "gemini" else None
         program = self._program = ProgramRun(self.sandbox, parser, emit, self.ctx.log, chatter)
