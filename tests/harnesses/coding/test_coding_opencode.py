@@ -182,3 +182,25 @@ def test_an_error_event_fails_the_turn() -> None:
     ]
     _, end = run_stream("opencode", lines, exit_code=1)
     assert end.status == "failed" and end.error == "ProviderAuthError: invalid x-api-key"
+
+
+def test_the_sign_in_follows_the_models_provider(tmp_path) -> None:
+    from anpord.harnesses.coding import provider_keys, provider_sign_in
+
+    home, workspace = tmp_path / "home", tmp_path / "ws"
+    (home / ".config/opencode").mkdir(parents=True)
+    workspace.mkdir()
+    assert provider_keys("anthropic/claude-sonnet-4-5") == ("ANTHROPIC_API_KEY",)
+    assert provider_keys("google/gemini-2.5-pro") == ("GOOGLE_GENERATIVE_AI_API_KEY", "GEMINI_API_KEY")
+    assert provider_keys("fire-works/m") == ("FIRE_WORKS_API_KEY",)  # models.dev's naming
+    assert provider_sign_in("openai/gpt-5", home, workspace).alternatives == (("OPENAI_API_KEY",),)
+    # A JSONC file in HOME naming the key's variable.
+    (home / ".config/opencode/opencode.jsonc").write_text(
+        '{\n  // mine\n  "provider": {"gw": {"options": {"apiKey": "{env:GW_KEY}"},},},\n}\n'
+    )
+    assert provider_sign_in("gw/m", home, workspace).alternatives == (("GW_KEY",),)
+    # A stored sign-in for the provider (opencode auth login) is enough; one for another is not.
+    (home / ".local/share/opencode").mkdir(parents=True)
+    (home / ".local/share/opencode/auth.json").write_text('{"openai": {"type": "api", "key": "k"}}')
+    assert provider_sign_in("openai/gpt-5", home, workspace).signed_in
+    assert not provider_sign_in("anthropic/claude", home, workspace).signed_in

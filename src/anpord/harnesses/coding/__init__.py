@@ -18,13 +18,20 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from ._invocation import CliInfo, Invocation, PromptError, SetupFile, parse_version
+from ._invocation import CliInfo, Invocation, PromptError, SetupFile, SignIn, parse_version
 from .claude import CLAUDE, ClaudeStreamParser, claude_command
 from .codex import CODEX, CodexStreamParser, ThreadUsage, codex_command, codex_credentials
 from .gemini import GEMINI, GeminiStreamParser, gemini_command
-from .opencode import OPENCODE, OpenCodeStreamParser, opencode_command
+from .opencode import (
+    OPENCODE,
+    OpenCodeStreamParser,
+    opencode_command,
+    provider_keys,
+    provider_sign_in,
+)
 
 __all__ = [
     "CLAUDE",
@@ -41,6 +48,7 @@ __all__ = [
     "OpenCodeStreamParser",
     "PromptError",
     "SetupFile",
+    "SignIn",
     "ThreadUsage",
     "claude_command",
     "codex_command",
@@ -61,6 +69,9 @@ class CodingCli:
     # Variables to add to a turn's environment, from the environment it has (a key the CLI
     # reads under another name); None: nothing to add.
     credential_env: Callable[[Mapping[str, str]], dict[str, str]] | None = None
+    # sign_in(model, home, workspace): what signs it in for this model, when that depends on the
+    # model; None: any one of ``info.credentials`` (or a stored sign-in) does.
+    sign_in: Callable[[str | None, Path, Path], SignIn] | None = None
 
     @property
     def name(self) -> str:
@@ -73,6 +84,6 @@ CODING_CLIS: dict[str, CodingCli] = {
         CodingCli(CLAUDE, ClaudeStreamParser, claude_command),
         CodingCli(CODEX, CodexStreamParser, codex_command, codex_credentials),
         CodingCli(GEMINI, GeminiStreamParser, gemini_command),
-        CodingCli(OPENCODE, OpenCodeStreamParser, opencode_command),
+        CodingCli(OPENCODE, OpenCodeStreamParser, opencode_command, sign_in=provider_sign_in),
     )
 }

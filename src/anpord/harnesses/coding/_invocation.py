@@ -15,7 +15,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-__all__ = ["CliInfo", "Invocation", "PromptError", "SetupFile", "parse_version", "prompt_source"]
+__all__ = [
+    "CliInfo",
+    "Invocation",
+    "PromptError",
+    "SetupFile",
+    "SignIn",
+    "parse_version",
+    "prompt_source",
+]
 
 # A longer argument risks the kernel's per-argument limit (128 KiB); it goes through a file.
 ARG_LIMIT = 100_000
@@ -79,6 +87,18 @@ class CliInfo:
         """How to install it: ``npm install -g @openai/codex`` for an npm package."""
         kind, _, name = self.package.partition(": ")
         return f"npm install -g {name}" if kind == "npm" and name else self.package
+
+
+@dataclass(frozen=True)
+class SignIn:
+    """What signs a CLI in for one trial, when that depends on the model (OpenCode's provider).
+    ``alternatives``: sets of variables, any one set enough (empty: nothing to check);
+    ``signed_in``: a stored sign-in or a key in the CLI's own configuration does it already;
+    ``about`` completes the error (`` for provider 'x' (model x/m)``)."""
+
+    about: str
+    alternatives: tuple[tuple[str, ...], ...]
+    signed_in: bool = False
 
 
 def prompt_source(prompt_file: str | None, prompt: str | None) -> tuple[str | None, str | None]:

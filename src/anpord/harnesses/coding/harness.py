@@ -265,26 +265,36 @@ class CodingHarness:
     ) -> None:
         """Fail early, naming the variable, rather than let the CLI fail on its first request."""
         info = self.cli.info
-        if ctx.variant.options.get("check_credentials") is False or not info.credentials:
+        if ctx.variant.options.get("check_credentials") is False:
+            return
+        alternatives, about = info.credentials, ""
+        if self.cli.sign_in is not None:
+            found = self.cli.sign_in(ctx.model, sandbox.home, sandbox.workspace)
+            if found.signed_in:
+                return
+            alternatives, about = found.alternatives, found.about
+        elif any((sandbox.home / f).is_file() for f in info.credential_files):
+            return
+        if not alternatives:
             return
         env = sandbox.environment(settings.env)
-        if any(all(env.get(name) for name in names) for names in info.credentials):
-            return
-        if any((sandbox.home / f).is_file() for f in info.credential_files):
+        if any(all(env.get(name) for name in names) for names in alternatives):
             return
         unpassed = [
-            n for names in info.credentials for n in names if len(names) == 1 and os.environ.get(n)
+            n for names in alternatives for n in names if len(names) == 1 and os.environ.get(n)
         ]
         if unpassed:
             raise HarnessStartError(
-                f"{info.title} has no credential in the trial: {unpassed[0]} is set here but not "
-                f"passed to it; declare it with Variant(secrets=[{unpassed[0]!r}])"
+                f"{info.title} has no credential{about} in the trial: {unpassed[0]} is set here but "
+                f"not passed to it; declare it with Variant(secrets=[{unpassed[0]!r}]) or "
+                f"--secret {unpassed[0]}"
             )
-        first = info.credentials[0][0]
-        others = ", ".join(" + ".join(names) for names in info.credentials[1:])
+        first = alternatives[0][0]
+        others = ", ".join(" + ".join(names) for names in alternatives[1:])
         raise HarnessStartError(
-            f"{info.title} has no credential: set {first} (or {others}) in anpord's environment "
-            f"and declare it with Variant(secrets=[{first!r}]), or pass "
+            f"{info.title} has no credential{about}: set {first}"
+            + (f" (or {others})" if others else "")
+            + f" in anpord's environment and declare it with Variant(secrets=[{first!r}]), or pass "
             "options={'check_credentials': False}"
         )
 

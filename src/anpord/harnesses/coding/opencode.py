@@ -30,15 +30,23 @@ from __future__ import annotations
 
 import json
 import os
+import re
+from pathlib import Path
 from typing import Any
 
 from ...events import Event
 from .._stream import TurnEnd
 from ._base import JsonStreamParser, as_dict, as_int, as_list, as_str, patch_paths, text_of
-from ._invocation import CliInfo, Invocation, SetupFile, prompt_source
+from ._invocation import CliInfo, Invocation, SetupFile, SignIn, prompt_source
 from ._usage import usage_event
 
-__all__ = ["OPENCODE", "OpenCodeStreamParser", "opencode_command"]
+__all__ = [
+    "OPENCODE",
+    "OpenCodeStreamParser",
+    "opencode_command",
+    "provider_keys",
+    "provider_sign_in",
+]
 
 SHELL_TOOLS = {"bash"}
 FILE_TOOLS = {"write", "edit", "multiedit"}
@@ -187,6 +195,99 @@ def _error_text(error: Any) -> str:
     return message or name or text_of(error) or "opencode reported an error"
 
 
+# The variables opencode's built-in providers sign in with (its models.dev list), by provider id.
+PROVIDER_KEYS: dict[str, tuple[str, ...]] = {
+    "anthropic": ("ANTHROPIC_API_KEY",),
+    "openai": ("OPENAI_API_KEY",),
+    "google": ("GOOGLE_GENERATIVE_AI_API_KEY", "GEMINI_API_KEY"),
+    "openrouter": ("OPENROUTER_API_KEY",),
+    "groq": ("GROQ_API_KEY",),
+    "mistral": ("MISTRAL_API_KEY",),
+    "deepseek": ("DEEPSEEK_API_KEY",),
+    "xai": ("XAI_API_KEY",),
+}
+_ENV_REF = re.compile(r"^\{env:([A-Za-z_][A-Za-z0-9_]*)\}$")
+# Where opencode reads its configuration, under the trial's HOME and in its workspace.
+CONFIG_FILES = (
+    ("home", ".config/opencode/opencode.json"),
+    ("home", ".config/opencode/opencode.jsonc"),
+    ("workspace", "opencode.json"),
+    ("workspace", "opencode.jsonc"),
+)
+AUTH_FILE = ".local/share/opencode/auth.json"
+
+
+def provider_of(model: str | None) -> str | None:
+    """``anthropic/claude-sonnet-4-5`` → ``anthropic``; None without a provider."""
+    if not model or "/" not in model:
+        return None
+    return model.split("/", 1)[0].strip() or None
+
+
+def provider_keys(model: str | None) -> tuple[str, ...]:
+    """The variables the model's provider signs in with: a built-in provider's, else the
+    ``<PROVIDER>_API_KEY`` that models.dev names them by; every known one without a provider."""
+    provider = provider_of(model)
+    if provider is None:
+        return tuple(dict.fromkeys(k for keys in PROVIDER_KEYS.values() for k in keys))
+    known = PROVIDER_KEYS.get(provider)
+    return known or (re.sub(r"[^A-Za-z0-9]", "_", provider).upper() + "_API_KEY",)
+
+
+def provider_sign_in(model: str | None, home: Path, workspace: Path) -> SignIn:
+    """Follows the model's provider: its entry in an ``opencode.json`` of the trial (``apiKey``
+    ``{env:NAME}`` names the variable, a literal key or none needs nothing), a stored
+    ``auth.json`` sign-in for it, else the provider's own variables."""
+    provider = provider_of(model)
+    if provider is None:
+        any_key = tuple((k,) for k in provider_keys(None))
+        return SignIn("", any_key, signed_in=bool(_stored(home)))
+    about = f" for provider {provider!r} (model {model})"
+    entry = _configured(provider, home, workspace)
+    if entry is not None:
+        key = as_dict(entry.get("options")).get("apiKey")
+        ref = _ENV_REF.match(key.strip()) if isinstance(key, str) else None
+        if ref:
+            return SignIn(about, ((ref.group(1),),))
+        if key is not None or provider not in PROVIDER_KEYS:
+            return SignIn(about, ())  # a key in the file, or a provider that needs none
+    if provider in _stored(home):
+        return SignIn(about, (), signed_in=True)
+    return SignIn(about, tuple((k,) for k in provider_keys(model)))
+
+
+def _configured(provider: str, home: Path, workspace: Path) -> dict[str, Any] | None:
+    roots = {"home": home, "workspace": workspace}
+    for root, rel in CONFIG_FILES:
+        config = _read_json(roots[root] / rel)
+        entry = as_dict(config.get("provider")).get(provider)
+        if isinstance(entry, dict):
+            return entry
+    return None
+
+
+def _stored(home: Path) -> dict[str, Any]:
+    return _read_json(home / AUTH_FILE)
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return {}
+    try:
+        value = json.loads(text)
+    except ValueError:
+        # JSONC: drop whole-line comments and trailing commas, then try once more.
+        text = re.sub(r"(?m)^\s*//.*$", "", text)
+        text = re.sub(r",(\s*[}\]])", r"\1", text)
+        try:
+            value = json.loads(text)
+        except ValueError:
+            return {}
+    return value if isinstance(value, dict) else {}
+
+
 def opencode_command(
     *,
     prompt_file: str | None = None,
@@ -235,8 +336,9 @@ OPENCODE = CliInfo(
     credential_files=(".local/share/opencode/auth.json",),
     notes=(
         "Give the model as provider/model (anthropic/claude-sonnet-4-5); the provider's own key "
-        "variable signs in. Keys saved with `opencode auth login` live in "
-        "~/.local/share/opencode/auth.json: copy it into the trial's HOME to use them.",
+        "variable signs in (a provider of your own: the {env:NAME} of its apiKey in opencode.json). "
+        "Keys saved with `opencode auth login` live in ~/.local/share/opencode/auth.json: copy it "
+        "into the trial's HOME to use them.",
         "OPENCODE_PERMISSION allows every tool without asking, so run it in a sandbox; a "
         "permission your own opencode.json denies stays denied.",
         "Each turn is a new process continuing the session with --session <id>; sessions are "
