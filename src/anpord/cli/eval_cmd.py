@@ -6,6 +6,7 @@ import argparse
 import contextlib
 import json
 import os
+import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -52,7 +53,72 @@ def build_parser() -> Parser:
     p.add_argument("--ray-address", metavar="ADDR",
                    help="the Ray cluster's address (host:port); default RAY_ADDRESS, else a cluster on this machine")
     p.add_argument("--no-artifacts", action="store_true", help=argparse.SUPPRESS)
+    _add_variant_flags(p)
     return p
+
+
+# -- the variant fields on the command line -------------------------------------------------------
+
+
+def _add_variant_flags(p: Parser) -> None:
+    """``--secret``, ``--env``, ``--profile``, ``--network``, ``--mount``: set on every selected
+    variant, and kept when ``--harness`` replaces the variants."""
+    p.add_argument("--secret", action="append", default=[], type=_secret_name, metavar="NAME",
+                   help="pass this variable from anpord's environment to the agent, redacted (repeatable)")
+    p.add_argument("--env", action="append", default=[], type=_assignment, metavar="K=V",
+                   help="set this variable for the agent (repeatable; wins over the variant's env)")
+    p.add_argument("--profile", metavar="P", help="apply this profile (evals/profiles/P) to every selected variant")
+    p.add_argument("--network", action="store_true", help="give every selected variant the network")
+    p.add_argument("--mount", action="append", default=[], type=_mount, metavar="PATH",
+                   help="make this host folder or file visible, read-only, in the sandbox (repeatable)")
+
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _secret_name(text: str) -> str:
+    if not _NAME.fullmatch(text):
+        raise argparse.ArgumentTypeError(f"expected an environment variable name, got {text!r}")
+    return text
+
+
+def _assignment(text: str) -> tuple[str, str]:
+    name, sep, value = text.partition("=")
+    if not sep or not _NAME.fullmatch(name):
+        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}")
+    return name, value
+
+
+def _mount(text: str) -> str:
+    # Resolved against the caller's folder now: a relative path means the same in every sandbox.
+    path = Path(text).expanduser().resolve()
+    if not path.exists():
+        raise argparse.ArgumentTypeError(f"{text}: {path} does not exist")
+    return str(path)
+
+
+def _variant_fields(args: argparse.Namespace) -> dict[str, Any]:
+    """The RunOptions fields the variant flags set. A secret that is not set here is exit 2."""
+    from ..runner.discovery import UsageError
+
+    unset = [n for n in args.secret if n not in os.environ]
+    if unset:
+        raise UsageError(f"--secret {unset[0]}: {unset[0]} is not set in anpord's environment")
+    return {"secrets": tuple(dict.fromkeys(args.secret)), "env": dict(args.env),
+            "profile": args.profile, "network": args.network, "mounts": tuple(dict.fromkeys(args.mount))}
+
+
+def _check_profile(project: Any, name: str | None) -> None:
+    """``--profile P`` names a profile of the evals root: exit 2 otherwise, listing them."""
+    if name is None:
+        return
+    from ..harnesses._profile import ProfileError, load_profile
+    from ..runner.discovery import UsageError
+
+    try:
+        load_profile(name, project.root / "profiles")
+    except ProfileError as exc:
+        raise UsageError(f"--profile {name}: {exc}") from None
 
 
 def _threshold(text: str) -> float:
@@ -77,7 +143,8 @@ def main(argv: list[str]) -> int:
             ("IDS_OR_PATHS", args.targets), ("--tag", args.tag), ("--exclude-tag", args.exclude_tag),
             ("--variant", args.variant), ("--trials", args.trials), ("--timeout", args.timeout),
             ("--harness", args.harness), ("--model", args.model), ("--sandbox", args.sandbox),
-            ("--list", args.list)) if given]
+            ("--list", args.list), ("--secret", args.secret), ("--env", args.env),
+            ("--profile", args.profile), ("--network", args.network), ("--mount", args.mount)) if given]
         if extra:
             return _fail(f"{which} runs what the run planned: it takes no {', '.join(extra)}")
     if args.junit:
@@ -152,8 +219,9 @@ def _run(args: argparse.Namespace, fail_on: str, out: TextIO) -> int:
             variants=args.variant, harness=args.harness, model=args.model, sandbox=args.sandbox,
             fail_on=fail_on, artifacts=not args.no_artifacts, cache=args.cache, compare=True,
             regression_threshold=args.regression_threshold or 0.2,
-            executor=args.executor, ray_address=args.ray_address,
+            executor=args.executor, ray_address=args.ray_address, **_variant_fields(args),
         )
+        _check_profile(project, args.profile)
         if opts.fail_on == "regressed" and not args.list:
             _check_history(project.folder, opts)
         if args.resume or args.rerun_failed:

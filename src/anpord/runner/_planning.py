@@ -3,8 +3,10 @@
 Every precedence rule lives here, so it is applied in one place (DESIGN §6): the command line
 over the eval's own settings (the case, then its suite) over the config. Variants: the suite's,
 else the config's, else one default variant; ``--harness`` replaces them with one variant on the
-same machine settings; ``--model``/``--sandbox`` override that field on each; the config fills
-what a variant leaves unset. That resolution runs once per distinct list of declared variants, not
+first selected variant's machine and profile (its agent settings too when the new harness is the
+same kind); ``--model``/``--sandbox``/``--profile``/``--network`` override that field on each,
+``--secret``/``--env``/``--mount`` add to it; the config fills what a variant leaves unset; a
+coding CLI's own key variables that are set join its secrets. That resolution runs once per distinct list of declared variants, not
 once per case: a 10,000-case suite shares one list. The judge model comes from the case's
 ``judge=``, else the config's ``JudgeConfig`` (a judge call's own ``model=`` wins over both).
 """
@@ -12,8 +14,9 @@ once per case: a 10,000-case suite shares one list. The judge model comes from t
 from __future__ import annotations
 
 import hashlib
+import os
 import zlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from .._errors import UsageError
@@ -46,6 +49,13 @@ class RunOptions:
     compare: bool = False  # compare each cell with its baseline at the end (needs history)
     regression_threshold: float = 0.2  # the pass-rate drop that makes a cell regressed
     rerun_of: str | None = None  # the run whose failed trials this run re-runs
+    # The variant fields on the command line (``--secret``, ``--env``, ``--profile``,
+    # ``--network``, ``--mount``): applied to every selected variant, kept by ``--harness``.
+    secrets: Sequence[str] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+    profile: str | None = None
+    network: bool = False
+    mounts: Sequence[str] = ()
 
 
 @dataclass
@@ -90,27 +100,79 @@ class Plan:
         return sum(len(c.planned) for c in self.cells)
 
 
-def _resolve_variants(declared: Sequence[Variant], project: Project, opts: RunOptions) -> list[Variant]:
+def _declared(declared: Sequence[Variant], project: Project) -> list[Variant]:
+    """A case's variants as declared, with the config's defaults filled in."""
     cfg = project.config
-    declared = list(declared or cfg.variants or (Variant(),))
+    return [
+        v.with_defaults(cfg.harness, cfg.model, cfg.sandbox)
+        for v in (declared or cfg.variants or (Variant(),))
+    ]
+
+
+def _resolve_variants(
+    declared: Sequence[Variant], project: Project, opts: RunOptions, selected: set[str] | None = None
+) -> list[Variant]:
+    cfg = project.config
+    variants = _declared(declared, project)
     if opts.harness:
-        # One variant with the new harness. It keeps where and how the first declared variant
-        # ran (sandbox, network, env, secrets, mounts): those describe the machine, not the agent.
-        first = declared[0]
-        declared = [replace(first, harness=opts.harness, model=None, name=None, profile=None, options={})]
-    out = []
-    for v in declared:
-        v = v.with_defaults(cfg.harness, cfg.model, cfg.sandbox)
-        if opts.model is not None:
-            v = replace(v, model=opts.model)
-        if opts.sandbox is not None:
-            v = replace(v, sandbox=opts.sandbox)
-        out.append(v)
+        # One variant with the new harness, on the first selected variant's settings.
+        chosen = [v for v in variants if selected is None or v.label in selected]
+        if not chosen:
+            return []
+        variants = [_switched(chosen[0], opts.harness).with_defaults(None, cfg.model, cfg.sandbox)]
+    out = [_with_own_secrets(_with_flags(v, opts)) for v in variants]
     labels = [v.label for v in out]
     dups = sorted({x for x in labels if labels.count(x) > 1})
     if dups:
         raise UsageError(f"several variants share the label {', '.join(dups)}; give them name=")
     return out
+
+
+def _kind(spec: str | None) -> str:
+    """What kind of agent a spec runs: its scheme (``openai``, ``python``, ``http``) or coding
+    CLI (``claude`` for ``claude:/opt/claude``)."""
+    return (spec or "").partition(":")[0]
+
+
+def _switched(base: Variant, harness: str) -> Variant:
+    """``base`` on another harness. Where and how it ran (sandbox, network, env, secrets, mounts)
+    and its profile describe the machine and the setup, and are kept; its model and options are
+    the agent's own, kept only when the new harness is of the same kind (``claude`` →
+    ``claude:/opt/claude/bin/claude``), less an ``executable`` option the new spec replaces."""
+    same = _kind(base.harness) == _kind(harness)
+    options = dict(base.options) if same else {}
+    if same and ":" in harness:
+        options.pop("executable", None)
+    return replace(
+        base, harness=harness, name=None, model=base.model if same else None, options=options
+    )
+
+
+def _with_flags(v: Variant, opts: RunOptions) -> Variant:
+    changes: dict[str, object] = {}
+    if opts.model is not None:
+        changes["model"] = opts.model
+    if opts.sandbox is not None:
+        changes["sandbox"] = opts.sandbox
+    if opts.profile is not None:
+        changes["profile"] = opts.profile
+    if opts.network:
+        changes["network"] = True
+    if opts.secrets:
+        changes["secrets"] = tuple(dict.fromkeys([*v.secrets, *opts.secrets]))
+    if opts.env:
+        changes["env"] = {**v.env, **opts.env}
+    if opts.mounts:
+        changes["mounts"] = tuple(dict.fromkeys([*v.mounts, *opts.mounts]))
+    return replace(v, **changes) if changes else v
+
+
+def _with_own_secrets(v: Variant) -> Variant:
+    """A coding CLI's own key variables, when set here, pass to its trials as secrets."""
+    from ..harnesses.coding import own_secrets
+
+    names = [n for n in own_secrets(v.harness, v.model) if os.environ.get(n) and n not in v.secrets]
+    return replace(v, secrets=(*v.secrets, *names)) if names else v
 
 
 def _select_variants(wanted: Sequence[str], variants: Sequence[Variant]) -> set[str] | None:
@@ -170,6 +232,13 @@ def build_plan(project: Project, cases: Sequence[Case], opts: RunOptions, *, res
     """The cells to run. ``resolve`` also resolves every harness spec and sandbox name now, so a
     bad one is exit 2 before anything runs."""
     cfg = project.config
+    # With --harness, --variant picks the declared variant whose settings the new one keeps.
+    base: set[str] | None = None
+    if opts.harness:
+        lists = {id(case.variants): case.variants for case in cases}
+        base = _select_variants(
+            opts.variants, [v for vs in lists.values() for v in _declared(vs, project)]
+        )
     memo: dict[int, list[Variant]] = {}
     per_case: list[tuple[Case, list[Variant]]] = []
     for case in cases:
@@ -177,12 +246,14 @@ def build_plan(project: Project, cases: Sequence[Case], opts: RunOptions, *, res
         key = id(declared)  # cases of one suite (or of none) share one tuple object
         if key not in memo:
             try:
-                memo[key] = _resolve_variants(declared, project, opts)
+                memo[key] = _resolve_variants(declared, project, opts, base)
             except UsageError as exc:
                 raise UsageError(f"{case.id}: {exc}") from None
         per_case.append((case, memo[key]))
     all_variants = {id(vs): vs for _, vs in per_case}
-    selected = _select_variants(opts.variants, [v for vs in all_variants.values() for v in vs])
+    selected = None
+    if not opts.harness:
+        selected = _select_variants(opts.variants, [v for vs in all_variants.values() for v in vs])
     cells: list[PlannedCase] = []
     for case, variants in per_case:
         if selected is not None:

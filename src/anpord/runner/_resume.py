@@ -50,6 +50,11 @@ def options_of(record: RunRecord, **overrides: Any) -> RunOptions:
         cache=bool(o.get("cache")),
         executor=o.get("executor"),
         regression_threshold=float(o.get("regression_threshold") or 0.2),
+        secrets=tuple(o.get("secrets") or ()),
+        env=dict(o.get("env") or {}),
+        profile=o.get("profile"),
+        network=bool(o.get("network")),
+        mounts=tuple(o.get("mounts") or ()),
     )
     return replace(opts, **{k: v for k, v in overrides.items() if v is not None})
 

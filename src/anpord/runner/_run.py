@@ -276,6 +276,8 @@ class _Run:
                 "harness": opts.harness, "model": opts.model, "sandbox": opts.sandbox,
                 "fail_on": opts.fail_on, "cache": opts.cache, "executor": opts.executor,
                 "regression_threshold": opts.regression_threshold,
+                "secrets": list(opts.secrets), "env": dict(opts.env), "profile": opts.profile,
+                "network": opts.network, "mounts": list(opts.mounts),
             },
             variants=[v.snapshot() for v in plan.variants],
             cells=[CellRecord(c.case.id, c.variant.label, c.trials, c.timeout, str(c.case.file.path),

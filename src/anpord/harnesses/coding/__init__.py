@@ -54,6 +54,7 @@ __all__ = [
     "codex_command",
     "gemini_command",
     "opencode_command",
+    "own_secrets",
     "parse_version",
 ]
 
@@ -87,3 +88,15 @@ CODING_CLIS: dict[str, CodingCli] = {
         CodingCli(OPENCODE, OpenCodeStreamParser, opencode_command, sign_in=provider_sign_in),
     )
 }
+
+
+def own_secrets(spec: str | None, model: str | None) -> tuple[str, ...]:
+    """The key variables of the coding CLI a harness spec names (``claude``,
+    ``codex:/opt/codex``), passed to its trials as secrets when set: OpenCode's are the model's
+    provider's. Empty for any other harness."""
+    cli = CODING_CLIS.get((spec or "").partition(":")[0])
+    if cli is None:
+        return ()
+    if cli.name == "opencode":
+        return provider_keys(model)
+    return cli.info.secret_variables

@@ -81,6 +81,8 @@ class CliInfo:
     notes: tuple[str, ...] = ()
     # Files under HOME that hold a stored sign-in (copied in by a profile), instead of a variable.
     credential_files: tuple[str, ...] = ()
+    # The CLI's own key variables: passed to its trials as secrets (redacted) when set.
+    secret_variables: tuple[str, ...] = ()
 
     @property
     def install_command(self) -> str:

@@ -363,6 +363,7 @@ CLAUDE = CliInfo(
         ("CLAUDE_CODE_USE_BEDROCK", "AWS_REGION"),
         ("CLAUDE_CODE_USE_VERTEX", "ANTHROPIC_VERTEX_PROJECT_ID", "CLOUD_ML_REGION"),
     ),
+    secret_variables=("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN"),
     credential_files=(".claude/.credentials.json",),
     notes=(
         "CLAUDE_CODE_OAUTH_TOKEN is the long-lived token `claude setup-token` prints for a Claude "

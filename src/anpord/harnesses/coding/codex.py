@@ -410,6 +410,7 @@ CODEX = CliInfo(
     package="npm: @openai/codex",
     version_argv=("codex", "--version"),
     credentials=(("CODEX_API_KEY",), ("OPENAI_API_KEY",)),
+    secret_variables=("CODEX_API_KEY", "OPENAI_API_KEY"),
     credential_files=(".codex/auth.json",),
     notes=(
         "codex exec signs in with CODEX_API_KEY (it ignores OPENAI_API_KEY): an OPENAI_API_KEY "

@@ -253,6 +253,7 @@ GEMINI = CliInfo(
         ("GOOGLE_API_KEY", "GOOGLE_GENAI_USE_VERTEXAI"),
         ("GOOGLE_APPLICATION_CREDENTIALS", "GOOGLE_CLOUD_PROJECT", "GOOGLE_CLOUD_LOCATION"),
     ),
+    secret_variables=("GEMINI_API_KEY", "GOOGLE_API_KEY"),
     credential_files=(".gemini/oauth_creds.json",),
     notes=(
         "GEMINI_API_KEY (Google AI Studio) is the simplest; Vertex AI takes GOOGLE_API_KEY with "
