@@ -184,10 +184,29 @@ def group_reasons(results: Iterable[TrialResult]) -> list[tuple[str, str]]:
     ]
 
 
-def usage_text(usage: dict[str, Any]) -> str:
-    """``5,120 input tokens, 812 output tokens, $0.0031`` (``cost unknown`` when a price was)."""
+def usage_text(usage: dict[str, Any], results: Iterable[TrialResult] = ()) -> str:
+    """``5,120 input tokens, 812 output tokens, $0.0031``. When a price is unknown the total is
+    too, so the known part is shown with what it leaves out: ``$0.0123 + unknown for 1 variant
+    (codex/gpt-5)``; ``cost unknown`` when nothing had a price."""
     parts = [f"{int(usage.get('input_tokens') or 0):,} input tokens",
              f"{int(usage.get('output_tokens') or 0):,} output tokens"]
     cost = usage.get("cost")
-    parts.append("cost unknown" if cost is None else f"${cost:.4f}")
+    parts.append(f"${cost:.4f}" if cost is not None else _partial_cost(results))
     return ", ".join(parts)
+
+
+def _partial_cost(results: Iterable[TrialResult]) -> str:
+    known, priced, unpriced = 0.0, False, []
+    for r in results:
+        if not r.usage:
+            continue
+        c = r.usage.get("cost")
+        if isinstance(c, (int, float)) and not isinstance(c, bool):
+            known, priced = known + c, True
+        elif r.variant not in unpriced:
+            unpriced.append(r.variant)
+    if not priced or not unpriced:
+        return "cost unknown"
+    n = len(unpriced)
+    named = f" ({', '.join(unpriced)})" if n <= 2 else ""
+    return f"${known:.4f} + unknown for {n} variant{'s' if n != 1 else ''}{named}"

@@ -310,7 +310,7 @@ class ConsoleReporter:
             )
         out += self._variant_lines(cells)
         if summary.usage:
-            out.append(self._render([("Usage: ", DIM), (usage_text(summary.usage), "")]))
+            out.append(self._render([("Usage: ", DIM), (usage_text(summary.usage, everything), "")]))
         if run_dir := summary.run_dir or self._run_dir:
             out.append(self._render([("Results: ", DIM), (display_path(run_dir), "")]))
         if summary.interrupted:
