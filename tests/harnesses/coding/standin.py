@@ -127,6 +127,12 @@ def main() -> int:
         "keys": {k: hashlib.sha256(os.environ[k].encode()).hexdigest()[:16]
                  for k in KEYS_SHOWN if os.environ.get(k)},
     }))
+    if NAME == "gemini" and "--debug" in argv:
+        # What gemini 0.61's --debug prints on stderr, among its own notes.
+        print("[PolicyEngine.check] Validating shell command: 1 parts", file=sys.stderr)
+        print("Ripgrep is not available. Falling back to GrepTool.", file=sys.stderr)
+        print("[MESSAGE_BUS] publish: {\"type\":\"tool-calls-update\"}", file=sys.stderr)
+        sys.stderr.flush()
     verb, _, arg = prompt.strip().partition(":")
     arg = arg.split()[0] if arg.split() else ""
     if verb == "hang":

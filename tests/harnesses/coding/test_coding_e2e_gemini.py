@@ -73,6 +73,11 @@ def test_gemini_runs_unattended_and_resumes_its_session(tmp_path: Path, sandbox:
     # Exit 3 after printing output is in the stream (--debug), so no_failed_actions sees it.
     assert verdicts["exit_codes"][0] == "failed", verdicts
     assert "exited 3" in verdicts["exit_codes"][1], verdicts
+    # --debug's trace stays out of the log, counted; gemini's other stderr lines are kept.
+    logs = [e["message"] for e in of_type(done, "exit_codes", "log")]
+    assert "Ripgrep is not available. Falling back to GrepTool." in logs, logs
+    assert not [m for m in logs if "PolicyEngine" in m or "MESSAGE_BUS" in m], logs
+    assert "[2 debug lines on stderr not kept]" in logs, logs
     codes = [(c["exit_code"], c["output"]) for c in of_type(done, "exit_codes", "command.completed")]
     assert codes == [(3, "some output"), (4, ""), (0, "fine")]
     assert verdicts["missing_model"] == (
