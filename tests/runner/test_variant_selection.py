@@ -57,3 +57,15 @@ def test_harness_override_keeps_the_variants_environment(make_project: Any) -> N
     (line,) = run.results()
     assert line["variant"] == 'command:printf "%s" "$GREETING"/default'
     assert line["verdict"] == "passed", line
+
+
+def test_a_variant_is_selected_by_its_declared_label_after_a_flag_changed_it(make_project: Any) -> None:
+    project = make_project({"evals/one.eval.py": CASE, "evals/profiles/p/system.md": "Be brief.\n"},
+                           config=CONFIG)
+    # --profile relabels the variants; the declared label still selects, as does the new one.
+    for label in ("python:agents.kit:agent/small", "python:agents.kit:agent/small@p"):
+        run = project.run("--variant", label, "--profile", "p", "--json")
+        assert run.code == 0, run.output
+        assert {line["variant"] for line in run.results()} == {"python:agents.kit:agent/small@p"}
+    run = project.run("--variant", "medium", "--profile", "p")
+    assert run.code == 2 and "unknown variant medium; the variants are: python:agents.kit:agent/small@p" in run.stderr

@@ -175,21 +175,26 @@ def _with_own_secrets(v: Variant) -> Variant:
     return replace(v, secrets=(*v.secrets, *names)) if names else v
 
 
-def _select_variants(wanted: Sequence[str], variants: Sequence[Variant]) -> set[str] | None:
+def _select_variants(
+    wanted: Sequence[str], variants: Sequence[Variant], targets: Sequence[str] | None = None
+) -> set[str] | None:
     """``--variant`` values to labels. A value is a full label, or a variant's name, model,
-    harness or profile when that names exactly one label; otherwise exit 2 listing the labels."""
+    harness or profile when that names exactly one label; otherwise exit 2 listing the labels.
+    ``targets[i]`` is the label that matching ``variants[i]`` selects (its own by default: a
+    variant as declared selects the variant the command line's flags made of it)."""
     if not wanted:
         return None
-    labels: dict[str, Variant] = {}
-    for v in variants:
-        labels.setdefault(v.label, v)
-    listing = ", ".join(labels) or "none"
+    pairs = list(zip(variants, targets if targets is not None else [v.label for v in variants]))
+    labels: dict[str, str] = {}
+    for v, target in pairs:
+        labels.setdefault(v.label, target)
+    listing = ", ".join(dict.fromkeys(t for _, t in pairs)) or "none"
     chosen: set[str] = set()
     for w in wanted:
         if w in labels:
-            chosen.add(w)
+            chosen.add(labels[w])
             continue
-        hits = sorted(label for label, v in labels.items() if w in (v.name, v.model, v.harness, v.profile))
+        hits = sorted({t for v, t in pairs if w in (v.name, v.model, v.harness, v.profile)})
         if not hits:
             raise UsageError(f"unknown variant {w}; the variants are: {listing}")
         if len(hits) > 1:
@@ -250,10 +255,16 @@ def build_plan(project: Project, cases: Sequence[Case], opts: RunOptions, *, res
             except UsageError as exc:
                 raise UsageError(f"{case.id}: {exc}") from None
         per_case.append((case, memo[key]))
-    all_variants = {id(vs): vs for _, vs in per_case}
     selected = None
-    if not opts.harness:
-        selected = _select_variants(opts.variants, [v for vs in all_variants.values() for v in vs])
+    if not opts.harness and opts.variants:
+        # A value may name a variant as the run labels it, or as it was declared (before
+        # --model, --profile... changed its label).
+        lists = {id(case.variants): case.variants for case in cases}
+        resolved = [v for key in lists for v in memo[key]]
+        declared = [v for vs in lists.values() for v in _declared(vs, project)]
+        selected = _select_variants(
+            opts.variants, [*resolved, *declared], [v.label for v in (*resolved, *resolved)]
+        )
     cells: list[PlannedCase] = []
     for case, variants in per_case:
         if selected is not None:
