@@ -179,6 +179,8 @@ def _describe(entry: Entry) -> dict[str, Any]:
             {n for names in info.credentials for n in names if os.environ.get(n)}
         ),
         "credential_files": list(info.credential_files),
+        # Set here, so passed to the CLI's trials as secrets without being declared.
+        "secrets_passed": [n for n in info.secret_variables if os.environ.get(n)],
         "command": command,
         "notes": list(info.notes),
     }
@@ -201,8 +203,12 @@ def _text(found: list[dict[str, Any]]) -> str:
             for names in d["credentials"]
         )
         lines.append(f"  sign in: {ways}")
-        first = next((n for n in d["credentials_set"]), d["credentials"][0][0])
-        lines.append(f"  declare: Variant(harness={d['name']!r}, secrets=[{first!r}])")
+        if d["secrets_passed"]:
+            names = ", ".join(d["secrets_passed"])
+            lines.append(f"  passes:  {names} (set here: reaches its trials as a secret)")
+        else:
+            first = next((n for n in d["credentials_set"]), d["credentials"][0][0])
+            lines.append(f"  declare: Variant(harness={d['name']!r}, secrets=[{first!r}])")
         lines.append(f"  runs:    {d['command']}")
     return "\n".join(lines)
 

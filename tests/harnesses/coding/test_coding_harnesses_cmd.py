@@ -48,6 +48,7 @@ def test_it_lists_installed_and_configured_clis_with_versions_as_json(tmp_path: 
     assert found["opencode"]["missing"] == ["/nowhere/opencode (variant opencode:/nowhere/opencode/default)"]
     assert found["opencode"]["install"] == "npm install -g opencode-ai"
     assert found["claude"]["credentials_set"] == ["ANTHROPIC_API_KEY"]
+    assert found["claude"]["secrets_passed"] == ["ANTHROPIC_API_KEY"]  # set: passed undeclared
     assert ["CODEX_API_KEY"] in found["codex"]["credentials"]
     assert found["codex"]["command"].startswith(
         "codex exec --json --skip-git-repo-check --dangerously-bypass-approvals-and-sandbox")
