@@ -67,7 +67,8 @@ def _add_variant_flags(p: Parser) -> None:
                    help="pass this variable from anpord's environment to the agent, redacted (repeatable)")
     p.add_argument("--env", action="append", default=[], type=_assignment, metavar="K=V",
                    help="set this variable for the agent (repeatable; wins over the variant's env)")
-    p.add_argument("--profile", metavar="P", help="apply this profile (evals/profiles/P) to every selected variant")
+    p.add_argument("--profile", metavar="P",
+                   help="apply this profile (evals/profiles/P) to every selected variant")
     p.add_argument("--network", action="store_true", help="give every selected variant the network")
     p.add_argument("--mount", action="append", default=[], type=_mount, metavar="PATH",
                    help="make this host folder or file visible, read-only, in the sandbox (repeatable)")

@@ -6,9 +6,10 @@ else the config's, else one default variant; ``--harness`` replaces them with on
 first selected variant's machine and profile (its agent settings too when the new harness is the
 same kind); ``--model``/``--sandbox``/``--profile``/``--network`` override that field on each,
 ``--secret``/``--env``/``--mount`` add to it; the config fills what a variant leaves unset; a
-coding CLI's own key variables that are set join its secrets. That resolution runs once per distinct list of declared variants, not
-once per case: a 10,000-case suite shares one list. The judge model comes from the case's
-``judge=``, else the config's ``JudgeConfig`` (a judge call's own ``model=`` wins over both).
+coding CLI's own key variables that are set join its secrets. That resolution runs once per
+distinct list of declared variants, not once per case: a 10,000-case suite shares one list. The
+judge model comes from the case's ``judge=``, else the config's ``JudgeConfig`` (a judge call's own
+``model=`` wins over both).
 """
 
 from __future__ import annotations
