@@ -71,6 +71,7 @@ ENDINGS = {
     "gemini-cli/recorded__canned-model__tools.jsonl": ("completed", None),
     "gemini-cli/recorded__gemini-0.61-debug__tools.jsonl": ("completed", None),
     "opencode/davidzoufaly__noldor__opencode-events.jsonl": ("completed", None),
+    "opencode/recorded__opencode-1.18.33__bash-exit-codes.jsonl": ("completed", None),
 }
 
 

@@ -2,9 +2,9 @@
 ``tool.result``, and ``command.completed`` holds the command's exit code and what it printed —
 never a CLI's placeholder text (``Command exited with code: 4``, ``(no output)``).
 
-Claude Code and Gemini CLI are recordings of the real CLIs (see
-tests/fixtures/harness-streams/SOURCES.md); the codex and OpenCode lines follow their documented
-item shapes.
+Claude Code, Gemini CLI and OpenCode are recordings of the real CLIs (see
+tests/fixtures/harness-streams/SOURCES.md); the codex lines (and a second OpenCode stream) follow
+their documented item shapes.
 """
 
 from __future__ import annotations
@@ -66,13 +66,15 @@ STREAMS = {
     "claude": lambda: stream_lines("claude-code/recorded__canned-model__bash-exit-codes.jsonl"),
     "codex": _codex,
     "gemini": lambda: stream_lines("gemini-cli/recorded__gemini-0.61-debug__tools.jsonl"),
-    "opencode": _opencode,
+    "opencode": lambda: stream_lines("opencode/recorded__opencode-1.18.33__bash-exit-codes.jsonl"),
+    "opencode-built": _opencode,
 }
+CLI = {"opencode-built": "opencode"}
 
 
 @pytest.mark.parametrize("cli", sorted(STREAMS))
 def test_a_failing_shell_command_reads_the_same_from_every_cli(cli: str) -> None:
-    events, end = run_stream(cli, STREAMS[cli]())
+    events, end = run_stream(CLI.get(cli, cli), STREAMS[cli]())
     commands = of_type(events, "command.completed")
     first, second = commands[0], commands[1]
     assert (first["exit_code"], first["output"].strip()) == (3, "some output")
