@@ -435,3 +435,20 @@ def test_structured_output_is_the_turns_data() -> None:
         ],
     )
     assert end.data == {"answer": 4}
+
+
+def test_claude_codes_placeholder_for_an_empty_result_is_no_output() -> None:
+    # Claude Code 2.1.197 replaces an empty tool result with "(Bash completed with no output)".
+    lines = [
+        line(type="assistant", session_id="s", message={"id": "m1", "content": [
+            {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "true"}}]}),
+        line(type="user", session_id="s", message={"content": [
+            {"type": "tool_result", "tool_use_id": "t1", "content": "(Bash completed with no output)",
+             "is_error": False}]}),
+        line(type="result", subtype="success", is_error=False, session_id="s", result="ok"),
+    ]
+    events, end = run_stream("claude", lines)
+    assert of_type(events, "command.completed") == [
+        {"command": "true", "exit_code": 0, "output": "", "call_id": "t1"}
+    ]
+    assert end.status == "completed"

@@ -31,6 +31,7 @@ Choices made here:
 from __future__ import annotations
 
 import os
+import re
 from typing import Any
 
 from ...events import Event
@@ -238,11 +239,19 @@ def _bash_exit_code(failed: bool, output: str, structured: Any) -> int | None:
     return 0
 
 
+# What Claude Code puts in a tool result that has no content: not the command's output.
+_NO_OUTPUT = re.compile(r"\(\w+ completed with no output\)")
+
+
 def _bash_output(output: str, structured: Any) -> str:
+    """What the command printed: the structured stdout and stderr, else the result's text less
+    its ``Exit code N`` line and Claude Code's placeholder for an empty result."""
     info = as_dict(structured)
     stdout, stderr = as_str(info.get("stdout")), as_str(info.get("stderr"))
     if stdout is not None or stderr is not None:
         return "\n".join(s for s in (stdout, stderr) if s)
+    if _NO_OUTPUT.fullmatch(output.strip()):
+        return ""
     first, _, rest = output.partition("\n")
     return rest if exit_code_in(first) is not None else output
 
