@@ -107,3 +107,17 @@ def test_bad_variant_flags_are_one_line_errors(tmp_path: Path) -> None:
         assert done.code == 2, (args, done.output)
         assert message in done.stderr, (args, done.stderr)
         assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+def test_harness_on_the_same_cli_keeps_its_model_and_options(tmp_path: Path) -> None:
+    standins, project = project_for(tmp_path, "replay:claude-code/recorded__canned-model__bash-exit-codes.jsonl")
+    config = project.path("evals/evals.config.py")
+    config.write_text(config.read_text().replace("Variant(harness='claude', model=None", "Variant(harness='claude', model='claude-x'"))
+    done = run(project, "--harness", f"claude:{standins}/claude", env={"PROJECT_TOKEN": TOKEN})
+    (result,) = done.results()
+    assert result["variant"] == f"claude:{standins}/claude/claude-x@house", done.output
+    (report,) = reports(done, "task", "claude")
+    # The variant's system_prompt option still reaches Claude Code, after the profile's.
+    argv = report["argv"]
+    assert argv[argv.index("--append-system-prompt") + 1] == "House rules.\n\n\nVariant says hi."
+    assert report["model"] == "claude-x"
