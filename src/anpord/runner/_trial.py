@@ -341,7 +341,7 @@ class _Trial:
             records=self.recorder.records,
         )
         events = state.events if state is not None else []
-        if verdict in ("failed", "scored") and (silent := silent_exit(events)) is not None:
+        if verdict in ("failed", "scored", "void") and (silent := silent_exit(events)) is not None:
             # The checks failed on a missing answer; why it is missing is what the user needs.
             reason = f"{reason}; {silent}" if reason else silent
             if error is None:
