@@ -65,6 +65,8 @@ def test_the_caption_and_badges_say_what_happened(make_project: Any, tmp_path: A
         assert badge(runs_page, failing) == "s-finished o-unhealthy"  # 0% passed
         assert badge(runs_page, void) == "s-finished o-unhealthy"  # every trial void
         assert 'title="unhealthy: 0% passed"' in runs_page
+        _, _, page = server.get(f"/runs/{failing}")  # its own page's badge says the same
+        assert '<span class="badge s-finished o-unhealthy" title="unhealthy: 0% passed">finished</span>' in page
 
     done = subprocess.run([*anpord_command(), "baseline", "set", failing], cwd=project.folder,
                           env=run_env(), capture_output=True, text=True, check=False)
