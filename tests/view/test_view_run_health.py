@@ -15,7 +15,7 @@ import time
 from typing import Any
 
 from project_support import anpord_command, eval_file, run_env
-from view_support import view_server, wait_for
+from view_support import cell_path, view_server, wait_for
 
 FLIP = """
 import os
@@ -75,6 +75,8 @@ def test_the_caption_and_badges_say_what_happened(make_project: Any, tmp_path: A
         _, _, page = server.get(f"/runs/{last}")
         assert caption(page) == f"Δ: against the baseline set with anpord baseline set ({failing})."
         assert 'class="delta up"' in page
+        _, _, cell = server.get(cell_path(last, "sky", "python:agents.flip:agent/default"))
+        assert f"against <a href=\"/runs/{failing}\">{failing}</a> (0%; set with anpord baseline set)" in cell
         # The first run started before the chosen baseline: it is not compared with it.
         _, _, page = server.get(f"/runs/{first}")
         assert caption(page) is None and 'class="delta' not in page, page
