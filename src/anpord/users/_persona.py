@@ -24,7 +24,9 @@ if TYPE_CHECKING:
     from ..judges import Endpoint
     from ..models import ChatClient
 
-__all__ = ["DEFAULT_MAX_TURNS", "DONE", "PERSONA_OPENING", "Persona", "persona", "persona_instructions"]
+__all__ = [
+    "DEFAULT_MAX_TURNS", "DONE", "PERSONA_OPENING", "Persona", "persona", "persona_instructions",
+]
 
 DONE = "###DONE###"
 DEFAULT_MAX_TURNS = 10
