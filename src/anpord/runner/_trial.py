@@ -342,7 +342,7 @@ class _Trial:
         )
         events = state.events if state is not None else []
         if verdict in ("failed", "scored", "void") and (silent := silent_exit(events)) is not None:
-            # The checks failed on a missing answer; why it is missing is what the user needs.
+            # The trial did not pass and the agent gave no answer: why is what the user needs.
             reason = f"{reason}; {silent}" if reason else silent
             if error is None:
                 error = ErrorInfo("agent", silent)
