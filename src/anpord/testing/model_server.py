@@ -20,8 +20,8 @@ grades, so an agent's rule would answer it too: ``"caller": "agent" | "judge" | 
 rule to the agent's requests, anpord's judges' (told by their system prompt) or a ``persona``'s
 (the simulated user); a rule without one answers any caller. The reply depends on the step: how
 many assistant messages follow that user message (0 for a fresh turn, 1 after the first tool
-round, …); the rule's ``replies[step]`` answers, its last reply once the list runs out (so a single tool
-call loops forever). No rule matches: ``default`` (an echo, ``"echo: {input}"``).
+round, …); the rule's ``replies[step]`` answers, its last reply once the list runs out (so a
+single tool call loops forever). No rule matches: ``default`` (an echo, ``"echo: {input}"``).
 
 Replies: ``{"text": "... {input} ..."}``; ``{"json": value}`` (the content is its JSON text);
 ``{"tool_calls": [{"name": ..., "arguments": {...} | "raw text", "id": ...}]}``;
