@@ -5,12 +5,15 @@ A runnable example is the part of a page between ``<!-- example: NAME expect="CL
 and ``<!-- /example -->``: each code block in it whose first line is a comment naming a file
 (``# evals/weather/brooklyn.eval.py``) is written to that path in a fresh project folder, then
 ``anpord eval`` runs there (with ``args="..."`` from the marker, if any) and must end with the
-expected closing line.
+expected closing line. A package named ``agents`` is importable beside it (as ``pip install
+openai-agents`` puts one in site-packages), so an example whose ``agents/`` folder is not a
+package (no ``__init__.py``) fails as it would for such a user.
 """
 
 from __future__ import annotations
 
 import ast
+import os
 import re
 import shlex
 import subprocess
@@ -58,6 +61,8 @@ def test_the_pages_hold_runnable_examples() -> None:
     names = [name for name, _, _ in examples()]
     assert "README.md#first-eval" in names
     assert "docs/writing-evals.md#custom-matcher" in names
+    assert "docs/writing-evals.md#expect-failed" in names
+    assert "docs/writing-evals.md#list-of-cases" in names
 
 
 @pytest.mark.parametrize(("where", "marker", "body"), examples(), ids=[w for w, _, _ in examples()])
@@ -74,9 +79,14 @@ def test_each_runnable_example_runs_as_written(where: str, marker: str, body: st
         target.write_text("\n".join(lines[1:]) + "\n")
         written.append(path.group(1))
     assert written, f"{where}: the example names no files"
+    decoy = tmp_path.parent / f"{tmp_path.name}-site" / "agents"
+    decoy.mkdir(parents=True)
+    (decoy / "__init__.py").write_text('"""Another installed package named agents."""\n')
+    env = run_env()
+    env["PYTHONPATH"] = os.pathsep.join([env["PYTHONPATH"], str(decoy.parent)])
     done = subprocess.run(
         [*anpord_command(), "eval", *shlex.split(attrs.get("args", ""))],
-        cwd=tmp_path, env=run_env(), capture_output=True, text=True, timeout=120, check=False,
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=False,
     )
     output = f"exit {done.returncode}\n{done.stdout}\n{done.stderr}"
     assert done.stdout.rstrip().splitlines()[-1:] == [attrs["expect"]], output

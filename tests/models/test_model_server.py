@@ -127,3 +127,41 @@ def test_a_server_without_a_field_answers_400_naming_it_and_requests_carry_their
     first, second = server.requests
     assert second["_answered"] - second["_received"] >= 0.05  # answered after the latency
     assert first["_received"] <= first["_answered"] <= second["_received"]
+
+
+def test_a_taken_port_is_one_line_and_exit_2(model_server: Any) -> None:
+    taken = model_server([])
+    proc = subprocess.run(
+        [sys.executable, "-m", "anpord.testing.model_server", "--port", str(taken.port)],
+        capture_output=True, text=True, env=run_env(), timeout=30, stdin=subprocess.DEVNULL,
+        check=False,
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == (
+        f"model_server: cannot listen on 127.0.0.1:{taken.port}: Address already in use"
+    )
+
+
+def test_rules_can_answer_one_caller_only(model_server: Any) -> None:
+    from anpord.judges import SYSTEM_PROMPT
+    from anpord.users._persona import persona_instructions
+
+    server = model_server([
+        rule("weather", text("agent rule"), caller="agent"),
+        rule("weather", text("judge rule"), caller="judge"),
+        rule("weather", text("user rule"), caller="user"),
+    ])
+    judge = [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": "weather?"}]
+    user = [{"role": "system", "content": persona_instructions("g", "b", "hi")},
+            {"role": "user", "content": "weather?"}]
+    assert chat(server.url, [{"role": "user", "content": "weather?"}]).text == "agent rule"
+    assert chat(server.url, judge).text == "judge rule"
+    assert chat(server.url, user).text == "user rule"
+    assert [r["_caller"] for r in server.requests] == ["agent", "judge", "user"]
+
+
+def test_an_unknown_caller_is_refused() -> None:
+    from anpord.testing.model_server import ModelServer
+
+    with pytest.raises(ValueError, match="unknown caller 'judges'; callers: agent, judge, user"):
+        ModelServer([rule("x", text("y"), caller="judges")])

@@ -386,7 +386,9 @@ def _note_missing_programs(plan: Any) -> None:
         print(
             f"anpord eval: note: {program} is not installed here, so the {trials} trial(s) of variant "
             f"{variant.label} will be void; point the suite at your agent with --harness SPEC "
-            "(e.g. --harness python:agents.mine:agent or --harness 'command:python3 agent.py')",
+            "(e.g. --harness python:agents.mine:agent, or "
+            "--harness \"command:python3 $PWD/agent.py\": a command runs in the trial's "
+            "workspace, so name its program by an absolute path)",
             file=sys.stderr,
         )
 

@@ -247,8 +247,13 @@ def _trial(reading: Any, r: Any) -> None:
     logs = reading.logs(r)
     if logs:
         print("\nLogs")
-        for line in logs[:200]:
-            print(f"  {_show(line)}")
+        for entry in logs[:200]:
+            # An entry may hold several lines (a traceback): shown as lines, the later ones
+            # indented under the first, each cut to the width.
+            first, *rest = str(entry).splitlines() or [""]
+            print(f"  {_show(first)}")
+            for line in rest:
+                print(f"    {_show(line)}")
         if len(logs) > 200:
             print(f"  … {len(logs) - 200} more lines in the run folder")
     if r.error is not None:

@@ -41,11 +41,15 @@ __all__ = [
     "CommandSession",
     "resolve",
     "start_failure",
+    "stderr_tail",
 ]
 
 # The custom event recording how the agent program ended: {command, exit_code, duration}.
 PROCESS_EXITED = "process.exited"
 PROMPT_ENV_LIMIT = 32 << 10  # a longer prompt is only in ANPORD_PROMPT_FILE
+# How much of a program's stderr process.exited keeps when it exits non-zero with no answer.
+STDERR_TAIL_LINES = 5
+STDERR_TAIL_LINE = 300
 
 
 class CommandHarness:
@@ -103,6 +107,13 @@ def start_failure(code: int, stderr: str) -> str:
             return f"agent command is not executable: {m.group(1).strip()}"
     last = stderr.strip().splitlines()[-1:] or [""]
     return f"agent command could not start (exit {code}){': ' + last[0] if last[0] else ''}"
+
+
+def stderr_tail(stderr: str, lines: int = STDERR_TAIL_LINES) -> str:
+    """The last non-blank stderr lines, each cut to ``STDERR_TAIL_LINE`` characters."""
+    kept = [line.rstrip() for line in stderr.splitlines() if line.strip()][-lines:]
+    cap = STDERR_TAIL_LINE
+    return "\n".join(line[:cap] + ("…" if len(line) > cap else "") for line in kept)
 
 
 class CommandSession(ProgramSession):
@@ -198,11 +209,17 @@ class CommandSession(ProgramSession):
             raise HarnessStartError(done.setup_failure)
         if done.exit_code in (126, 127) and done.stdout_lines == 0 and not self._cancel_requested:
             raise HarnessStartError(start_failure(done.exit_code, done.stderr_tail))
-        emit(Event(PROCESS_EXITED, {"command": self.harness.command, "exit_code": done.exit_code,
-                                    "duration": round(done.duration, 3)}))
+        end = parser.finish(done.exit_code)
+        exited: dict[str, Any] = {"command": self.harness.command, "exit_code": done.exit_code,
+                                  "duration": round(done.duration, 3)}
+        silent = end.status == "completed" and end.message is None
+        if done.exit_code != 0 and silent and not self._cancel_requested:
+            # Exited non-zero with no answer: most likely it never got going (a missing file, a
+            # crash on import). Its stderr is the cause; the verdict's reason quotes it.
+            exited["stderr_tail"] = stderr_tail(done.stderr_tail)
+        emit(Event(PROCESS_EXITED, exited))
         if self._cancel_requested:
             return TurnOutcome("cancelled")
-        end = parser.finish(done.exit_code)
         if end.status == "waiting":
             self._parked, self._pending = turn, dict(parser.requests)
             return TurnOutcome("waiting")

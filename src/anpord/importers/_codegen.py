@@ -42,8 +42,9 @@ from typing import Any, Awaitable, Callable
 from anpord import Variant, define_eval, define_suite, directory, files, repo
 
 # The agent under test. Point it at yours: "python:package.module:attr" for a Python agent, or
-# "command:<shell command>" for any program (the prompt is in $ANPORD_PROMPT). Or leave it and
-# run `anpord eval THIS_FILE --harness SPEC`.
+# "command:<shell command>" for any program (the prompt is in $ANPORD_PROMPT; it runs in the
+# trial's workspace, so name the program by an absolute path). Or leave it and run
+# `anpord eval THIS_FILE --harness SPEC`.
 _HARNESS = {py_str(DEFAULT_HARNESS)}
 
 # A check is what a failure says, and a test of the agent's final answer. Write your own as

@@ -226,6 +226,19 @@ def _read(run_dir: Path) -> RunReading:
     return reading
 
 
+def last_activity(reading: RunReading) -> float:
+    """When a run that died last did something: its last trial's end, or the last write to its
+    records, whichever is later; its start when it left neither."""
+    ends = [t.started_at + t.duration for t in reading.trials if t.started_at]
+    for name in ("results.jsonl", "events.ndjson"):
+        try:
+            ends.append((reading.run_dir / name).stat().st_mtime)
+        except OSError:
+            pass
+    start = reading.record.started_at or 0.0
+    return max([start, *ends]) if ends or start else time.time()
+
+
 def _mark_crashed(reading: RunReading) -> None:
     record = reading.record
     record.status = "crashed"
@@ -233,7 +246,8 @@ def _mark_crashed(reading: RunReading) -> None:
     record.usage = usage_totals(reading.trials)
     record.note = f"its process ({record.owner.get('pid')}) was gone when this was read"
     if record.finished_at is None:
-        record.finished_at = time.time()
+        # When it stopped, not when its death was noticed (that may be days later).
+        record.finished_at = last_activity(reading)
     summaries = {(c.case_id, c.variant): c for c in reading.cells}
     for cell in record.cells:
         cell.summary = summaries.get((cell.case_id, cell.variant))

@@ -5,11 +5,18 @@ of ``await asyncio.sleep``, a CPU-bound loop) stops every other trial too; witho
 deadlines would pass during the stall and they would be ``timed_out`` for another's fault.
 
 A monitor thread posts a heartbeat to the loop every ``TICK``. When one is not answered within
-``THRESHOLD``, the loop is stalled: the thread reads which task is running (asyncio's own
-current-task table) and the trial that task belongs to (tasks are tagged with their trial when
-created, see ``_contain``). When the heartbeat is answered, the stall is recorded — on the loop
-thread, before any deadline timer that came due meanwhile can run. A trial's deadline then leaves
-out the time lost to other trials' stalls, and the trial that caused one is told so.
+``THRESHOLD``, the loop is stalled: the thread keeps reading which task is running (asyncio's own
+current-task table) until the heartbeat gets through. When it is answered, the stall is recorded
+— on the loop thread, before any deadline timer that came due meanwhile can run. A trial's
+deadline then leaves out the time lost to other trials' stalls, and the trial that caused one is
+told so.
+
+A stall is blamed on a trial (its tasks are tagged with it when created, see ``_contain``) only
+on evidence that its task held the loop throughout: the same task running in every look, looks
+from the first half of the stall to its end. A loop that is merely slow — the machine loaded, the
+whole process descheduled — shows another task in some look, or is only seen at its end (the
+monitor thread was held up too), and blames no one: whichever task happened to be running when
+the process got the CPU back is not the cause.
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ __all__ = ["Stall", "StallMonitor", "THRESHOLD"]
 TICK = 0.05
 THRESHOLD = 0.25  # a heartbeat answered later than this: the loop was stalled
 REPORT = 1.0  # a stall this long is reported on the trial that caused it
+MIN_LOOKS = 3  # looks at the running task, all seeing the same one, before a stall is blamed
 
 
 @dataclass(frozen=True)
@@ -45,7 +53,12 @@ class StallMonitor:
         self._lock = threading.Lock()
         self._posted = 0.0
         self._answered = threading.Event()
-        self._suspect: str | None = None  # the trial running when the stall was noticed
+        # What the looks during the current stall saw: the task each time (None once two looks
+        # disagreed), when the first look was, how many there were.
+        self._task: object | None = None
+        self._mixed = False
+        self._first_look = 0.0
+        self._looks = 0
         self._stalled = False
         self._thread: threading.Thread | None = None
 
@@ -61,38 +74,54 @@ class StallMonitor:
 
     # -- the monitor thread ------------------------------------------------------------------
 
-    def _running_trial(self) -> str | None:
-        task = asyncio.tasks._current_tasks.get(self.loop)  # read-only, atomic under the GIL
-        return getattr(task, "_anpord_trial", None) if task is not None else None
+    def _running_task(self) -> object | None:
+        return asyncio.tasks._current_tasks.get(self.loop)  # read-only, atomic under the GIL
+
+    def _look(self) -> None:
+        task, now = self._running_task(), time.monotonic()
+        with self._lock:
+            self._stalled = True
+            if self._looks == 0:
+                self._task, self._first_look = task, now
+            elif task is not self._task:
+                self._mixed = True
+            self._looks += 1
 
     def _watch(self) -> None:
         while not self._stop.is_set():
             self._answered.clear()
             with self._lock:
                 self._posted = time.monotonic()
-                self._suspect, self._stalled = None, False
+                self._task, self._mixed, self._looks, self._stalled = None, False, 0, False
             try:
                 self.loop.call_soon_threadsafe(self._heartbeat)
             except RuntimeError:  # the loop is closed
                 return
             if not self._answered.wait(THRESHOLD):
                 # Stalled: keep looking at who runs until the heartbeat gets through.
+                self._look()
                 while not self._answered.wait(TICK / 2) and not self._stop.is_set():
-                    suspect = self._running_trial()
-                    with self._lock:
-                        self._stalled = True
-                        if self._suspect is None:
-                            self._suspect = suspect
+                    self._look()
             self._stop.wait(TICK)
+
+    def _culprit(self, posted: float, now: float) -> str | None:
+        """The trial whose task held the loop from ``posted`` to ``now``, when the looks show
+        it did (called under the lock)."""
+        if self._mixed or self._task is None or self._looks < MIN_LOOKS:
+            return None
+        if self._first_look - posted > (now - posted) / 2:
+            return None  # first seen late in the stall: no evidence of who held it before
+        return getattr(self._task, "_anpord_trial", None)
 
     # -- on the loop thread ------------------------------------------------------------------
 
     def _heartbeat(self) -> None:
         now = time.monotonic()
         with self._lock:
-            stalled, posted, suspect = self._stalled, self._posted, self._suspect
+            stalled, posted = self._stalled, self._posted
+            culprit = self._culprit(posted, now) if stalled else None
         if stalled or now - posted >= THRESHOLD:
-            self.stalls.append(Stall(posted, now, suspect))
+            self.stalls.append(Stall(posted, now, culprit))
         self._answered.set()
 
     def lost_time(self, trial: str, since: float) -> float:

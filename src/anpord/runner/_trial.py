@@ -24,6 +24,7 @@ from ..authoring._config import Variant
 from ..drive import Skipped, T, TrialState
 from ..events import USAGE, Event
 from ..harnesses import Harness, HarnessContext, HarnessStartError
+from ..harnesses.command import PROCESS_EXITED
 from ..judges import JudgeEnv
 from ..results._model import ErrorInfo, TrialResult
 from ..sandboxes._protocol import SandboxError, SandboxInstance, SandboxSpec
@@ -339,6 +340,12 @@ class _Trial:
             execution_error=error.message if error is not None else None,
             records=self.recorder.records,
         )
+        events = state.events if state is not None else []
+        if verdict in ("failed", "scored", "void") and (silent := silent_exit(events)) is not None:
+            # The trial did not pass and the agent gave no answer: why is what the user needs.
+            reason = f"{reason}; {silent}" if reason else silent
+            if error is None:
+                error = ErrorInfo("agent", silent)
         if self._dropped:
             self.logs.append(f"[{self._dropped} bytes of log not kept: cap {LOG_CAP} bytes per trial]")
         stalls = self.env.stalls_caused(self.label)
@@ -349,7 +356,6 @@ class _Trial:
             self.logs.append(blame)
             if verdict != "passed":
                 reason = f"{reason}; {blame}" if reason else blame
-        events = state.events if state is not None else []
         soft = [r.score for r in self.recorder.records if r.kind == "soft"]
         result = TrialResult(
             case_id=case.id,
@@ -372,6 +378,17 @@ class _Trial:
             host=self.env.host,
         )
         return result, events
+
+
+def silent_exit(events: list[Event]) -> str | None:
+    """``agent exited 2 with no answer; stderr: …`` for the last agent program that exited
+    non-zero without answering (the command harness marks it with ``stderr_tail``), else None."""
+    for ev in reversed(events):
+        if ev.type == PROCESS_EXITED and "stderr_tail" in ev.data:
+            tail = " | ".join(str(ev.data["stderr_tail"]).splitlines()[-3:])
+            code = ev.data.get("exit_code")
+            return f"agent exited {code} with no answer" + (f"; stderr: {tail}" if tail else "")
+    return None
 
 
 async def run_trial(job: TrialJob, env: TrialEnv) -> tuple[TrialResult, list[Event]]:

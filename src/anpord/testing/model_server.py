@@ -15,10 +15,13 @@ event loop) or as a subprocess::
 
 **Rules** are plain data (the same JSON on the command line). Each request's *last user message*
 is matched against the rules in order — ``match`` is a substring, ``"re:<pattern>"`` a regex, or
-``None`` for any — and the first match answers. The reply depends on the step: how many
-assistant messages follow that user message (0 for a fresh turn, 1 after the first tool round,
-…); the rule's ``replies[step]`` answers, its last reply once the list runs out (so a single tool
-call loops forever). No rule matches: ``default`` (an echo, ``"echo: {input}"``).
+``None`` for any — and the first match answers. A judge's question quotes the conversation it
+grades, so an agent's rule would answer it too: ``"caller": "agent" | "judge" | "user"`` limits a
+rule to the agent's requests, anpord's judges' (told by their system prompt) or a ``persona``'s
+(the simulated user); a rule without one answers any caller. The reply depends on the step: how
+many assistant messages follow that user message (0 for a fresh turn, 1 after the first tool
+round, …); the rule's ``replies[step]`` answers, its last reply once the list runs out (so a
+single tool call loops forever). No rule matches: ``default`` (an echo, ``"echo: {input}"``).
 
 Replies: ``{"text": "... {input} ..."}``; ``{"json": value}`` (the content is its JSON text);
 ``{"tool_calls": [{"name": ..., "arguments": {...} | "raw text", "id": ...}]}``;
@@ -36,7 +39,8 @@ or as an HTTP date), ``server_error`` (a 5xx), ``malformed`` (200 with a body th
 connection is cut), ``hang`` (never answers).
 
 Each recorded request carries ``_received`` and, once answered, ``_answered``: seconds on the
-server's monotonic clock, so a test can tell which requests were in flight together.
+server's monotonic clock, so a test can tell which requests were in flight together; and
+``_caller``, who sent it (``agent``, ``judge`` or ``user``).
 
 Also served: ``GET /v1/models``, ``GET /_anpord/requests`` and ``GET /_anpord/stats`` (requests
 served, in flight now, peak concurrent requests, distinct client connections) for a server in another process.
@@ -60,7 +64,9 @@ from email.utils import formatdate
 from typing import Any
 
 __all__ = [
+    "CALLERS",
     "ECHO",
+    "caller_of",
     "ModelServer",
     "hang",
     "json_reply",
@@ -145,12 +151,39 @@ def hang(times: int | None = None) -> dict[str, Any]:
 
 
 def rule(
-    match: str | None, *replies: Mapping[str, Any], fault: Mapping[str, Any] | None = None
+    match: str | None,
+    *replies: Mapping[str, Any],
+    fault: Mapping[str, Any] | None = None,
+    caller: str | None = None,
 ) -> dict[str, Any]:
+    """A rule; ``caller`` (``"agent"``, ``"judge"`` or ``"user"``) limits it to that caller's
+    requests, None answers any."""
     out: dict[str, Any] = {"match": match, "replies": [dict(r) for r in replies]}
     if fault is not None:
         out["fault"] = dict(fault)
+    if caller is not None:
+        out["caller"] = caller
     return out
+
+
+def caller_of(body: Mapping[str, Any]) -> str:
+    """Who sent a chat request: ``"judge"`` (anpord's judges, recognised by their system prompt),
+    ``"user"`` (a ``persona`` playing the user, likewise) or ``"agent"`` (anything else)."""
+    from ..judges._prompts import SYSTEM_PROMPT
+    from ..users._persona import PERSONA_OPENING
+
+    messages = body.get("messages")
+    first = messages[0] if isinstance(messages, list) and messages else None
+    if isinstance(first, Mapping) and first.get("role") == "system":
+        system = _text_of(first.get("content"))
+        if system == SYSTEM_PROMPT:
+            return "judge"
+        if system.startswith(PERSONA_OPENING):
+            return "user"
+    return "agent"
+
+
+CALLERS = ("agent", "judge", "user")
 
 
 # -- answering --------------------------------------------------------------------------------
@@ -206,10 +239,17 @@ class _Rule:
             )
         if not self.replies and self.fault is None:
             raise ValueError(f"rule {match!r} has neither replies nor a fault")
+        self.caller = raw.get("caller")
+        if self.caller is not None and self.caller not in CALLERS:
+            raise ValueError(
+                f"rule {match!r}: unknown caller {self.caller!r}; callers: {', '.join(CALLERS)}"
+            )
         self.faults_served = 0
         self.lock = threading.Lock()
 
-    def matches(self, text: str) -> bool:
+    def matches(self, text: str, caller: str = "agent") -> bool:
+        if self.caller is not None and self.caller != caller:
+            return False
         if self.match is None:
             return True
         if self.pattern is not None:
@@ -499,13 +539,13 @@ class ModelServer:
     # -- answering ----------------------------------------------------------------------------
 
     def _answer_for(
-        self, body: Mapping[str, Any]
+        self, body: Mapping[str, Any], caller: str = "agent"
     ) -> tuple[Mapping[str, Any] | None, Mapping[str, Any], str]:
         """(the fault to serve or None, the reply, the last user message)."""
         messages = body.get("messages")
         last_user, step = _turn_position(messages if isinstance(messages, list) else [])
         for r in self.rules:
-            if r.matches(last_user):
+            if r.matches(last_user, caller):
                 fault = r.take_fault()
                 if fault is not None or not r.replies:
                     return fault or {"kind": "server_error", "status": 500}, {}, last_user
@@ -541,6 +581,7 @@ class ModelServer:
         if not isinstance(body, dict):
             conn.send(_json(400, {"error": {"message": "the request body is not a JSON object"}}))
             return
+        caller = caller_of(body)
         if self.record:
             entry = dict(body)
             entry["_path"] = path
@@ -548,6 +589,7 @@ class ModelServer:
                 {"Authorization": headers["authorization"]} if "authorization" in headers else {}
             )
             entry["_received"] = time.monotonic()
+            entry["_caller"] = caller
             conn.entry = entry
             with self._lock:
                 self._requests.append(entry)
@@ -556,7 +598,7 @@ class ModelServer:
             message = f"'{refused}' is not supported by this server"
             conn.send(_json(400, {"error": {"message": message, "type": "invalid_request_error"}}))
             return
-        fault, reply, last_user = self._answer_for(body)
+        fault, reply, last_user = self._answer_for(body, caller)
         if fault is None:
             data = _json(200, completion(reply, body, last_user, self._ids))
             delay = float(reply.get("latency", self.latency))
@@ -717,8 +759,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"model_server: {exc}", file=sys.stderr)
         return 2
 
-    async def run() -> None:
-        await server.serve()
+    async def run() -> int:
+        try:
+            await server.serve()
+        except OSError as exc:  # the port is taken, or not ours to bind
+            reason = os.strerror(exc.errno) if exc.errno else str(exc)
+            print(f"model_server: cannot listen on {server.host}:{args.port}: {reason}",
+                  file=sys.stderr)
+            return 2
         print(server.url, flush=True)
         loop = asyncio.get_running_loop()
         done = asyncio.Event()
@@ -732,9 +780,9 @@ def main(argv: list[str] | None = None) -> int:
             )
         await done.wait()
         await server.shutdown()
+        return 0
 
-    asyncio.run(run())
-    return 0
+    return asyncio.run(run())
 
 
 if __name__ == "__main__":

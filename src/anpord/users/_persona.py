@@ -24,15 +24,21 @@ if TYPE_CHECKING:
     from ..judges import Endpoint
     from ..models import ChatClient
 
-__all__ = ["DEFAULT_MAX_TURNS", "DONE", "Persona", "persona", "persona_instructions"]
+__all__ = [
+    "DEFAULT_MAX_TURNS", "DONE", "PERSONA_OPENING", "Persona", "persona", "persona_instructions",
+]
 
 DONE = "###DONE###"
 DEFAULT_MAX_TURNS = 10
 
 
+# How a persona's system prompt begins: the scripted model server tells its requests by it.
+PERSONA_OPENING = "You are playing a person who is talking with an AI assistant"
+
+
 def persona_instructions(goal: str, brief: str, opening: str) -> str:
     return (
-        "You are playing a person who is talking with an AI assistant, so that the assistant "
+        f"{PERSONA_OPENING}, so that the assistant "
         "can be tested. Stay in that role for the whole conversation.\n\n"
         f"Your goal:\n{goal}\n\n"
         f"What you know (private):\n{brief}\n\n"

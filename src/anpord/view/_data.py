@@ -56,6 +56,17 @@ class RunRow:
         return self.totals.get("passed", 0) / self.measured if self.measured > 0 else None
 
     @property
+    def outcome(self) -> str:
+        """How its trials went, for the status badge: ``healthy`` (every measured trial passed,
+        none void), ``mixed`` (some passed), ``unhealthy`` (none passed, or none measured)."""
+        t = self.totals
+        if self.measured <= 0 or t.get("passed", 0) == 0:
+            return "unhealthy"
+        if t.get("passed", 0) == self.measured and not t.get("void", 0):
+            return "healthy"
+        return "mixed"
+
+    @property
     def duration(self) -> float | None:
         if self.started_at is None or self.finished_at is None:
             return None
@@ -139,12 +150,15 @@ class HistoryPoint:
 @dataclass(frozen=True)
 class CellDelta:
     """A cell against its baseline: the baseline run and its pass rate, the change in pass rate
-    (``delta``, None when either side measured nothing) and whether the cell regressed."""
+    (``delta``, None when either side measured nothing) and whether the cell regressed.
+    ``chosen``: the baseline is one a team set with ``anpord baseline set RUN`` (else it is the
+    cell's first reading)."""
 
     baseline_run_id: str
     baseline_pass_rate: float | None
     delta: float | None
     regressed: bool
+    chosen: bool = False
 
 
 @runtime_checkable
@@ -170,5 +184,7 @@ class ViewData(Protocol):
         ...
 
     def baseline_deltas(self, run_id: str) -> Mapping[CellKey, CellDelta]:
-        """Each cell of the run that has a baseline, against it. Cells without one are absent."""
+        """Each cell of the run that has a baseline, against it. Cells without one are absent,
+        and so are cells whose baseline is a later run (a run is never compared with one that
+        came after it)."""
         ...

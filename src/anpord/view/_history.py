@@ -80,13 +80,21 @@ class StoreViewData(FolderViewData):
             comparison = self._cached(("compare", run_id), lambda: store.compare(None, run_id))
         except Exception:  # noqa: BLE001 - a run the store does not know (unreadable, just made)
             return super().baseline_deltas(run_id)
+        try:
+            chosen = self._cached(("chosen",), lambda: {r for r, _ in store.baseline_sets()})
+        except Exception:  # noqa: BLE001 - without the list, no baseline reads as chosen
+            chosen = set()
+        started = {r.run_id: (r.started_at or 0.0, r.run_id) for r in self.runs()}
+        this = started.get(run_id, (float("inf"), run_id))
         deltas: dict[CellKey, CellDelta] = {}
         for cell in comparison.cells:
             base = cell.base
             if base is None or base.run_id == run_id:
                 continue  # this run is the cell's baseline, or the first to measure it
+            if started.get(base.run_id, (0.0, "")) > this:
+                continue  # a baseline set on a later run: an older run is not measured by it
             rate = base.summary.pass_rate if base.summary is not None else None
             deltas[(cell.case_id, cell.variant)] = CellDelta(
-                base.run_id, rate, cell.delta, cell.status == "regressed"
+                base.run_id, rate, cell.delta, cell.status == "regressed", base.run_id in chosen
             )
         return deltas

@@ -86,6 +86,8 @@ def grid_page(data: ViewData, run_id: str, query: GridQuery) -> dict[str, Any] |
     page = min(query.page, pages)
     shown_rows = rows[(page - 1) * PAGE_ROWS : page * PAGE_ROWS]
     baselines = sorted({d.baseline_run_id for d in deltas.values()})
+    chosen = sorted({d.baseline_run_id for d in deltas.values() if d.chosen})
+    first = sorted({d.baseline_run_id for d in deltas.values() if not d.chosen})
     return {
         "view": view,
         "run": view.row,
@@ -102,6 +104,8 @@ def grid_page(data: ViewData, run_id: str, query: GridQuery) -> dict[str, Any] |
         "max_dots": MAX_DOTS,
         "page_rows": PAGE_ROWS,
         "baselines": baselines,
+        "chosen_baselines": chosen,  # set with `anpord baseline set`
+        "first_baselines": first,  # cells' first readings
         "variant_rates": _variant_rates(view),
     }
 
