@@ -1,0 +1,206 @@
+"""The trace service: one OTLP/HTTP receiver per trial (``Variant(traces="otlp")``).
+
+It listens on ``127.0.0.1`` (and, for a sandbox with its network closed, on a unix socket bridged
+in), points the agent at itself through the standard ``OTEL_*`` variables, and turns each span
+that arrives into the trial's events as it arrives (``_map``). Python agents, which run in this
+process, reach it through ``_inprocess`` instead: their spans are routed here by context.
+
+Faults: a request it cannot read gets a 400 saying why and a line in the trial's log, and the
+trial is judged on what did arrive; spans naming another trial (``anpord.trial.id``) are refused;
+spans arriving once the trial's checks have run are not kept, and the log says how many.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import secrets
+from typing import TYPE_CHECKING, Any
+
+from ._decode import decode_json, decode_protobuf, encode_response
+from ._http import MAX_HEADERS, TRACES_PATH, Reply, Request, serve_connection
+from ._map import span_events
+from ._spans import TRIAL_ATTRIBUTE, Span, TraceInputError
+
+if TYPE_CHECKING:
+    from ..runner._services import ServiceContext
+
+__all__ = ["TraceService", "CURRENT_TRACE", "SCHEDULE_DELAY_MS"]
+
+# The running trial's receiver, for spans made in this process (see _inprocess).
+CURRENT_TRACE: contextvars.ContextVar[TraceService | None] = contextvars.ContextVar(
+    "anpord_trial_trace", default=None
+)
+# OTEL_BSP_SCHEDULE_DELAY given to agents: a batch leaves within this many ms of its first span,
+# so what a turn did has arrived soon after it settles (a program's exit flushes it anyway).
+SCHEDULE_DELAY_MS = 100
+# Refusals logged one by one per trial; past that they are counted.
+LOG_REFUSALS = 10
+SETTLE_TIMEOUT = 2.0  # seconds settle() waits for exports being read
+_PROTOBUF, _JSON = "application/x-protobuf", "application/json"
+
+
+class TraceService:
+    name = "traces"
+
+    def __init__(self) -> None:
+        self.trial_id = secrets.token_hex(8)
+        self.port = 0
+        self._ctx: ServiceContext | None = None
+        self._servers: list[asyncio.AbstractServer] = []
+        self._writers: set[asyncio.StreamWriter] = set()
+        self._unix_path: Any = None
+        self._open = True  # spans are folded in until the trial's checks have run
+        self._seen: set[tuple[str, str]] = set()  # an exporter retrying resends a batch
+        self._late = self._refused_spans = self._refusals = 0
+        self._busy = 0
+        self._idle: asyncio.Event | None = None
+        self._token: contextvars.Token[TraceService | None] | None = None
+
+    # -- the TrialService protocol ------------------------------------------------------------
+
+    async def start(self, ctx: ServiceContext) -> None:
+        self._ctx = ctx
+        tcp = await asyncio.start_server(self._connection, "127.0.0.1", 0, limit=MAX_HEADERS)
+        self._servers.append(tcp)
+        self.port = tcp.sockets[0].getsockname()[1]
+        sandbox = ctx.sandbox
+        if sandbox is not None and sandbox.loopback_bridged:
+            from ..sandboxes._bridge import bind_unix
+
+            self._unix_path = sandbox.state_dir / f".otlp-{self.port}.sock"
+            sock = bind_unix(self._unix_path)
+            self._servers.append(await asyncio.start_unix_server(self._connection, sock=sock, limit=MAX_HEADERS))
+            sandbox.bridge_loopback(self.port, self._unix_path)
+        if (ctx.variant.harness or "").startswith("python:"):
+            from ._inprocess import install
+
+            install(ctx.log)
+        self._token = CURRENT_TRACE.set(self)
+
+    def env(self) -> dict[str, str]:
+        endpoint = f"http://127.0.0.1:{self.port}"
+        mine = {
+            "OTEL_EXPORTER_OTLP_ENDPOINT": endpoint,
+            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": endpoint + TRACES_PATH,
+            "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf",
+            "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "http/protobuf",
+            "OTEL_TRACES_EXPORTER": "otlp",
+            "OTEL_BSP_SCHEDULE_DELAY": str(SCHEDULE_DELAY_MS),
+            "OTEL_RESOURCE_ATTRIBUTES": f"{TRIAL_ATTRIBUTE}={self.trial_id}",
+        }
+        declared = dict(self._ctx.variant.env) if self._ctx is not None else {}
+        # The variant may choose the protocol, the delay, more resource attributes; the
+        # endpoints and the trial's attribute are the receiver's.
+        for key in ("OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL",
+                    "OTEL_TRACES_EXPORTER", "OTEL_BSP_SCHEDULE_DELAY"):
+            if key in declared:
+                mine[key] = str(declared[key])
+        extra = str(declared.get("OTEL_RESOURCE_ATTRIBUTES", "")).strip(", ")
+        if extra:
+            mine["OTEL_RESOURCE_ATTRIBUTES"] = f"{extra},{mine['OTEL_RESOURCE_ATTRIBUTES']}"
+        return mine
+
+    async def settle(self) -> None:
+        """Wait (briefly) for exports being read right now: their spans belong to the checks."""
+        await asyncio.sleep(0)
+        if self._busy:
+            self._idle = self._idle or asyncio.Event()
+            try:
+                await asyncio.wait_for(self._idle.wait(), SETTLE_TIMEOUT)
+            except asyncio.TimeoutError:
+                pass
+
+    async def stop(self) -> None:
+        self._open = False
+        for server in self._servers:
+            server.close()
+        for writer in list(self._writers):
+            writer.close()  # a keep-alive connection would otherwise outlive the trial
+        self._servers.clear()
+        if self._unix_path is not None:
+            try:
+                self._unix_path.unlink()
+            except OSError:
+                pass
+        if self._token is not None:
+            try:
+                CURRENT_TRACE.reset(self._token)
+            except ValueError:  # stopped from another context: it ends with its task anyway
+                pass
+            self._token = None
+        if self._ctx is not None:
+            if self._late:
+                self._ctx.log(f"traces: {self._late} span(s) arrived after the trial's checks ran: not kept")
+            if self._refusals > LOG_REFUSALS:
+                self._ctx.log(f"traces: {self._refusals} export requests refused in all")
+
+    # -- spans ------------------------------------------------------------------------------
+
+    def take(self, spans: list[Span]) -> None:
+        """Fold spans of this trial into its events (or count them, once its checks have run)."""
+        ctx = self._ctx
+        if ctx is None:
+            return
+        for span in spans:
+            key = (span.trace_id, span.span_id)
+            if key in self._seen:
+                continue
+            self._seen.add(key)
+            if not self._open:
+                self._late += 1
+                continue
+            for event in span_events(span):
+                ctx.record(event)
+
+    def _refuse(self, reply: Reply) -> Reply:
+        self._refusals += 1
+        if self._ctx is not None and self._refusals <= LOG_REFUSALS:
+            self._ctx.log(f"traces: refused an export: {reply.body.decode('utf-8', 'replace')}")
+        return reply
+
+    async def _handle(self, request: Request) -> Reply:
+        if request.path != TRACES_PATH:
+            return Reply(404, b"this receiver takes traces only, at " + TRACES_PATH.encode())
+        if request.method != "POST":
+            return Reply(405, b"POST an OTLP trace export")
+        ctype = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+        if ctype not in (_PROTOBUF, _JSON):
+            return self._refuse(Reply(400, f"Content-Type {ctype or 'none'!r} is not OTLP/HTTP "
+                                           f"({_PROTOBUF} or {_JSON})".encode()))
+        protobuf = ctype == _PROTOBUF
+        self._busy += 1
+        try:
+            try:
+                batches = decode_protobuf(request.body) if protobuf else decode_json(request.body)
+            except TraceInputError as exc:
+                return self._refuse(Reply(400, str(exc).encode()))
+            accepted, foreign = 0, 0
+            for resource, spans in batches:
+                owner = resource.get(TRIAL_ATTRIBUTE)
+                if owner is not None and owner != self.trial_id:
+                    foreign += len(spans)
+                    continue
+                self.take(spans)
+                accepted += len(spans)
+        finally:
+            self._busy -= 1
+            if not self._busy and self._idle is not None:
+                self._idle.set()
+        if foreign:
+            message = f"{foreign} span(s) name another trial ({TRIAL_ATTRIBUTE}): refused"
+            self._refused_spans += foreign
+            if not accepted:
+                return self._refuse(Reply(400, message.encode()))
+            self._refusals += 1
+            if self._ctx is not None and self._refusals <= LOG_REFUSALS:
+                self._ctx.log(f"traces: {message}")
+            return Reply(200, encode_response(protobuf, foreign, message), ctype)
+        return Reply(200, encode_response(protobuf), ctype)
+
+    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._writers.add(writer)
+        try:
+            await serve_connection(reader, writer, self._handle, self._refuse)
+        finally:
+            self._writers.discard(writer)
