@@ -3,8 +3,9 @@ trace receiver; the same seam suits HTTP mocks and a model proxy).
 
 A ``TrialService`` is started once the trial's sandbox is open and before the agent runs; what its
 ``env()`` returns is added to the environment of every program the sandbox starts; its
-``settle()`` runs before the trial's checks (what is on its way has arrived); its ``stop()`` runs
-when the trial closes, whatever happened. A sandbox that closes the network bridges the service in
+``settle()`` runs before the trial's checks (what is on its way has arrived); ``seal()`` once they
+have run (what arrives later is not part of the trial); ``stop()`` once the trial's programs are
+gone, whatever happened. A sandbox that closes the network bridges the service in
 (``SandboxInstance.loopback_bridged``, ``bridge_loopback``).
 """
 
@@ -42,6 +43,8 @@ class TrialService(Protocol):
     def env(self) -> dict[str, str]: ...
 
     async def settle(self) -> None: ...
+
+    def seal(self) -> None: ...
 
     async def stop(self) -> None: ...
 
@@ -89,6 +92,10 @@ class TrialServices:
     async def settle(self) -> None:
         for service in self._started:
             await service.settle()
+
+    def seal(self) -> None:
+        for service in self._started:
+            service.seal()
 
     async def stop(self, log: Callable[[str], None]) -> None:
         started, self._started = self._started, []

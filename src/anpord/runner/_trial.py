@@ -307,7 +307,7 @@ class _Trial:
     # -- 4. close ----------------------------------------------------------------------------
 
     async def close(self) -> None:
-        await self.services.stop(self.log)  # the checks have run: what arrives now is not kept
+        self.services.seal()  # the checks have run: what arrives from now on is not kept
         instance = self.holder.instance if self.holder is not None else None
         if instance is not None:
             # Asked first: a breach is what ended the agent's run, and closing the sessions
@@ -328,6 +328,7 @@ class _Trial:
                     finally:
                         self.env.sandbox_closed()
             finally:
+                await self.services.stop(self.log)
                 flush_partial(self.log)
 
     # -- 5. decide ---------------------------------------------------------------------------

@@ -111,6 +111,9 @@ class TraceService:
             except asyncio.TimeoutError:
                 pass
 
+    def seal(self) -> None:
+        self._open = False
+
     async def stop(self) -> None:
         self._open = False
         for server in self._servers:
