@@ -8,21 +8,10 @@ from typing import Any
 
 import pytest
 from project_support import assert_passed, eval_file
-from traces_support import variant, write_agents
+from traces_support import SCRIPTED_EVAL, variant, write_agents
 
 CASES = {
-    "evals/scripted.eval.py": eval_file('''
-        @define_eval
-        async def scripted(t):
-            turn = await t.send("weather in Paris?")
-            t.called_tool("get_weather", input={"city": "Paris"}, output={"forecast": "sunny", "temp_c": 21})
-            turn.called_tool("get_weather")
-            t.session.called_tool("get_alerts")
-            t.event("model.called", {"provider": "openai", "model": "gpt-4o", "input_tokens": 120})
-            t.event("span", {"name": "invoke_agent weather"})
-            t.check(t.reply, includes("sunny in Paris"))
-            END
-    '''.replace("END", 't.check("end", equals("end")).label("reached the end")')),
+    "evals/scripted.eval.py": SCRIPTED_EVAL,
     "evals/declared.eval.py": eval_file('''
         def validate(context):
             calls = {c.name: c for c in context.tool_calls()}
@@ -67,3 +56,4 @@ def test_spans_of_a_command_agent_become_its_events(make_project: Any, tmp_path:
     # Usage from the trace counts when nothing else reported it.
     assert run.result("scripted")["usage"]["input_tokens"] == 120
     assert run.result("scripted")["usage"]["output_tokens"] == 30
+

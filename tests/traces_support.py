@@ -9,6 +9,8 @@ import site
 import sys
 from pathlib import Path
 
+from project_support import eval_file
+
 SITE_PACKAGES = next(p for p in site.getsitepackages() if p.endswith("site-packages"))
 
 # What every agent does: an agent span holding a model call and a tool call (its arguments and
@@ -98,3 +100,18 @@ def variant(sandbox: str, agents: Path, script: str, **extra: str) -> str:
     return (f"Variant(name={script!r}, sandbox={sandbox!r}, traces='otlp', "
             f"harness={f'command:{python} {agents / script}'!r}, env={env!r}, "
             f"mounts=[{str(agents)!r}, {SITE_PACKAGES!r}])")
+
+
+# A scripted case over the agents above: the usual checks, on what the spans said.
+SCRIPTED_EVAL = eval_file('''
+    @define_eval
+    async def scripted(t):
+        turn = await t.send("weather in Paris?")
+        t.called_tool("get_weather", input={"city": "Paris"}, output={"forecast": "sunny", "temp_c": 21})
+        turn.called_tool("get_weather")
+        t.session.called_tool("get_alerts")
+        t.event("model.called", {"provider": "openai", "model": "gpt-4o", "input_tokens": 120})
+        t.event("span", {"name": "invoke_agent weather"})
+        t.check(t.reply, includes("sunny in Paris"))
+        END
+'''.replace("END", 't.check("end", equals("end")).label("reached the end")'))
