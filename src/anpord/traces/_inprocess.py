@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ._receiver import CURRENT_TRACE, TraceService
-from ._spans import Span, clip_string, limit_attributes
+from ._spans import MAX_STRING, Span, clip_string, limit_attributes
 
 __all__ = ["install", "from_sdk"]
 
@@ -77,30 +77,35 @@ def _router_class() -> type:
 
 
 def _plain(value: Any) -> Any:
-    if isinstance(value, str):
-        return clip_string(value)
+    if type(value) is str:
+        return value if len(value) <= MAX_STRING else clip_string(value)
     if isinstance(value, (tuple, list)):
         return [_plain(v) for v in value]
     return value
 
 
-_STATUS = {0: "unset", 1: "ok", 2: "error"}
+_STATUS = ("unset", "ok", "error")
 
 
 def from_sdk(span: Any) -> Span:
-    """An SDK ``ReadableSpan`` as the receiver's span (what an OTLP export of it would carry)."""
+    """An SDK ``ReadableSpan`` as the receiver's span (what an OTLP export of it would carry).
+    On the agent's own path (every span it ends): kept to plain attribute reads."""
     ctx = span.context
     status = span.status
+    parent = span.parent
+    attrs = span.attributes
+    attributes = {k: v if type(v) is not str and type(v) is not tuple else _plain(v) for k, v in attrs.items()} \
+        if attrs else {}
     return Span(
-        trace_id=f"{ctx.trace_id:032x}", span_id=f"{ctx.span_id:016x}",
-        parent_span_id=f"{span.parent.span_id:016x}" if span.parent is not None else None,
-        name=span.name,
-        kind=int(span.kind.value) + 1,  # the SDK counts from INTERNAL = 0, OTLP from 1
-        start=(span.start_time or 0) / 1e9, end=(span.end_time or 0) / 1e9,
-        status=_STATUS.get(int(status.status_code.value), "unset"), status_message=status.description or "",
-        attributes=limit_attributes({k: _plain(v) for k, v in (span.attributes or {}).items()}),
-        resource={k: _plain(v) for k, v in span.resource.attributes.items()},
-        events=[(e.name, {k: _plain(v) for k, v in (e.attributes or {}).items()})
-                for e in span.events if e.name == "exception"],
-        scope=span.instrumentation_scope.name if span.instrumentation_scope else "",
+        f"{ctx.trace_id:032x}", f"{ctx.span_id:016x}",
+        f"{parent.span_id:016x}" if parent is not None else None,
+        span.name,
+        span.kind.value + 1,  # the SDK counts from INTERNAL = 0, OTLP from 1
+        (span.start_time or 0) / 1e9, (span.end_time or 0) / 1e9,
+        _STATUS[status.status_code.value], status.description or "",
+        limit_attributes(attributes),
+        {},  # the resource: this process's, the same for every trial
+        [(e.name, {k: _plain(v) for k, v in (e.attributes or {}).items()})
+         for e in span.events if e.name == "exception"] if span.events else [],
+        span.instrumentation_scope.name if span.instrumentation_scope else "",
     )
