@@ -25,12 +25,17 @@ CASES = {
 }
 
 
-@pytest.mark.parametrize("script", ["otel_protobuf.py", "otel_json.py"])
-@pytest.mark.parametrize("sandbox", ["local", "bwrap"])
+JSON = {"OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"}
+GZIP = {"OTEL_EXPORTER_OTLP_COMPRESSION": "gzip"}
+
+
+@pytest.mark.parametrize(("sandbox", "script", "extra"), [
+    ("local", "otel_protobuf.py", {}), ("local", "otel_json.py", JSON), ("local", "otel_protobuf.py", GZIP),
+    ("bwrap", "otel_protobuf.py", {}), ("bwrap", "otel_json.py", JSON),
+], ids=["local-protobuf", "local-json", "local-protobuf-gzip", "bwrap-protobuf", "bwrap-json"])
 def test_spans_of_a_command_agent_become_its_events(make_project: Any, tmp_path: Path, sandbox: str,
-                                                    script: str) -> None:
+                                                    script: str, extra: dict[str, str]) -> None:
     agents = write_agents(tmp_path / "otel_agents")
-    extra = {"OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"} if script == "otel_json.py" else {}
     config = ("from anpord import Variant, define_eval_config\n"
               f"config = define_eval_config(timeout=60, variants=[{variant(sandbox, agents, script, **extra)}])\n")
     project = make_project(CASES, config=config)

@@ -36,6 +36,7 @@ CURRENT_TRACE: contextvars.ContextVar[TraceService | None] = contextvars.Context
 SCHEDULE_DELAY_MS = 100
 # Refusals logged one by one per trial; past that they are counted.
 LOG_REFUSALS = 10
+INLINE_DECODE = 256 * 1024  # bytes of export decoded on the event loop; bigger ones in a thread
 SETTLE_TIMEOUT = 2.0  # seconds settle() waits for exports being read
 _PROTOBUF, _JSON = "application/x-protobuf", "application/json"
 
@@ -174,8 +175,14 @@ class TraceService:
         protobuf = ctype == _PROTOBUF
         self._busy += 1
         try:
+            decode = decode_protobuf if protobuf else decode_json
             try:
-                batches = decode_protobuf(request.body) if protobuf else decode_json(request.body)
+                if len(request.body) > INLINE_DECODE:
+                    # A big export takes tens of milliseconds to decode: not on the loop every
+                    # trial shares.
+                    batches = await asyncio.to_thread(decode, request.body)
+                else:
+                    batches = decode(request.body)
             except TraceInputError as exc:
                 return self._refuse(Reply(400, str(exc).encode()))
             accepted, foreign = 0, 0
