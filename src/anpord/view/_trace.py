@@ -36,6 +36,32 @@ class SpanRow:
     def duration(self) -> float:
         return max(self.end - self.start, 0.0)
 
+    @property
+    def took_text(self) -> str:
+        return _seconds(self.duration)
+
+    @property
+    def at_text(self) -> str:
+        return "+" + _seconds(self.offset)
+
+    @property
+    def color(self) -> str:
+        if self.status in ("error", "failed"):
+            return "#d0605e"
+        return _COLORS.get(self.kind, "#8aa4c8")
+
+
+_COLORS = {"tool": "#3f9a62", "model": "#c0902f", "span": "#6f8fbf"}
+
+
+def _seconds(value: float) -> str:
+    """Spans are often micro- to milliseconds long: say so, not ``0.00s``."""
+    if value < 0.001:
+        return f"{value * 1e6:.0f} µs"
+    if value < 1:
+        return f"{value * 1000:.1f} ms"
+    return f"{value:.2f} s" if value < 60 else f"{value / 60:.1f} min"
+
 
 def _short(value: Any, limit: int = 80) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
