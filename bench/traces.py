@@ -152,14 +152,19 @@ def _child_run(kind: str, traced: bool, n: int, spans: int, conc: int) -> dict[s
         project = find_project([])
         opts = RunOptions(history=False)
         plan = build_plan(project, load_cases(select_files(project, [])), opts)
+        import resource
+
+        before = resource.getrusage(resource.RUSAGE_SELF)
         t0 = time.perf_counter()
         summary = execute(plan, opts, reporters=[]).summary
         wall = time.perf_counter() - t0
+        after = resource.getrusage(resource.RUSAGE_SELF)
+        runner_cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
         events = 0
         for path in Path(summary.run_dir).rglob("*.ndjson"):
             with open(path, "rb") as f:
                 events += sum(b'"source":"trace"' in line for line in f)
-        return {"wall_s": wall, "totals": summary.totals, "traced_events": events}
+        return {"wall_s": wall, "totals": summary.totals, "traced_events": events, "runner_cpu_s": runner_cpu}
     finally:
         os.chdir("/")
         shutil.rmtree(folder, ignore_errors=True)
@@ -242,6 +247,8 @@ def main() -> None:
         passed = f"{plain['totals']['passed']}/{traced['totals']['passed']} passed"
         print(f"{kind} agents: untraced {plain['wall_s']:.2f} s, traced {traced['wall_s']:.2f} s ({passed}, "
               f"{traced['traced_events']} trace events recorded): {ratio:.2f}x (target <= {TARGET_RATIO}x: {ok})")
+        print(f"  runner process CPU: untraced {plain['runner_cpu_s']:.2f} s, traced {traced['runner_cpu_s']:.2f} s "
+              f"({1000 * (traced['runner_cpu_s'] - plain['runner_cpu_s']) / args.trials:.2f} ms more per trial)")
         if kind == "python":
             # For scale: the same agent when nothing set up the SDK (the API's spans cost nothing).
             bare = _spawn(kind, "plain", *common)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import secrets
+import threading
 from typing import TYPE_CHECKING, Any
 
 from ._decode import decode_json, decode_protobuf, encode_response
@@ -57,11 +58,14 @@ class TraceService:
         self._busy = 0
         self._idle: asyncio.Event | None = None
         self._token: contextvars.Token[TraceService | None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread = 0  # the loop's thread: spans ended elsewhere are handed to it
 
     # -- the TrialService protocol ------------------------------------------------------------
 
     async def start(self, ctx: ServiceContext) -> None:
         self._ctx = ctx
+        self._loop, self._thread = asyncio.get_running_loop(), threading.get_ident()
         tcp = await asyncio.start_server(self._connection, "127.0.0.1", 0, limit=MAX_HEADERS)
         self._servers.append(tcp)
         self.port = tcp.sockets[0].getsockname()[1]
@@ -145,6 +149,14 @@ class TraceService:
         """Fold spans of this trial into its events (or count them, once its checks have run)."""
         ctx = self._ctx
         if ctx is None:
+            return
+        if threading.get_ident() != self._thread and self._loop is not None:
+            # A sync agent's thread: the trial's events belong to its loop. Handed over in order,
+            # ahead of the agent's own return (which reaches the loop the same way, later).
+            try:
+                self._loop.call_soon_threadsafe(self.take, spans)
+            except RuntimeError:  # the loop is closed: the trial is long over
+                pass
             return
         for span in spans:
             key = (span.trace_id, span.span_id)
