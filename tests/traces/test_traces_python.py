@@ -30,6 +30,22 @@ async def agent(turn):
     return f"looked up {city}"
 
 
+async def late_agent(turn):
+    # Its tool span ends after the turn has settled (a task of its own finishing the work).
+    span = tracer.start_span("execute_tool audit", attributes={
+        "gen_ai.operation.name": "execute_tool", "gen_ai.tool.call.arguments": '{"what": "late"}'})
+
+    async def finish():
+        await asyncio.sleep(0.05)
+        span.end()
+
+    asyncio.get_running_loop().call_soon(lambda: _keep.add(asyncio.ensure_future(finish())))
+    return "done"
+
+
+_keep = set()
+
+
 def sync_agent(turn):
     # OpenInference's names, in a thread of anpord's pool (the trial's context is copied there).
     city = turn.input.split()[-1]
@@ -101,3 +117,26 @@ def test_a_sync_agent_with_openinference_names(make_project: Any) -> None:
         "anthropic", "claude-x", 11, 4)
     span = next(e for e in events if e["type"] == "span")
     assert span["operation"] == "invoke_agent" and span["parent_span_id"] is None
+
+
+def test_a_span_ending_after_its_turn_settled_is_folded_in_until_the_checks_run(make_project: Any) -> None:
+    project = make_project({
+        "agents/otel_py.py": AGENT,
+        "evals/late.eval.py": eval_file('''
+            @define_eval
+            async def test(t):
+                turn = await t.send("go")
+                turn.used_no_tools()  # the span had not ended when the turn settled
+                for _ in range(500):  # wait for it: a condition, bounded
+                    if any(e.type == "tool.result" for e in t.events):
+                        break
+                    await asyncio.sleep(0.01)
+                t.called_tool("audit", input={"what": "late"})
+                t.check("end", equals("end")).label("reached the end")
+        '''),
+    }, config=_config("python:agents.otel_py:late_agent").replace("trials=3", "trials=1"))
+    run = project.run(timeout=60)
+    assert run.code == 0, run.output
+    assert_passed(run, "late")
+    called = next(e for e in run.events("late") if e["type"] == "tool.called")
+    assert "session_id" not in called  # no turn was running: the trial's own events
