@@ -61,4 +61,6 @@ def test_spans_of_a_command_agent_become_its_events(make_project: Any, tmp_path:
     # Usage from the trace counts when nothing else reported it.
     assert run.result("scripted")["usage"]["input_tokens"] == 120
     assert run.result("scripted")["usage"]["output_tokens"] == 30
+    # Priced from anpord's table: gpt-4o at $2.50 / $10 per million tokens.
+    assert abs(run.result("scripted")["usage"]["cost"] - (120 * 2.5 + 30 * 10) / 1e6) < 1e-12
 

@@ -58,6 +58,13 @@ def test_a_model_span_is_a_model_call_with_usage(attrs: dict[str, Any]) -> None:
     assert (event.data["provider"], event.data["model"]) == ("openai", "gpt-4o")
     assert (event.data["input_tokens"], event.data["output_tokens"]) == (10, 2)
     assert event.data["latency"] == 0.5 and event.data["status"] == "completed"
+    assert abs(event.data["cost"] - (10 * 2.5 + 2 * 10) / 1e6) < 1e-12  # gpt-4o's listed price
+
+
+def test_a_model_call_of_a_model_without_a_listed_price_has_no_cost() -> None:
+    (event,) = span_events(_span("chat", {"gen_ai.operation.name": "chat", "gen_ai.request.model": "my-own",
+                                          "gen_ai.usage.input_tokens": 10, "gen_ai.usage.output_tokens": 2}))
+    assert event.data["cost"] is None and event.data["input_tokens"] == 10
 
 
 def test_other_spans_keep_name_attributes_timing_and_parent() -> None:

@@ -44,6 +44,8 @@ _INPUT_TOKENS = ("gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens", "llm
                  "llm.usage.prompt_tokens")
 _OUTPUT_TOKENS = ("gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens",
                   "llm.token_count.completion", "llm.usage.completion_tokens")
+_CACHED_TOKENS = ("gen_ai.usage.cache_read.input_tokens", "gen_ai.usage.cache_read_input_tokens",
+                  "llm.token_count.prompt_details.cache_read")
 _RESPONSE_ID = ("gen_ai.response.id",)
 
 
@@ -112,6 +114,17 @@ def _error(span: Span) -> str:
     return str(span.attributes.get("error.type") or "the span's status is error")
 
 
+def _cost(model: Any, input_tokens: Any, output_tokens: Any, cached: Any) -> float | None:
+    """The call's price from anpord's table (docs/model-agents.md), when the model is in it."""
+    if not isinstance(model, str) or input_tokens is None or output_tokens is None:
+        return None
+    from ..models._pricing import cost_of  # imported on the first priced span only
+    from ..models._types import Usage
+
+    cost = cost_of(model, Usage(int(input_tokens), int(output_tokens), int(cached) if cached is not None else None))
+    return None if cost is None else round(cost, 10)
+
+
 def _ids(span: Span) -> dict[str, Any]:
     return {"source": SOURCE, "span_id": span.span_id, "parent_span_id": span.parent_span_id,
             "trace_id": span.trace_id}
@@ -134,11 +147,12 @@ def span_events(span: Span) -> list[Event]:
                   "end": span.end, **_ids(span)}
         return [Event(TOOL_CALLED, called, span.start or span.end), Event(TOOL_RESULT, result, span.end)]
     if op in MODEL_OPERATIONS:
+        model = _first(attrs, _MODEL)
+        input_tokens, output_tokens = _number(_first(attrs, _INPUT_TOKENS)), _number(_first(attrs, _OUTPUT_TOKENS))
         data: dict[str, Any] = {
             "name": span.name, "operation": op, "provider": _first(attrs, _PROVIDER),
-            "model": _first(attrs, _MODEL),
-            "input_tokens": _number(_first(attrs, _INPUT_TOKENS)),
-            "output_tokens": _number(_first(attrs, _OUTPUT_TOKENS)),
+            "model": model, "input_tokens": input_tokens, "output_tokens": output_tokens,
+            "cost": _cost(model, input_tokens, output_tokens, _number(_first(attrs, _CACHED_TOKENS))),
             "response_id": _first(attrs, _RESPONSE_ID),
             "latency": round(max(span.end - span.start, 0.0), 6),
             "status": "failed" if failed else "completed",
