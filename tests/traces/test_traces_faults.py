@@ -164,3 +164,29 @@ def test_a_span_of_another_trial_among_this_ones_is_refused_alone() -> None:
     assert [e.data["name"] for e in events] == ["mine"]
     assert reply["partialSuccess"]["rejectedSpans"] == "1"
     assert any("1 span(s) name another trial" in line for line in logs)
+
+
+def test_metrics_and_logs_sent_to_the_same_endpoint_are_taken_and_dropped() -> None:
+    import urllib.request
+
+    async def main() -> tuple[list[Event], list[str], list[int]]:
+        events: list[Event] = []
+        logs: list[str] = []
+        service = TraceService()
+        await service.start(ServiceContext(Variant(traces="otlp"), "case v #0", None, logs.append, events.append))
+        base = service.env()["OTEL_EXPORTER_OTLP_ENDPOINT"]
+
+        def post(path: str) -> int:
+            request = urllib.request.Request(base + path, data=b"{}", headers={"Content-Type": "application/json"})
+            try:
+                return urllib.request.urlopen(request).status
+            except urllib.error.HTTPError as exc:
+                return exc.code
+
+        statuses = [await asyncio.to_thread(post, p) for p in ("/v1/metrics", "/v1/logs", "/v1/logs", "/nope")]
+        await service.stop()
+        return events, logs, statuses
+
+    events, logs, statuses = asyncio.run(main())
+    assert statuses == [200, 200, 200, 404] and events == []
+    assert logs == ["traces: /v1/metrics exports are taken but not kept (traces only)"]

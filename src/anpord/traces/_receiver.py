@@ -40,6 +40,7 @@ LOG_REFUSALS = 10
 INLINE_DECODE = 256 * 1024  # bytes of export decoded on the event loop; bigger ones in a thread
 SETTLE_TIMEOUT = 2.0  # seconds settle() waits for exports being read
 _PROTOBUF, _JSON = "application/x-protobuf", "application/json"
+OTHER_SIGNALS = ("/v1/metrics", "/v1/logs")
 
 
 class TraceService:
@@ -56,6 +57,7 @@ class TraceService:
         self._seen: set[tuple[str, str]] = set()  # an exporter retrying resends a batch
         self._late = self._refused_spans = self._refusals = 0
         self._busy = 0
+        self._other_signals = 0
         self._idle: asyncio.Event | None = None
         self._token: contextvars.Token[TraceService | None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -176,6 +178,14 @@ class TraceService:
         return reply
 
     async def _handle(self, request: Request) -> Reply:
+        if request.path in OTHER_SIGNALS and request.method == "POST":
+            # An SDK exporting every signal to OTEL_EXPORTER_OTLP_ENDPOINT: taken, not kept, so
+            # that it does not retry or print errors for the trial's log.
+            if not self._other_signals and self._ctx is not None:
+                self._ctx.log(f"traces: {request.path} exports are taken but not kept (traces only)")
+            self._other_signals += 1
+            ctype = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+            return Reply(200, b"" if ctype == _PROTOBUF else b"{}", ctype or _JSON)
         if request.path != TRACES_PATH:
             return Reply(404, b"this receiver takes traces only, at " + TRACES_PATH.encode())
         if request.method != "POST":
