@@ -50,17 +50,12 @@ class TrialService(Protocol):
 
 
 def deliver(state: TrialState | None, event: Event, early: list[Event]) -> None:
-    """A service's event, into the trial: into the running turn when exactly one is running (so
-    that turn's and its session's checks see it), else into the trial's own log. Before the
-    trial's state exists, kept in ``early``."""
+    """A service's event, into the trial (``TrialState.record_arrival``); before the trial's state
+    exists, kept in ``early``."""
     if state is None:
         early.append(event)
-        return
-    live = [s._active for s in state.sessions if s._active is not None and not s._active.done]
-    if len(live) == 1:
-        live[0]._emit(event)
     else:
-        state.record_event(event)
+        state.record_arrival(event)
 
 
 def _wanted(variant: Variant) -> list[TrialService]:

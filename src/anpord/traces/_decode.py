@@ -201,7 +201,7 @@ def decode_json(body: bytes) -> list[tuple[dict[str, Any], list[Span]]]:
     try:
         doc = json.loads(body)
     except RecursionError:
-        raise TraceInputError(f"the JSON nests deeper than this receiver reads") from None
+        raise TraceInputError("the JSON nests deeper than this receiver reads") from None
     except (ValueError, UnicodeDecodeError) as exc:
         raise TraceInputError(f"not JSON: {exc}") from None
     if not isinstance(doc, Mapping):

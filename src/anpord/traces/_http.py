@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import zlib
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 __all__ = ["Request", "Reply", "serve_connection", "MAX_BODY", "TRACES_PATH"]
 
@@ -149,7 +148,3 @@ async def serve_connection(reader: asyncio.StreamReader, writer: asyncio.StreamW
     finally:
         writer.close()
 
-
-def stream_limit() -> dict[str, Any]:
-    """``start_server`` options: the header bound is the reader's line limit."""
-    return {"limit": MAX_HEADERS}
