@@ -14,6 +14,7 @@ emitted widely (docs/traces.md lists them).
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Mapping
 from typing import Any
@@ -114,14 +115,23 @@ def _error(span: Span) -> str:
     return str(span.attributes.get("error.type") or "the span's status is error")
 
 
+@functools.lru_cache(maxsize=256)
+def _price(model: str) -> Any:
+    from ..models._pricing import price_for  # imported on the first priced span only
+
+    return price_for(model)
+
+
 def _cost(model: Any, input_tokens: Any, output_tokens: Any, cached: Any) -> float | None:
     """The call's price from anpord's table (docs/model-agents.md), when the model is in it."""
     if not isinstance(model, str) or input_tokens is None or output_tokens is None:
         return None
-    from ..models._pricing import cost_of  # imported on the first priced span only
+    price = _price(model)
+    if price is None:
+        return None
     from ..models._types import Usage
 
-    cost = cost_of(model, Usage(int(input_tokens), int(output_tokens), int(cached) if cached is not None else None))
+    cost = price.cost(Usage(int(input_tokens), int(output_tokens), int(cached) if cached is not None else None))
     return None if cost is None else round(cost, 10)
 
 
