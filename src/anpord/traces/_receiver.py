@@ -43,22 +43,102 @@ _PROTOBUF, _JSON = "application/x-protobuf", "application/json"
 OTHER_SIGNALS = ("/v1/metrics", "/v1/logs")
 
 
-class TraceService:
+class Receiver:
+    """An OTLP/HTTP trace endpoint: reads an export, answers it, hands its spans to ``_route``."""
+
+    def __init__(self) -> None:
+        self._writers: set[asyncio.StreamWriter] = set()
+        self._refusals = self._other_signals = self._busy = 0
+        self._idle: asyncio.Event | None = None
+
+    def _log(self, message: str) -> None:
+        raise NotImplementedError
+
+    def _route(self, batches: list[tuple[dict[str, Any], list[Span]]]) -> tuple[int, int, str]:
+        """Take what is this receiver's: (spans accepted, spans refused, why they were)."""
+        raise NotImplementedError
+
+    def _refuse(self, reply: Reply) -> Reply:
+        self._refusals += 1
+        if self._refusals <= LOG_REFUSALS:
+            self._log(f"traces: refused an export: {reply.body.decode('utf-8', 'replace')}")
+        return reply
+
+    async def _handle(self, request: Request) -> Reply:
+        if request.path in OTHER_SIGNALS and request.method == "POST":
+            # An SDK exporting every signal to OTEL_EXPORTER_OTLP_ENDPOINT: taken, not kept, so
+            # that it does not retry or print errors for the trial's log.
+            if not self._other_signals:
+                self._log(f"traces: {request.path} exports are taken but not kept (traces only)")
+            self._other_signals += 1
+            ctype = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+            return Reply(200, b"" if ctype == _PROTOBUF else b"{}", ctype or _JSON)
+        if request.path != TRACES_PATH:
+            return Reply(404, b"this receiver takes traces only, at " + TRACES_PATH.encode())
+        if request.method != "POST":
+            return Reply(405, b"POST an OTLP trace export")
+        ctype = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+        if ctype not in (_PROTOBUF, _JSON):
+            return self._refuse(Reply(400, f"Content-Type {ctype or 'none'!r} is not OTLP/HTTP "
+                                           f"({_PROTOBUF} or {_JSON})".encode()))
+        protobuf = ctype == _PROTOBUF
+        self._busy += 1
+        try:
+            decode = decode_protobuf if protobuf else decode_json
+            try:
+                if len(request.body) > INLINE_DECODE:
+                    # A big export takes tens of milliseconds to decode: not on the loop every
+                    # trial shares.
+                    batches = await asyncio.to_thread(decode, request.body)
+                else:
+                    batches = decode(request.body)
+            except TraceInputError as exc:
+                return self._refuse(Reply(400, str(exc).encode()))
+            accepted, foreign, why = self._route(batches)
+        finally:
+            self._busy -= 1
+            if not self._busy and self._idle is not None:
+                self._idle.set()
+        if foreign:
+            message = f"{foreign} span(s) {why}: refused"
+            if not accepted:
+                return self._refuse(Reply(400, message.encode()))
+            self._refusals += 1
+            if self._refusals <= LOG_REFUSALS:
+                self._log(f"traces: {message}")
+            return Reply(200, encode_response(protobuf, foreign, message), ctype)
+        return Reply(200, encode_response(protobuf), ctype)
+
+    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._writers.add(writer)
+        try:
+            await serve_connection(reader, writer, self._handle, self._refuse)
+        finally:
+            self._writers.discard(writer)
+
+    def _close_connections(self) -> None:
+        for writer in list(self._writers):
+            writer.close()  # a keep-alive connection would otherwise outlive the trial
+
+
+class TraceService(Receiver):
     name = "traces"
 
     def __init__(self) -> None:
+        super().__init__()
         self.trial_id = secrets.token_hex(8)
+        # The trial's W3C trace id: agent servers anpord only talks to (HTTP agents) are sent it
+        # in ``traceparent``, and their spans come back in it (see _hub).
+        self.trace_id = secrets.token_hex(16)
+        self._hub: Any = None
+        self._parents: dict[str, asyncio.Event] = {}  # traceparent span ids sent, by whether answered
         self.port = 0
         self._ctx: ServiceContext | None = None
         self._servers: list[asyncio.AbstractServer] = []
-        self._writers: set[asyncio.StreamWriter] = set()
         self._unix_path: Any = None
         self._open = True  # spans are folded in until the trial's checks have run
         self._seen: set[tuple[str, str]] = set()  # an exporter retrying resends a batch
-        self._late = self._refused_spans = self._refusals = 0
-        self._busy = 0
-        self._other_signals = 0
-        self._idle: asyncio.Event | None = None
+        self._late = 0
         self._token: contextvars.Token[TraceService | None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread = 0  # the loop's thread: spans ended elsewhere are handed to it
@@ -79,10 +159,15 @@ class TraceService:
             sock = bind_unix(self._unix_path)
             self._servers.append(await asyncio.start_unix_server(self._connection, sock=sock, limit=MAX_HEADERS))
             sandbox.bridge_loopback(self.port, self._unix_path)
-        if (ctx.variant.harness or "").startswith("python:"):
+        harness = ctx.variant.harness or ""
+        if harness.startswith("python:"):
             from ._inprocess import install
 
             install(ctx.log)
+        elif harness.startswith(("http://", "https://")):
+            from ._hub import join
+
+            self._hub = await join(self, ctx.variant.options)
         self._token = CURRENT_TRACE.set(self)
 
     def env(self) -> dict[str, str]:
@@ -125,9 +210,11 @@ class TraceService:
         self._open = False
         for server in self._servers:
             server.close()
-        for writer in list(self._writers):
-            writer.close()  # a keep-alive connection would otherwise outlive the trial
+        self._close_connections()
         self._servers.clear()
+        if self._hub is not None:
+            self._hub.leave(self)
+            self._hub = None
         if self._unix_path is not None:
             try:
                 self._unix_path.unlink()
@@ -170,69 +257,43 @@ class TraceService:
                 continue
             for event in span_events(span):
                 ctx.record(event)
+            answered = self._parents.get(span.parent_span_id or "")
+            if answered is not None:
+                answered.set()
 
-    def _refuse(self, reply: Reply) -> Reply:
-        self._refusals += 1
-        if self._ctx is not None and self._refusals <= LOG_REFUSALS:
-            self._ctx.log(f"traces: refused an export: {reply.body.decode('utf-8', 'replace')}")
-        return reply
+    # -- HTTP agents (W3C trace context) ---------------------------------------------------------
 
-    async def _handle(self, request: Request) -> Reply:
-        if request.path in OTHER_SIGNALS and request.method == "POST":
-            # An SDK exporting every signal to OTEL_EXPORTER_OTLP_ENDPOINT: taken, not kept, so
-            # that it does not retry or print errors for the trial's log.
-            if not self._other_signals and self._ctx is not None:
-                self._ctx.log(f"traces: {request.path} exports are taken but not kept (traces only)")
-            self._other_signals += 1
-            ctype = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
-            return Reply(200, b"" if ctype == _PROTOBUF else b"{}", ctype or _JSON)
-        if request.path != TRACES_PATH:
-            return Reply(404, b"this receiver takes traces only, at " + TRACES_PATH.encode())
-        if request.method != "POST":
-            return Reply(405, b"POST an OTLP trace export")
-        ctype = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
-        if ctype not in (_PROTOBUF, _JSON):
-            return self._refuse(Reply(400, f"Content-Type {ctype or 'none'!r} is not OTLP/HTTP "
-                                           f"({_PROTOBUF} or {_JSON})".encode()))
-        protobuf = ctype == _PROTOBUF
-        self._busy += 1
+    def traceparent(self) -> tuple[str, str]:
+        """A ``traceparent`` header for one request to an agent server, and its span id."""
+        span_id = secrets.token_hex(8)
+        self._parents[span_id] = asyncio.Event()
+        return f"00-{self.trace_id}-{span_id}-01", span_id
+
+    async def answered(self, span_id: str, timeout: float) -> bool:
+        """Wait until a span the server made for that request (its child) has arrived: the
+        server's exporter sends a request's spans together, children before their parent."""
+        event = self._parents.get(span_id)
+        if event is None:
+            return False
         try:
-            decode = decode_protobuf if protobuf else decode_json
-            try:
-                if len(request.body) > INLINE_DECODE:
-                    # A big export takes tens of milliseconds to decode: not on the loop every
-                    # trial shares.
-                    batches = await asyncio.to_thread(decode, request.body)
-                else:
-                    batches = decode(request.body)
-            except TraceInputError as exc:
-                return self._refuse(Reply(400, str(exc).encode()))
-            accepted, foreign = 0, 0
-            for resource, spans in batches:
-                owner = resource.get(TRIAL_ATTRIBUTE)
-                if owner is not None and owner != self.trial_id:
-                    foreign += len(spans)
-                    continue
-                self.take(spans)
-                accepted += len(spans)
-        finally:
-            self._busy -= 1
-            if not self._busy and self._idle is not None:
-                self._idle.set()
-        if foreign:
-            message = f"{foreign} span(s) name another trial ({TRIAL_ATTRIBUTE}): refused"
-            self._refused_spans += foreign
-            if not accepted:
-                return self._refuse(Reply(400, message.encode()))
-            self._refusals += 1
-            if self._ctx is not None and self._refusals <= LOG_REFUSALS:
-                self._ctx.log(f"traces: {message}")
-            return Reply(200, encode_response(protobuf, foreign, message), ctype)
-        return Reply(200, encode_response(protobuf), ctype)
+            await asyncio.wait_for(event.wait(), timeout)
+            return True
+        except asyncio.TimeoutError:
+            return False
 
-    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self._writers.add(writer)
-        try:
-            await serve_connection(reader, writer, self._handle, self._refuse)
-        finally:
-            self._writers.discard(writer)
+    # -- the receiver ---------------------------------------------------------------------------
+
+    def _log(self, message: str) -> None:
+        if self._ctx is not None:
+            self._ctx.log(message)
+
+    def _route(self, batches: list[tuple[dict[str, Any], list[Span]]]) -> tuple[int, int, str]:
+        accepted, foreign = 0, 0
+        for resource, spans in batches:
+            owner = resource.get(TRIAL_ATTRIBUTE)
+            if owner is not None and owner != self.trial_id:
+                foreign += len(spans)
+                continue
+            self.take(spans)
+            accepted += len(spans)
+        return accepted, foreign, f"name another trial ({TRIAL_ATTRIBUTE})"
