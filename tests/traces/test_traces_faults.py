@@ -190,3 +190,45 @@ def test_metrics_and_logs_sent_to_the_same_endpoint_are_taken_and_dropped() -> N
     events, logs, statuses = asyncio.run(main())
     assert statuses == [200, 200, 200, 404] and events == []
     assert logs == ["traces: /v1/metrics exports are taken but not kept (traces only)"]
+
+
+def test_the_http_agents_receiver_refuses_spans_of_no_running_trial() -> None:
+    """The receiver on an agent server's export port routes by trace id: a trace no trial owns is
+    refused, the trial's own is taken, and the port is let go when the last trial ends."""
+    import socket
+    import urllib.request
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+
+    def export(trace_id: str) -> bytes:
+        return json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [
+            {"traceId": trace_id, "spanId": "03" * 8, "name": "execute_tool t",
+             "attributes": [{"key": "gen_ai.operation.name", "value": {"stringValue": "execute_tool"}}]}]}]}]}).encode()
+
+    def post(body: bytes) -> int:
+        request = urllib.request.Request(f"http://127.0.0.1:{port}/v1/traces", data=body,
+                                         headers={"Content-Type": "application/json"})
+        try:
+            return urllib.request.urlopen(request).status
+        except urllib.error.HTTPError as exc:
+            return exc.code
+
+    async def main() -> tuple[list[Event], list[str], list[int], bool]:
+        events: list[Event] = []
+        logs: list[str] = []
+        service = TraceService()
+        variant = Variant(harness="http://127.0.0.1:1", traces="otlp", options={"traces_port": port})
+        await service.start(ServiceContext(variant, "case v #0", None, logs.append, events.append))
+        statuses = [await asyncio.to_thread(post, export("cd" * 16)),
+                    await asyncio.to_thread(post, export(service.trace_id))]
+        await service.stop()
+        with socket.socket() as s:  # free again
+            s.bind(("127.0.0.1", port))
+        return events, logs, statuses, True
+
+    events, logs, statuses, _ = asyncio.run(main())
+    assert statuses == [400, 200]
+    assert [e.type for e in events] == ["tool.called", "tool.result"]
+    assert any("belong to no running trial's trace: refused" in line for line in logs), logs

@@ -9,7 +9,9 @@ ends with a ``turn.end`` line saying how the turn settled.
 
 Variant options (``Variant(options={...})``): ``max_connections`` (turn streams open at once to
 this server, default 100), ``connect_timeout`` (seconds, default 10), ``cancel_grace`` (seconds a
-cancelled turn gets to end its stream before it is cut off, default 5).
+cancelled turn gets to end its stream before it is cut off, default 5); for traced trials,
+``traces_port`` (where the server's spans are received, default 4318) and ``traces_wait`` (seconds
+a turn waits for them, default 10).
 """
 
 from __future__ import annotations
