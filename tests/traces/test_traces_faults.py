@@ -224,8 +224,10 @@ def test_the_http_agents_receiver_refuses_spans_of_no_running_trial() -> None:
         statuses = [await asyncio.to_thread(post, export("cd" * 16)),
                     await asyncio.to_thread(post, export(service.trace_id))]
         await service.stop()
-        with socket.socket() as s:  # free again
+        with socket.socket() as s:  # nothing listens there any more (closed connections may linger)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             s.bind(("127.0.0.1", port))
+            s.listen()
         return events, logs, statuses, True
 
     events, logs, statuses, _ = asyncio.run(main())

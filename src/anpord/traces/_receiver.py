@@ -148,10 +148,17 @@ class TraceService(Receiver):
     async def start(self, ctx: ServiceContext) -> None:
         self._ctx = ctx
         self._loop, self._thread = asyncio.get_running_loop(), threading.get_ident()
+        harness = ctx.variant.harness or ""
+        sandbox = ctx.sandbox
+        if sandbox is None and harness.startswith(("python:", "http://", "https://")):
+            # In-process and remote agents start no program of the trial's: nothing would read
+            # the endpoint, so there is none (their spans come by context, or by trace id).
+            self._token = CURRENT_TRACE.set(self)
+            await self._join(harness, ctx)
+            return
         tcp = await asyncio.start_server(self._connection, "127.0.0.1", 0, limit=MAX_HEADERS)
         self._servers.append(tcp)
         self.port = tcp.sockets[0].getsockname()[1]
-        sandbox = ctx.sandbox
         if sandbox is not None and sandbox.loopback_bridged:
             from ..sandboxes._bridge import bind_unix
 
@@ -159,7 +166,11 @@ class TraceService(Receiver):
             sock = bind_unix(self._unix_path)
             self._servers.append(await asyncio.start_unix_server(self._connection, sock=sock, limit=MAX_HEADERS))
             sandbox.bridge_loopback(self.port, self._unix_path)
-        harness = ctx.variant.harness or ""
+        self._token = CURRENT_TRACE.set(self)
+        await self._join(harness, ctx)
+
+    async def _join(self, harness: str, ctx: ServiceContext) -> None:
+        """Where spans of agents that are not pointed at this receiver come from."""
         if harness.startswith("python:"):
             from ._inprocess import install
 
@@ -168,9 +179,10 @@ class TraceService(Receiver):
             from ._hub import join
 
             self._hub = await join(self, ctx.variant.options)
-        self._token = CURRENT_TRACE.set(self)
 
     def env(self) -> dict[str, str]:
+        if not self.port:
+            return {}
         endpoint = f"http://127.0.0.1:{self.port}"
         mine = {
             "OTEL_EXPORTER_OTLP_ENDPOINT": endpoint,
