@@ -3,7 +3,8 @@
 It listens on ``127.0.0.1`` (and, for a sandbox with its network closed, on a unix socket bridged
 in), points the agent at itself through the standard ``OTEL_*`` variables, and turns each span
 that arrives into the trial's events as it arrives (``_map``). Python agents, which run in this
-process, reach it through ``_inprocess`` instead: their spans are routed here by context.
+process, reach it through ``_inprocess`` instead: their spans are routed here by context; HTTP
+agents, servers of their own, through ``_hub``: by the trial's trace id, sent in ``traceparent``.
 
 Faults: a request it cannot read gets a 400 saying why and a line in the trial's log, and the
 trial is judged on what did arrive; spans naming another trial (``anpord.trial.id``) are refused;
