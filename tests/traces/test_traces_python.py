@@ -140,3 +140,40 @@ def test_a_span_ending_after_its_turn_settled_is_folded_in_until_the_checks_run(
     assert_passed(run, "late")
     called = next(e for e in run.events("late") if e["type"] == "tool.called")
     assert "session_id" not in called  # no turn was running: the trial's own events
+
+
+OWN_PROVIDER = """
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+exporter = InMemorySpanExporter()
+provider = TracerProvider()
+provider.add_span_processor(SimpleSpanProcessor(exporter))
+trace.set_tracer_provider(provider)  # the agent's own set-up, before anpord's
+tracer = trace.get_tracer("own")
+
+
+async def agent(turn):
+    with tracer.start_as_current_span("execute_tool note", attributes={"gen_ai.operation.name": "execute_tool"}):
+        pass
+    return f"my exporter has {len(exporter.get_finished_spans())}"
+"""
+
+
+def test_an_agent_with_its_own_provider_keeps_its_exporters(make_project: Any) -> None:
+    project = make_project({
+        "agents/own.py": OWN_PROVIDER,
+        "evals/own.eval.py": eval_file("""
+            @define_eval
+            async def test(t):
+                await t.send("go")
+                t.called_tool("note")
+                t.check(t.reply, equals("my exporter has 1"))
+                t.check("end", equals("end")).label("reached the end")
+        """),
+    }, config=_config("python:agents.own:agent").replace("trials=3", "trials=1"))
+    run = project.run(timeout=60)
+    assert run.code == 0, run.output
+    assert_passed(run, "own")
