@@ -71,7 +71,9 @@ def _hex_ids(value):
 
 class JsonExporter(SpanExporter):
     def export(self, spans):
+        # The variant chose JSON; the signal's own variable, which SDKs read first, says so too.
         assert os.environ["OTEL_EXPORTER_OTLP_PROTOCOL"] == "http/json"
+        assert os.environ["OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"] == "http/json"
         doc = _hex_ids(json_format.MessageToDict(encode_spans(spans), use_integers_for_enums=True))
         request = urllib.request.Request(os.environ["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"],
                                          data=json.dumps(doc).encode(), method="POST",

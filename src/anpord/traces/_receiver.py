@@ -179,7 +179,10 @@ class TraceService(Receiver):
         elif harness.startswith(("http://", "https://")):
             from ._hub import join
 
-            self._hub = await join(self, ctx.variant.options)
+            try:
+                self._hub = await join(self, ctx.variant.options)
+            except ValueError as exc:  # a bad traces_port: the harness refuses it too
+                ctx.log(f"traces: {exc}")
 
     def env(self) -> dict[str, str]:
         if not self.port:
@@ -201,6 +204,8 @@ class TraceService(Receiver):
                     "OTEL_TRACES_EXPORTER", "OTEL_BSP_SCHEDULE_DELAY"):
             if key in declared:
                 mine[key] = str(declared[key])
+        if "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL" not in declared:  # the signal's own would win
+            mine["OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"] = mine["OTEL_EXPORTER_OTLP_PROTOCOL"]
         extra = str(declared.get("OTEL_RESOURCE_ATTRIBUTES", "")).strip(", ")
         if extra:
             mine["OTEL_RESOURCE_ATTRIBUTES"] = f"{extra},{mine['OTEL_RESOURCE_ATTRIBUTES']}"
