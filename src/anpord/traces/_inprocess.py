@@ -93,7 +93,10 @@ def from_sdk(span: Any) -> Span:
     ctx = span.context
     status = span.status
     parent = span.parent
-    attrs = span.attributes
+    # ``span.attributes`` is a read-only view of the SDK's BoundedAttributes, whose iteration is
+    # Python code taking a lock per key: its plain dict, when there is one, is read directly.
+    raw = getattr(getattr(span, "_attributes", None), "_dict", None)
+    attrs = raw if type(raw) is dict else span.attributes
     attributes = {k: v if type(v) is not str and type(v) is not tuple else _plain(v) for k, v in attrs.items()} \
         if attrs else {}
     return Span(
