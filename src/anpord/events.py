@@ -30,9 +30,12 @@ __all__ = [
     "FILES_CHANGED",
     "USAGE",
     "LOG",
+    "MODEL_CALLED",
+    "SPAN",
     "KNOWN_TYPES",
     "TURN_BOUNDARY_TYPES",
     "message_text",
+    "usage_events",
 ]
 
 SESSION_STARTED = "session.started"
@@ -52,6 +55,11 @@ COMMAND_COMPLETED = "command.completed"
 FILES_CHANGED = "files.changed"
 USAGE = "usage"
 LOG = "log"
+# One model call (provider, model, input_tokens, output_tokens, latency, status), from a trace
+# span (``source: "trace"``) or a model proxy.
+MODEL_CALLED = "model.called"
+# A trace span that is neither a tool nor a model call: name, attributes, start, end, parent.
+SPAN = "span"
 
 KNOWN_TYPES = frozenset(
     {
@@ -72,6 +80,8 @@ KNOWN_TYPES = frozenset(
         FILES_CHANGED,
         USAGE,
         LOG,
+        MODEL_CALLED,
+        SPAN,
     }
 )
 
@@ -146,3 +156,18 @@ def message_text(value: Any) -> str:
 def to_jsonable(value: Any) -> Any:
     """Round-trip a value through JSON with the artifact fallbacks."""
     return json.loads(json.dumps(value, default=_json_default))
+
+
+def usage_events(events: list[Event]) -> list[Event]:
+    """The events a trial's token and cost totals add up, one source for all its calls: the
+    harness's own ``usage`` reports, else the model proxy's ``model.called``, else the trace
+    spans' ``model.called`` (a trace cannot tell which of the others' calls it repeats)."""
+    harness: list[Event] = []
+    proxy: list[Event] = []
+    traced: list[Event] = []
+    for e in events:
+        if e.type == USAGE:
+            harness.append(e)
+        elif e.type == MODEL_CALLED:
+            (traced if e.data.get("source") == "trace" else proxy).append(e)
+    return harness or proxy or traced

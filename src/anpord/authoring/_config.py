@@ -55,6 +55,9 @@ def _positive_int(key: str, value: Any) -> int:
     return value
 
 
+TRACES = (None, "otlp")
+
+
 @dataclass(frozen=True)
 class Variant:
     """One harness + model + sandbox. Its label is ``harness/model[@profile]`` unless named."""
@@ -72,6 +75,9 @@ class Variant:
     # tools by import path, temperature...): plain data, so a trial can be described to another
     # process. Each harness documents the keys it reads.
     options: Mapping[str, Any] = field(default_factory=dict)
+    # "otlp": each trial gets an OTLP/HTTP receiver and the agent's spans become its events
+    # (docs/traces.md).
+    traces: str | None = None
 
     def __post_init__(self) -> None:
         for key in ("harness", "model", "sandbox", "name", "profile"):
@@ -84,6 +90,8 @@ class Variant:
             raise TypeError(f"Variant env= must be a dict of names to values, got {type(self.env).__name__}")
         if not isinstance(self.options, Mapping) or not all(isinstance(k, str) for k in self.options):
             raise TypeError(f"Variant options= must be a dict of names to values, got {self.options!r}")
+        if self.traces not in TRACES:
+            raise ValueError(f"Variant traces= must be 'otlp' or None, got {self.traces!r}")
         # A lone string would otherwise be read one character at a time.
         object.__setattr__(self, "secrets", _names("secrets", self.secrets))
         object.__setattr__(self, "mounts", _names("mounts", self.mounts, paths=True))
@@ -124,6 +132,7 @@ class Variant:
             "secrets": list(self.secrets),
             "mounts": list(self.mounts),
             "options": dict(self.options),
+            "traces": self.traces,
         }
 
 

@@ -87,6 +87,16 @@ class TrialState:
         in ``t.events``, run-level checks and the artifacts, but in no session's events."""
         self.events.append(event)
 
+    def record_arrival(self, event: Event) -> None:
+        """An event that arrived from outside the harness while the trial runs (a trace span):
+        into the running turn when exactly one is running, so that turn's and its session's
+        checks see it too; otherwise into the trial's log, as ``record_event``."""
+        live = [s._active for s in self.sessions if s._active is not None and not s._active.done]
+        if len(live) == 1:
+            live[0]._emit(event)
+        else:
+            self.record_event(event)
+
     def expect_failure(self, turn: Turn) -> None:
         self.agent_failures.pop(id(turn), None)
 

@@ -9,7 +9,9 @@ ends with a ``turn.end`` line saying how the turn settled.
 
 Variant options (``Variant(options={...})``): ``max_connections`` (turn streams open at once to
 this server, default 100), ``connect_timeout`` (seconds, default 10), ``cancel_grace`` (seconds a
-cancelled turn gets to end its stream before it is cut off, default 5).
+cancelled turn gets to end its stream before it is cut off, default 5); for traced trials,
+``traces_port`` (where the server's spans are received, default 4318) and ``traces_wait`` (seconds
+a turn waits for them, default 10).
 """
 
 from __future__ import annotations
@@ -80,11 +82,15 @@ class HttpOptions:
     max_connections: int = 100
     connect_timeout: float = 10.0
     cancel_grace: float = 5.0
+    # Traced trials (docs/traces.md): where the server's spans are received, and how long a turn
+    # waits for them after its stream ended.
+    traces_port: int = 4318
+    traces_wait: float = 10.0
 
     @classmethod
     def from_variant(cls, options: Mapping[str, Any]) -> HttpOptions:
         """Raises ValueError naming the bad key."""
-        known = ("max_connections", "connect_timeout", "cancel_grace")
+        known = ("max_connections", "connect_timeout", "cancel_grace", "traces_port", "traces_wait")
         unknown = sorted(set(options) - set(known))
         if unknown:
             raise ValueError(
@@ -97,6 +103,11 @@ class HttpOptions:
                 continue
             value = options[key]
             number = isinstance(value, (int, float)) and not isinstance(value, bool)
+            if key == "traces_port":
+                if not (number and value == int(value) and 0 < value < 65536):
+                    raise ValueError(f"Variant options traces_port must be a port number, got {value!r}")
+                values[key] = int(value)
+                continue
             if key == "max_connections" and not (number and value == int(value) and value >= 1):
                 raise ValueError(
                     f"Variant options max_connections must be a positive integer, got {value!r}"
@@ -357,13 +368,33 @@ class HttpSession:
         self._grace = asyncio.get_running_loop().create_future()
         try:
             url = await self._open()
-            return await self._turn(url, json.dumps(to_jsonable(body), ensure_ascii=False), emit)
+            trace = self._trace()
+            if trace is None:
+                return await self._turn(url, json.dumps(to_jsonable(body), ensure_ascii=False), emit)
+            header, span_id = trace.traceparent()
+            outcome = await self._turn(url, json.dumps(to_jsonable(body), ensure_ascii=False), emit,
+                                       {"traceparent": header})
+            # Its spans leave the server in a batch after the turn: they are part of the turn.
+            if outcome.status != "cancelled" and not await trace.answered(span_id, self.options.traces_wait):
+                self.ctx.log(f"traces: no span of this turn arrived within {self.options.traces_wait:g}s "
+                             f"(is the agent server instrumented, exporting to 127.0.0.1:"
+                             f"{self.options.traces_port}, with a short OTEL_BSP_SCHEDULE_DELAY?)")
+            return outcome
         finally:
             self._active = False
             if self._grace is not None and not self._grace.done():
                 self._grace.cancel()
 
-    async def _turn(self, url: str, payload: str, emit: Emit) -> TurnOutcome:
+    def _trace(self) -> Any:
+        """The trial's trace receiver when it is traced (``Variant(traces="otlp")``), else None."""
+        if self.ctx.variant.traces != "otlp":
+            return None
+        from ..traces._receiver import CURRENT_TRACE
+
+        return CURRENT_TRACE.get()
+
+    async def _turn(self, url: str, payload: str, emit: Emit,
+                    extra_headers: dict[str, str] | None = None) -> TurnOutcome:
         import aiohttp
 
         base = self.harness.base_url
@@ -374,7 +405,7 @@ class HttpSession:
                 url + "/turns",
                 data=payload,
                 timeout=timeout,
-                headers={"Content-Type": "application/json", "Accept": NDJSON},
+                headers={"Content-Type": "application/json", "Accept": NDJSON, **(extra_headers or {})},
             )
         except aiohttp.ClientConnectorError as exc:
             raise HarnessStartError(_reach_failure(base, exc)) from None

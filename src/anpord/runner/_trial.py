@@ -22,7 +22,7 @@ from .._errors import exception_line
 from ..assertions import GateFailed, Recorder
 from ..authoring._config import Variant
 from ..drive import Skipped, T, TrialState
-from ..events import USAGE, Event
+from ..events import Event, usage_events
 from ..harnesses import Harness, HarnessContext, HarnessStartError
 from ..harnesses.command import PROCESS_EXITED
 from ..judges import JudgeEnv
@@ -33,6 +33,7 @@ from ._capture import CURRENT_LOG, flush_partial
 from ._deadlines import Deadlines
 from ._contain import CURRENT_EXITS, ExitLog, TaskExited, contains_exits
 from ._rewrite import CURRENT_RECORDER
+from ._services import ServiceContext, TrialServices, deliver
 from ._validate import SandboxHolder, ValidateError, run_declarative
 from ._verdict import decide_verdict
 
@@ -95,9 +96,7 @@ class _Exited(Exception):
 
 def _usage(events: list[Event]) -> dict[str, float | None]:
     total: dict[str, float | None] = {}
-    for e in events:
-        if e.type != USAGE:
-            continue
+    for e in usage_events(events):
         for key in ("input_tokens", "output_tokens"):
             v = e.data.get(key)
             if isinstance(v, (int, float)) and not isinstance(v, bool):
@@ -141,6 +140,8 @@ class _Trial:
         self.snapshot: Any = None
         self.deadline_at = 0.0  # loop time at which the deadline is due
         self.limit: str | None = None  # a limit of the sandbox the trial broke (its size cap)
+        self.services = TrialServices(job.spec.variant)  # its trace receiver, when traced
+        self._early: list[Event] = []  # what services recorded before the trial's state existed
 
     def log(self, message: str) -> None:
         size = len(message)
@@ -163,6 +164,7 @@ class _Trial:
         self.holder = holder = SandboxHolder(opener, None)
         if case.source is not None or (job.harness is not None and job.harness.needs_sandbox):
             instance = await holder.get()
+            await self._start_services(instance)
             if job.harness is not None:
                 # Before the snapshot: what the harness puts there is not the agent's change.
                 await job.harness.prepare_sandbox(self._harness_context(instance))
@@ -172,15 +174,26 @@ class _Trial:
                 # Before the agent runs, for files_changed(); in a thread: a large workspace
                 # takes seconds to read, and the other trials must not stall meanwhile.
                 self.snapshot = await asyncio.to_thread(snapshot, instance.workspace)
+        await self._start_services(holder.instance)
         ctx = self._harness_context(holder.instance) if job.harness is not None else None
         self.state = TrialState(
             harness=job.harness, harness_ctx=ctx, recorder=self.recorder,
             base_dir=case.file.folder, log=self.log, harness_error=job.harness_error,
         )
+        for event in self._early:
+            self.state.record_event(event)
         judge_env = JudgeEnv(spec.judge, cache_dir=None if spec.cache_dir is None else as_path(spec.cache_dir),
                              trial_index=spec.trial, seed=spec.seed, max_concurrency=self.env.max_concurrency)
         self.t = T(self.state, workspace=holder.instance.workspace if holder.instance else None,
                    row=case.row, seed=spec.seed, judge_env=judge_env)
+
+    async def _start_services(self, instance: SandboxInstance | None) -> None:
+        """Once, before the agent runs (see _services): with the sandbox when there is one."""
+        if self.services.services and not self.services.started:
+            await self.services.start(ServiceContext(
+                variant=self.spec.variant, label=self.label, sandbox=instance, log=self.log,
+                record=lambda event: deliver(self.state, event, self._early),
+            ))
 
     def _harness_context(self, instance: SandboxInstance | None) -> HarnessContext:
         spec = self.spec
@@ -200,7 +213,8 @@ class _Trial:
         try:
             if ev.declarative:
                 await run_declarative(t, case.id, ev.prompt, ev.validate, self.holder, self.snapshot,
-                                      user=ev.user, max_turns=ev.max_turns, judges=ev.judges)
+                                      user=ev.user, max_turns=ev.max_turns, judges=ev.judges,
+                                      before_checks=self.services.settle)
                 return
             assert ev.test is not None
             result = ev.test(t, case.row) if case.has_row else ev.test(t)
@@ -294,6 +308,7 @@ class _Trial:
     # -- 4. close ----------------------------------------------------------------------------
 
     async def close(self) -> None:
+        self.services.seal()  # the checks have run: what arrives from now on is not kept
         instance = self.holder.instance if self.holder is not None else None
         if instance is not None:
             # Asked first: a breach is what ended the agent's run, and closing the sessions
@@ -314,6 +329,7 @@ class _Trial:
                     finally:
                         self.env.sandbox_closed()
             finally:
+                await self.services.stop(self.log)
                 flush_partial(self.log)
 
     # -- 5. decide ---------------------------------------------------------------------------

@@ -141,13 +141,16 @@ def _interpret(case_id: str, name: str, result: Any) -> tuple[bool, str]:
 
 async def run_declarative(t: "T", case_id: str, prompt: Any, checks: Any, sandbox: SandboxHolder,
                           snapshot: Any, *, user: Any = None, max_turns: int | None = None,
-                          judges: Sequence[Any] = ()) -> None:
+                          judges: Sequence[Any] = (),
+                          before_checks: Callable[[], Awaitable[None]] | None = None) -> None:
     """Hold the conversation (the prompt, then a simulated user's replies when there is one),
     then grade it: each judge as a gate (its call starts first and runs alongside the rest),
     each validate function / verifier as a gate."""
     from ..users import converse
 
     await converse(t, prompt, user, max_turns)
+    if before_checks is not None:
+        await before_checks()  # what the trial's services have on its way (spans) arrives first
     for spec in judges:
         t.judge.declared(spec)
     context = ValidateContext(t, sandbox, snapshot)

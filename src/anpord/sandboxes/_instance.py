@@ -199,6 +199,20 @@ class BaseInstance:
             **kwargs,  # type: ignore[arg-type]
         )
 
+    # -- loopback services (a trial's trace receiver, ...; see _bridge) -----------------------
+
+    # Whether programs here cannot reach the host's loopback, so that a service must also listen
+    # on a unix socket and be bridged in (``bridge_loopback``).
+    loopback_bridged = False
+
+    def extend_environment(self, env: Mapping[str, str]) -> None:
+        """Variables every program started from now on gets (a trial service's address)."""
+        self._base_env.update(env)
+
+    def bridge_loopback(self, port: int, socket_path: Path) -> None:
+        """Make ``127.0.0.1:port`` reach ``socket_path`` inside; nothing to do where the host's
+        loopback is shared."""
+
     # -- the SandboxInstance protocol -------------------------------------------------------
 
     def environment(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:

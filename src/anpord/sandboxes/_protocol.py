@@ -75,6 +75,19 @@ class SandboxInstance(Protocol):
         """The environment a process inside the sandbox gets (already scrubbed), plus ``extra``."""
         ...
 
+    # Whether its programs cannot reach the host's loopback (a closed network): a trial service
+    # then also listens on a unix socket in the trial's folder and is bridged in.
+    loopback_bridged: bool
+
+    def extend_environment(self, env: Mapping[str, str]) -> None:
+        """Variables every program started from now on gets (a trial service's address)."""
+        ...
+
+    def bridge_loopback(self, port: int, socket_path: Path) -> None:
+        """Make ``127.0.0.1:port`` inside reach the unix socket ``socket_path`` (a no-op where
+        the host's loopback is shared)."""
+        ...
+
     async def spawn(
         self,
         argv: Sequence[str],

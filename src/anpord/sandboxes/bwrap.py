@@ -303,6 +303,24 @@ class BwrapInstance(BaseInstance):
             "/",
         ]
         self._args = args
+        self._bridges: dict[int, Path] = {}
+        self._bridge: list[str] = []  # what runs before each command's argv (see _bridge)
+
+    @property
+    def loopback_bridged(self) -> bool:  # type: ignore[override]
+        return not self.spec.variant.network
+
+    def bridge_loopback(self, port: int, socket_path: Path) -> None:
+        if not self.loopback_bridged:
+            return
+        from ._bridge import bridge_argv, interpreter
+
+        python, folder = interpreter()
+        if folder is not None and not self._bridges:  # bound before / becomes read-only
+            at = self._args.index("--remount-ro")
+            self._args[at:at] = ["--dir", str(Path(folder).parent), "--ro-bind", folder, folder]
+        self._bridges[port] = socket_path
+        self._bridge = bridge_argv(self._bridges, python)
 
     def _tmpdir(self) -> str:
         return "/tmp"
@@ -346,6 +364,7 @@ class BwrapInstance(BaseInstance):
                 str(cwd),
                 "--",
                 *self.privileges.prefix,
+                *self._bridge,
                 *argv,
             ]
             proc = await super()._start(wrapped, env, cwd, pass_fds=(write_fd,), **kwargs)

@@ -175,12 +175,15 @@ class _Routes:
         session = self._session(request)
         turn_request = _turn_request(await _json_body(request))
         queue: asyncio.Queue[Event | None] = asyncio.Queue()
+        joined = _join_trace(request.headers.get("traceparent"))
         try:
-            turn = session.start_turn(turn_request, queue.put_nowait)
+            turn = session.start_turn(turn_request, queue.put_nowait)  # the agent's task takes the trace
         except SessionBusy:
             return _error(
                 409, "turn_running", "a turn is running in this session: cancel it or wait for it"
             )
+        finally:
+            _leave_trace(joined)
         turn.add_done_callback(lambda _: queue.put_nowait(None))
         response = web.StreamResponse(headers={"Content-Type": NDJSON, "Cache-Control": "no-store"})
         try:
@@ -223,6 +226,25 @@ class _Routes:
         if not await asyncio.shield(self.table.close(sid)):
             raise _Refused(404, "not_found", f"no session {sid!r}")
         return web.Response(status=204)
+
+
+def _join_trace(traceparent: str | None) -> Any:
+    """A traced eval's W3C ``traceparent`` (docs/traces.md): the agent's spans continue its trace,
+    when this process has OpenTelemetry. Returns what ``_leave_trace`` undoes."""
+    if not traceparent:
+        return None
+    try:
+        from opentelemetry import context, propagate
+    except ImportError:
+        return None
+    return context.attach(propagate.extract({"traceparent": traceparent}))
+
+
+def _leave_trace(token: Any) -> None:
+    if token is not None:
+        from opentelemetry import context
+
+        context.detach(token)
 
 
 @web.middleware

@@ -13,6 +13,7 @@ from typing import Any
 from ._chart import chart
 from ._conversation import TIMELINE_PAGE, conversation, timeline
 from ._data import CellDelta, CellRow, RunView, ViewData
+from ._trace import trace_rows
 from ._values import shown
 
 __all__ = ["FILTERS", "GridQuery", "cell_page", "grid_page", "runs_page", "trial_page"]
@@ -165,6 +166,7 @@ def trial_page(data: ViewData, run_id: str, case_id: str, variant: str, index: i
         "items": items,
         "more_items": more_items,
         "timeline": timeline(trial, events_from),
+        "trace": trace_rows(trial),
         "events_from": events_from,
         "events_page": TIMELINE_PAGE,
         "assertions": [

@@ -124,7 +124,7 @@ config = define_eval_config(variants=[
     reasons = {(r["case_id"], r["variant"]): r["reason"] for r in run.results()}
     assert reasons[("one", "typo")] == (
         "Variant options 'max_conections' are not read by the http harness "
-        "(it reads max_connections, connect_timeout, cancel_grace)"
+        "(it reads max_connections, connect_timeout, cancel_grace, traces_port, traces_wait)"
     )
     assert reasons[("one", "zero")] == "Variant options max_connections must be a positive integer, got 0"
     assert {r["verdict"] for r in run.results()} == {"void"}

@@ -1,0 +1,260 @@
+"""Traced trials (``Variant(traces="otlp")``): what the per-trial receiver costs.
+
+    python bench/traces.py [--trials 1000] [--spans 20] [--concurrency 100] [--setups 2000]
+                           [--only setup|python|command]
+
+Figures (printed, not asserted):
+
+1. **Receiver set-up per trial**: ``TraceService`` start + env + stop, on loopback TCP, timed
+   ``--setups`` times in one event loop (mean, p50, p99); and the unix socket a sandbox with its
+   network closed adds (bind + serve + close). Target: ≤ 3 ms.
+2. **Python agents**: ``--trials`` trials at ``--concurrency``, each agent making ``--spans`` spans
+   with the OpenTelemetry API in-process (an agent span holding model and tool calls), run by the
+   runner API with artifacts on; traced vs the same run without ``traces=``. Target: ≤ 1.3×.
+3. **Command agents**: the same count of trials of a command agent (``python3 -I -S``, standard
+   library only) that POSTs one OTLP/protobuf export of ``--spans`` spans to its trial's receiver
+   when it has one; traced vs untraced, local sandbox. Target: ≤ 1.3×.
+
+Each run is a fresh child process, so one scenario's imports and caches never help another.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+TARGET_SETUP_MS = 3.0
+TARGET_RATIO = 1.3
+
+PY_AGENT = '''
+import json, os
+from opentelemetry import trace
+
+if os.environ.get("BENCH_SDK"):  # the agent sets up the SDK itself, as an instrumented agent does
+    from opentelemetry.sdk.trace import TracerProvider
+    trace.set_tracer_provider(TracerProvider())
+
+tracer = trace.get_tracer("bench")
+SPANS = {spans}
+
+
+async def agent(turn):
+    with tracer.start_as_current_span("invoke_agent bench", attributes={{"gen_ai.operation.name": "invoke_agent"}}):
+        for i in range(SPANS - 1):
+            if i % 3 == 0:
+                attrs = {{"gen_ai.operation.name": "chat", "gen_ai.request.model": "m",
+                          "gen_ai.usage.input_tokens": 10, "gen_ai.usage.output_tokens": 2}}
+                name = "chat m"
+            elif i % 3 == 1:
+                attrs = {{"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "lookup",
+                          "gen_ai.tool.call.arguments": json.dumps({{"i": i}})}}
+                name = "execute_tool lookup"
+            else:
+                attrs = {{"step": i}}
+                name = "step"
+            with tracer.start_as_current_span(name, attributes=attrs):
+                pass
+    return turn.input
+'''
+
+CMD_AGENT = '''
+import http.client, os, sys, urllib.parse
+url = os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+if url:
+    parts = urllib.parse.urlsplit(url)
+    with open(sys.argv[1], "rb") as f:
+        body = f.read()
+    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30)
+    conn.request("POST", parts.path, body, {"Content-Type": "application/x-protobuf"})
+    assert conn.getresponse().status == 200
+print(os.environ.get("ANPORD_PROMPT", ""))
+'''
+
+EVAL = '''
+from anpord import define_eval
+from anpord.expect import includes
+
+
+@define_eval(each=list(range({n})), id=lambda row: f"t{{row}}")
+async def test(t, row):
+    await t.send(f"hello {{row}}")
+    t.check(t.reply, includes("hello"))
+'''
+
+CONFIG = '''
+from anpord import Variant, define_eval_config
+config = define_eval_config(max_concurrency={conc}, timeout=300, variants=[
+    Variant(name="bench", harness={harness!r}{traces})])
+'''
+
+
+def _export_body(spans: int) -> bytes:
+    """One OTLP/protobuf export of ``spans`` spans (no trial attribute: a trial's receiver takes
+    spans that name no trial)."""
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+    from opentelemetry.proto.common.v1.common_pb2 import KeyValue
+
+    req = ExportTraceServiceRequest()
+    ss = req.resource_spans.add().scope_spans.add()
+    root = os.urandom(8)
+    trace_id = os.urandom(16)
+    for i in range(spans):
+        s = ss.spans.add()
+        s.trace_id, s.span_id = trace_id, root if i == 0 else os.urandom(8)
+        if i:
+            s.parent_span_id = root
+        s.name = "invoke_agent" if i == 0 else ("execute_tool lookup" if i % 2 else "chat m")
+        s.start_time_unix_nano, s.end_time_unix_nano = 1_700_000_000_000_000_000, 1_700_000_000_100_000_000
+        op = "invoke_agent" if i == 0 else ("execute_tool" if i % 2 else "chat")
+        s.attributes.append(KeyValue(key="gen_ai.operation.name"))
+        s.attributes[-1].value.string_value = op
+        if op == "execute_tool":
+            s.attributes.append(KeyValue(key="gen_ai.tool.call.arguments"))
+            s.attributes[-1].value.string_value = json.dumps({"i": i})
+    return req.SerializeToString()
+
+
+def _project(kind: str, traced: bool, n: int, spans: int, conc: int) -> Path:
+    folder = Path(tempfile.mkdtemp(prefix=f"anpord-bench-traces-{kind}-"))
+    (folder / "evals").mkdir()
+    if kind == "python":
+        (folder / "bench_agents").mkdir()
+        (folder / "bench_agents" / "__init__.py").write_text("")
+        (folder / "bench_agents" / "agent.py").write_text(PY_AGENT.format(spans=spans))
+        harness = "python:bench_agents.agent:agent"
+    else:
+        (folder / "agent.py").write_text(CMD_AGENT)
+        (folder / "export.bin").write_bytes(_export_body(spans))
+        harness = f"command:{shutil.which('python3') or sys.executable} -I -S {folder / 'agent.py'} {folder / 'export.bin'}"
+    traces = ", traces='otlp'" if traced else ""
+    (folder / "evals" / "evals.config.py").write_text(CONFIG.format(conc=conc, harness=harness, traces=traces))
+    (folder / "evals" / "bench.eval.py").write_text(EVAL.format(n=n))
+    return folder
+
+
+def _child_run(kind: str, traced: bool, n: int, spans: int, conc: int) -> dict[str, Any]:
+    folder = _project(kind, traced, n, spans, conc)
+    os.chdir(folder)
+    try:
+        from anpord.runner import RunOptions, build_plan, execute, find_project, load_cases, select_files
+
+        project = find_project([])
+        opts = RunOptions(history=False)
+        plan = build_plan(project, load_cases(select_files(project, [])), opts)
+        import resource
+
+        before = resource.getrusage(resource.RUSAGE_SELF)
+        t0 = time.perf_counter()
+        summary = execute(plan, opts, reporters=[]).summary
+        wall = time.perf_counter() - t0
+        after = resource.getrusage(resource.RUSAGE_SELF)
+        runner_cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        events = 0
+        for path in Path(summary.run_dir).rglob("*.ndjson"):
+            with open(path, "rb") as f:
+                events += sum(b'"source":"trace"' in line for line in f)
+        return {"wall_s": wall, "totals": summary.totals, "traced_events": events, "runner_cpu_s": runner_cpu}
+    finally:
+        os.chdir("/")
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _child_setup(setups: int) -> dict[str, Any]:
+    from anpord.authoring import Variant
+    from anpord.runner._services import ServiceContext
+    from anpord.sandboxes._bridge import bind_unix
+    from anpord.traces import TraceService
+
+    async def main() -> dict[str, Any]:
+        variant = Variant(traces="otlp")
+        times, unix = [], []
+        folder = Path(tempfile.mkdtemp(prefix="anpord-bench-sock-"))
+        for i in range(setups):
+            t0 = time.perf_counter()
+            service = TraceService()
+            await service.start(ServiceContext(variant, "bench", None, lambda _m: None, lambda _e: None))
+            service.env()
+            await service.stop()
+            times.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            path = folder / f"s{i}.sock"
+            server = await asyncio.start_unix_server(lambda r, w: None, sock=bind_unix(path))
+            server.close()
+            path.unlink()
+            unix.append(time.perf_counter() - t0)
+        shutil.rmtree(folder, ignore_errors=True)
+        times.sort()
+        unix.sort()
+        return {"mean_ms": 1000 * statistics.fmean(times), "p50_ms": 1000 * times[len(times) // 2],
+                "p99_ms": 1000 * times[int(len(times) * 0.99)], "unix_mean_ms": 1000 * statistics.fmean(unix)}
+
+    return asyncio.run(main())
+
+
+def _spawn(*args: str, sdk: bool = False) -> dict[str, Any]:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(SRC), os.environ.get("PYTHONPATH")])))
+    if sdk:
+        env["BENCH_SDK"] = "1"
+    out = subprocess.run([sys.executable, __file__, "--child", *args], env=env, capture_output=True, text=True)
+    if out.returncode != 0:
+        raise SystemExit(f"bench child {args} failed:\n{out.stderr[-3000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--trials", type=int, default=1000)
+    ap.add_argument("--spans", type=int, default=20)
+    ap.add_argument("--concurrency", type=int, default=100)
+    ap.add_argument("--setups", type=int, default=2000)
+    ap.add_argument("--only", choices=["setup", "python", "command"])
+    ap.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        kind, *rest = args.child
+        if kind == "setup":
+            print(json.dumps(_child_setup(int(rest[0]))))
+        else:
+            print(json.dumps(_child_run(kind, rest[0] == "traced", *map(int, rest[1:]))))
+        return
+    print(f"traces bench: {args.trials} trials x {args.spans} spans at C={args.concurrency}; "
+          f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}")
+    if args.only in (None, "setup"):
+        s = _spawn("setup", str(args.setups))
+        ok = "ok" if s["p50_ms"] <= TARGET_SETUP_MS else "OVER TARGET"
+        print(f"receiver set-up + stop per trial: mean {s['mean_ms']:.3f} ms, p50 {s['p50_ms']:.3f} ms, "
+              f"p99 {s['p99_ms']:.3f} ms (target <= {TARGET_SETUP_MS} ms: {ok}); "
+              f"unix socket for a closed network adds {s['unix_mean_ms']:.3f} ms")
+    for kind in ("python", "command"):
+        if args.only not in (None, kind):
+            continue
+        common = [str(args.trials), str(args.spans), str(args.concurrency)]
+        plain = _spawn(kind, "plain", *common, sdk=True)
+        traced = _spawn(kind, "traced", *common, sdk=True)
+        ratio = traced["wall_s"] / plain["wall_s"]
+        ok = "ok" if ratio <= TARGET_RATIO else "OVER TARGET"
+        passed = f"{plain['totals']['passed']}/{traced['totals']['passed']} passed"
+        print(f"{kind} agents: untraced {plain['wall_s']:.2f} s, traced {traced['wall_s']:.2f} s ({passed}, "
+              f"{traced['traced_events']} trace events recorded): {ratio:.2f}x (target <= {TARGET_RATIO}x: {ok})")
+        print(f"  runner process CPU: untraced {plain['runner_cpu_s']:.2f} s, traced {traced['runner_cpu_s']:.2f} s "
+              f"({1000 * (traced['runner_cpu_s'] - plain['runner_cpu_s']) / args.trials:.2f} ms more per trial)")
+        if kind == "python":
+            # For scale: the same agent when nothing set up the SDK (the API's spans cost nothing).
+            bare = _spawn(kind, "plain", *common)
+            print(f"  (untraced without the SDK set up at all: {bare['wall_s']:.2f} s; traced is "
+                  f"{traced['wall_s'] / bare['wall_s']:.2f}x that: the SDK's own spans are most of it)")
+
+
+if __name__ == "__main__":
+    main()

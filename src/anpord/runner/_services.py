@@ -1,0 +1,101 @@
+"""Per-trial services: programs of anpord's own that a trial's agent talks to over loopback (its
+trace receiver; the same seam suits HTTP mocks and a model proxy).
+
+A ``TrialService`` is started once the trial's sandbox is open and before the agent runs; what its
+``env()`` returns is added to the environment of every program the sandbox starts; its
+``settle()`` runs before the trial's checks (what is on its way has arrived); ``seal()`` once they
+have run (what arrives later is not part of the trial); ``stop()`` once the trial's programs are
+gone, whatever happened. A sandbox that closes the network bridges the service in
+(``SandboxInstance.loopback_bridged``, ``bridge_loopback``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+from .._errors import exception_line
+from ..events import Event
+
+if TYPE_CHECKING:
+    from ..authoring._config import Variant
+    from ..drive import TrialState
+    from ..sandboxes._protocol import SandboxInstance
+
+__all__ = ["ServiceContext", "TrialService", "TrialServices", "deliver"]
+
+
+@dataclass
+class ServiceContext:
+    variant: Variant
+    label: str  # `case variant #n`
+    sandbox: SandboxInstance | None
+    log: Callable[[str], None]
+    record: Callable[[Event], None]  # adds an event to the trial's record (see ``deliver``)
+
+
+class TrialService(Protocol):
+    name: str
+
+    async def start(self, ctx: ServiceContext) -> None: ...
+
+    def env(self) -> dict[str, str]: ...
+
+    async def settle(self) -> None: ...
+
+    def seal(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
+
+def deliver(state: TrialState | None, event: Event, early: list[Event]) -> None:
+    """A service's event, into the trial (``TrialState.record_arrival``); before the trial's state
+    exists, kept in ``early``."""
+    if state is None:
+        early.append(event)
+    else:
+        state.record_arrival(event)
+
+
+def _wanted(variant: Variant) -> list[TrialService]:
+    services: list[TrialService] = []
+    if getattr(variant, "traces", None) == "otlp":
+        from ..traces import TraceService
+
+        services.append(TraceService())
+    return services
+
+
+class TrialServices:
+    """The services one trial runs, started and stopped together."""
+
+    def __init__(self, variant: Variant):
+        self.services = _wanted(variant)
+        self._started: list[TrialService] = []
+        self.started = False
+
+
+    async def start(self, ctx: ServiceContext) -> None:
+        self.started = True
+        for service in self.services:
+            await service.start(ctx)
+            self._started.append(service)
+            if ctx.sandbox is not None:
+                ctx.sandbox.extend_environment(service.env())  # type: ignore[attr-defined]
+
+    async def settle(self) -> None:
+        for service in self._started:
+            await service.settle()
+
+    def seal(self) -> None:
+        for service in self._started:
+            service.seal()
+
+    async def stop(self, log: Callable[[str], None]) -> None:
+        started, self._started = self._started, []
+        for service in reversed(started):
+            try:
+                await service.stop()
+            except Exception as exc:  # noqa: BLE001 - a service fault never hides the verdict
+                log(f"{service.name}: stopping failed: {exception_line(exc)}")

@@ -1,0 +1,266 @@
+"""OTLP/HTTP export requests → spans: protobuf (``application/x-protobuf``, decoded with
+``opentelemetry-proto``, imported on the first protobuf request) and JSON (``application/json``,
+OTLP's JSON mapping: hex ids, camelCase keys, ``AnyValue`` objects, 64-bit numbers as strings).
+
+Anything that is not a well-formed request raises ``TraceInputError`` with a one-line reason.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from ._spans import MAX_DEPTH, Span, TraceInputError, clip_string, limit_attributes
+
+__all__ = ["decode_protobuf", "decode_json", "encode_response"]
+
+_STATUS = {0: "unset", 1: "ok", 2: "error"}
+_JSON_STATUS = {"STATUS_CODE_UNSET": 0, "STATUS_CODE_OK": 1, "STATUS_CODE_ERROR": 2}
+_JSON_KINDS = {
+    "SPAN_KIND_UNSPECIFIED": 0, "SPAN_KIND_INTERNAL": 1, "SPAN_KIND_SERVER": 2,
+    "SPAN_KIND_CLIENT": 3, "SPAN_KIND_PRODUCER": 4, "SPAN_KIND_CONSUMER": 5,
+}
+
+
+# -- protobuf ------------------------------------------------------------------------------
+
+
+def _pb_value(value: Any, depth: int) -> Any:
+    if depth > MAX_DEPTH:
+        raise TraceInputError(f"an attribute value nests deeper than {MAX_DEPTH} levels")
+    which = value.WhichOneof("value")
+    if which == "string_value":
+        return clip_string(value.string_value)
+    if which == "bool_value":
+        return value.bool_value
+    if which == "int_value":
+        return value.int_value
+    if which == "double_value":
+        return value.double_value
+    if which == "bytes_value":
+        return value.bytes_value.hex()
+    if which == "array_value":
+        return [_pb_value(v, depth + 1) for v in value.array_value.values]
+    if which == "kvlist_value":
+        return {kv.key: _pb_value(kv.value, depth + 1) for kv in value.kvlist_value.values}
+    return None
+
+
+def _pb_attributes(kvs: Any) -> dict[str, Any]:
+    return limit_attributes({kv.key: _pb_value(kv.value, 1) for kv in kvs})
+
+
+def decode_protobuf(body: bytes) -> list[tuple[dict[str, Any], list[Span]]]:
+    """Per resource: its attributes and its spans."""
+    try:
+        from google.protobuf.message import DecodeError
+        from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+    except ImportError:  # pragma: no cover - a dependency of anpord
+        raise TraceInputError(
+            "this anpord cannot read OTLP protobuf: install opentelemetry-proto, or export with "
+            "OTEL_EXPORTER_OTLP_PROTOCOL=http/json"
+        ) from None
+    request = ExportTraceServiceRequest()
+    try:
+        request.ParseFromString(body)
+    except (DecodeError, RecursionError, ValueError) as exc:
+        raise TraceInputError(f"not an OTLP protobuf trace export: {exc or type(exc).__name__}") from None
+    out = []
+    for rs in request.resource_spans:
+        resource = _pb_attributes(rs.resource.attributes)
+        spans = []
+        for ss in rs.scope_spans:
+            scope = ss.scope.name
+            for s in ss.spans:
+                if len(s.trace_id) != 16 or len(s.span_id) != 8:
+                    raise TraceInputError("a span without a 16-byte trace id and an 8-byte span id")
+                spans.append(Span(
+                    trace_id=s.trace_id.hex(), span_id=s.span_id.hex(),
+                    parent_span_id=s.parent_span_id.hex() if s.parent_span_id else None,
+                    name=s.name, kind=int(s.kind),
+                    start=s.start_time_unix_nano / 1e9, end=s.end_time_unix_nano / 1e9,
+                    status=_STATUS.get(int(s.status.code), "unset"), status_message=s.status.message,
+                    attributes=_pb_attributes(s.attributes), resource=resource,
+                    events=[(e.name, _pb_attributes(e.attributes)) for e in s.events
+                            if e.name == "exception"],
+                    scope=scope,
+                ))
+        out.append((resource, spans))
+    return out
+
+
+# -- JSON ----------------------------------------------------------------------------------
+
+
+def _field(obj: Mapping[str, Any], camel: str, snake: str, default: Any = None) -> Any:
+    # OTLP/JSON says lowerCamelCase; receivers must also accept the proto field names.
+    value = obj.get(camel, obj.get(snake, default))
+    return default if value is None else value
+
+
+def _json_id(raw: Any, size: int, what: str, *, optional: bool = False) -> str | None:
+    if raw in (None, "") and optional:
+        return None
+    if not isinstance(raw, str):
+        raise TraceInputError(f"a span's {what} is not a string")
+    text = raw.lower()
+    if len(text) == size * 2:
+        try:
+            bytes.fromhex(text)
+            return text
+        except ValueError:
+            pass
+    # Some exporters wrote ids as proto3 JSON does (base64) before the OTLP spec settled on hex.
+    try:
+        decoded = base64.b64decode(raw, validate=True)
+    except (binascii.Error, ValueError):
+        decoded = b""
+    if len(decoded) == size:
+        return decoded.hex()
+    raise TraceInputError(f"a span's {what} {raw[:40]!r} is not {size * 2} hex digits")
+
+
+def _json_int(raw: Any, what: str) -> int:
+    if isinstance(raw, bool):
+        raise TraceInputError(f"{what} is not a number")
+    if isinstance(raw, int):
+        return raw
+    if isinstance(raw, str) and raw.strip().lstrip("-").isdigit():
+        return int(raw)
+    if isinstance(raw, float) and raw.is_integer():
+        return int(raw)
+    raise TraceInputError(f"{what} {str(raw)[:40]!r} is not an integer")
+
+
+def _json_value(value: Any, depth: int) -> Any:
+    if depth > MAX_DEPTH:
+        raise TraceInputError(f"an attribute value nests deeper than {MAX_DEPTH} levels")
+    if not isinstance(value, Mapping):
+        raise TraceInputError("an attribute value is not an AnyValue object")
+    if "stringValue" in value or "string_value" in value:
+        v = _field(value, "stringValue", "string_value", "")
+        return clip_string(v if isinstance(v, str) else str(v))
+    if "boolValue" in value or "bool_value" in value:
+        return bool(_field(value, "boolValue", "bool_value"))
+    if "intValue" in value or "int_value" in value:
+        return _json_int(_field(value, "intValue", "int_value"), "an intValue")
+    if "doubleValue" in value or "double_value" in value:
+        v = _field(value, "doubleValue", "double_value")
+        try:
+            return float(v)
+        except (TypeError, ValueError):
+            raise TraceInputError(f"a doubleValue {str(v)[:40]!r} is not a number") from None
+    if "bytesValue" in value or "bytes_value" in value:
+        v = _field(value, "bytesValue", "bytes_value", "")
+        try:
+            return base64.b64decode(v).hex()
+        except (binascii.Error, ValueError, TypeError):
+            raise TraceInputError("a bytesValue is not base64") from None
+    if "arrayValue" in value or "array_value" in value:
+        arr = _field(value, "arrayValue", "array_value", {})
+        values = arr.get("values", []) if isinstance(arr, Mapping) else None
+        if not isinstance(values, list):
+            raise TraceInputError("an arrayValue without a values list")
+        return [_json_value(v, depth + 1) for v in values]
+    if "kvlistValue" in value or "kvlist_value" in value:
+        kv = _field(value, "kvlistValue", "kvlist_value", {})
+        return _json_attributes(kv.get("values", []) if isinstance(kv, Mapping) else None, depth + 1)
+    return None  # an empty AnyValue
+
+
+def _json_attributes(kvs: Any, depth: int = 1) -> dict[str, Any]:
+    if kvs is None:
+        return {}
+    if not isinstance(kvs, list):
+        raise TraceInputError("attributes are not a list of key/value objects")
+    out: dict[str, Any] = {}
+    for kv in kvs:
+        if not isinstance(kv, Mapping) or not isinstance(kv.get("key"), str):
+            raise TraceInputError("an attribute without a string key")
+        out[kv["key"]] = _json_value(kv.get("value") or {}, depth)
+    return limit_attributes(out)
+
+
+def _json_list(obj: Mapping[str, Any], camel: str, snake: str) -> list[Any]:
+    value = _field(obj, camel, snake, [])
+    if not isinstance(value, list):
+        raise TraceInputError(f"{camel} is not a list")
+    return value
+
+
+def _json_enum(raw: Any, names: Mapping[str, int], what: str) -> int:
+    if isinstance(raw, str) and raw in names:
+        return names[raw]
+    return _json_int(raw, what)
+
+
+def decode_json(body: bytes) -> list[tuple[dict[str, Any], list[Span]]]:
+    try:
+        doc = json.loads(body)
+    except RecursionError:
+        raise TraceInputError("the JSON nests deeper than this receiver reads") from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise TraceInputError(f"not JSON: {exc}") from None
+    if not isinstance(doc, Mapping):
+        raise TraceInputError("an OTLP/JSON trace export is an object with resourceSpans")
+    out = []
+    for rs in _json_list(doc, "resourceSpans", "resource_spans"):
+        if not isinstance(rs, Mapping):
+            raise TraceInputError("a resourceSpans entry is not an object")
+        res = rs.get("resource") or {}
+        resource = _json_attributes(res.get("attributes") if isinstance(res, Mapping) else None)
+        spans = []
+        for ss in _json_list(rs, "scopeSpans", "scope_spans"):
+            if not isinstance(ss, Mapping):
+                raise TraceInputError("a scopeSpans entry is not an object")
+            scope = ss.get("scope") or {}
+            scope_name = str(scope.get("name", "")) if isinstance(scope, Mapping) else ""
+            for s in _json_list(ss, "spans", "spans"):
+                if not isinstance(s, Mapping):
+                    raise TraceInputError("a span is not an object")
+                status = s.get("status") or {}
+                if not isinstance(status, Mapping):
+                    raise TraceInputError("a span's status is not an object")
+                events = []
+                for e in _json_list(s, "events", "events"):
+                    if isinstance(e, Mapping) and e.get("name") == "exception":
+                        events.append(("exception", _json_attributes(e.get("attributes"))))
+                code = _json_enum(status.get("code", 0), _JSON_STATUS, "a status code")
+                spans.append(Span(
+                    trace_id=_json_id(_field(s, "traceId", "trace_id"), 16, "traceId") or "",
+                    span_id=_json_id(_field(s, "spanId", "span_id"), 8, "spanId") or "",
+                    parent_span_id=_json_id(_field(s, "parentSpanId", "parent_span_id"), 8,
+                                            "parentSpanId", optional=True),
+                    name=str(s.get("name", "")),
+                    kind=_json_enum(s.get("kind", 0), _JSON_KINDS, "a span kind"),
+                    start=_json_int(_field(s, "startTimeUnixNano", "start_time_unix_nano", 0),
+                                    "startTimeUnixNano") / 1e9,
+                    end=_json_int(_field(s, "endTimeUnixNano", "end_time_unix_nano", 0),
+                                  "endTimeUnixNano") / 1e9,
+                    status=_STATUS.get(code, "unset"), status_message=str(status.get("message", "")),
+                    attributes=_json_attributes(s.get("attributes")), resource=resource,
+                    events=events, scope=scope_name,
+                ))
+        out.append((resource, spans))
+    return out
+
+
+# -- the response --------------------------------------------------------------------------
+
+
+def encode_response(protobuf: bool, rejected: int = 0, message: str = "") -> bytes:
+    """An ``ExportTraceServiceResponse``: empty, or a partial success naming what was refused."""
+    if protobuf:
+        from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+
+        response = ExportTraceServiceResponse()
+        if rejected:
+            response.partial_success.rejected_spans = rejected
+            response.partial_success.error_message = message
+        return response.SerializeToString()
+    if not rejected:
+        return b"{}"
+    return json.dumps({"partialSuccess": {"rejectedSpans": str(rejected), "errorMessage": message}}).encode()

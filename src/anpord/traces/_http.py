@@ -1,0 +1,150 @@
+"""A minimal HTTP/1.1 server for OTLP/HTTP exports: ``POST /v1/traces`` only.
+
+Small on purpose: a trial starts one, so its set-up must cost well under a millisecond, and it
+must bound what an exporter can make it hold (headers, body, decompressed body).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import zlib
+from collections.abc import Awaitable, Callable
+
+__all__ = ["Request", "Reply", "serve_connection", "MAX_BODY", "TRACES_PATH"]
+
+TRACES_PATH = "/v1/traces"
+MAX_HEADERS = 64 * 1024
+# One export request, after decompression. The SDKs send at most 512 spans per request; 16 MiB is
+# far past what that comes to with the attribute limits they apply.
+MAX_BODY = 16 << 20
+IDLE_TIMEOUT = 60.0
+
+
+class Request:
+    __slots__ = ("method", "path", "headers", "body")
+
+    def __init__(self, method: str, path: str, headers: dict[str, str], body: bytes):
+        self.method, self.path, self.headers, self.body = method, path, headers, body
+
+
+class Reply:
+    __slots__ = ("status", "content_type", "body")
+
+    def __init__(self, status: int, body: bytes = b"", content_type: str = "text/plain; charset=utf-8"):
+        self.status, self.body, self.content_type = status, body, content_type
+
+
+_REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed",
+            503: "Service Unavailable"}
+
+
+class _Refused(Exception):
+    """A request this server will not read to its end: answered, then the connection closes."""
+
+    def __init__(self, reply: Reply):
+        self.reply = reply
+
+
+def _bad(message: str) -> _Refused:
+    return _Refused(Reply(400, message.encode()))
+
+
+async def _read_chunked(reader: asyncio.StreamReader) -> bytes:
+    parts, size = [], 0
+    while True:
+        line = await reader.readuntil(b"\r\n")
+        try:
+            n = int(line.split(b";", 1)[0].strip(), 16)
+        except ValueError:
+            raise _bad("a malformed chunk size") from None
+        if n == 0:
+            while (await reader.readuntil(b"\r\n")) != b"\r\n":
+                pass  # trailers
+            return b"".join(parts)
+        size += n
+        if size > MAX_BODY:
+            raise _bad(f"the request body is over {MAX_BODY} bytes")
+        parts.append(await reader.readexactly(n))
+        await reader.readexactly(2)
+
+
+def _inflate(body: bytes, encoding: str) -> bytes:
+    if encoding in ("", "identity"):
+        return body
+    if encoding not in ("gzip", "deflate"):
+        raise _bad(f"unsupported Content-Encoding {encoding!r} (gzip, deflate or none)")
+    # Bounded: a small compressed body may expand to gigabytes.
+    inflater = zlib.decompressobj(zlib.MAX_WBITS | 32)  # gzip or zlib header, told apart
+    try:
+        out = inflater.decompress(body, MAX_BODY + 1)
+    except zlib.error as exc:
+        raise _bad(f"the {encoding} body does not decompress: {exc}") from None
+    if len(out) > MAX_BODY or inflater.unconsumed_tail:
+        raise _bad(f"the request body is over {MAX_BODY} bytes once decompressed")
+    return out
+
+
+async def _read_request(reader: asyncio.StreamReader) -> Request | None:
+    try:
+        head = await reader.readuntil(b"\r\n\r\n")
+    except asyncio.IncompleteReadError:
+        return None  # the peer closed between requests
+    except asyncio.LimitOverrunError:
+        raise _bad(f"request headers over {MAX_HEADERS} bytes") from None
+    lines = head.decode("latin-1").split("\r\n")
+    parts = lines[0].split(" ")
+    if len(parts) != 3 or not parts[2].startswith("HTTP/1."):
+        raise _bad("not an HTTP/1.1 request")
+    headers: dict[str, str] = {}
+    for line in lines[1:]:
+        if line:
+            name, _, value = line.partition(":")
+            headers[name.strip().lower()] = value.strip()
+    if headers.get("transfer-encoding", "").lower() == "chunked":
+        body = await _read_chunked(reader)
+    else:
+        try:
+            length = int(headers.get("content-length", "0"))
+        except ValueError:
+            raise _bad("a malformed Content-Length") from None
+        if length < 0 or length > MAX_BODY:
+            raise _bad(f"the request body is over {MAX_BODY} bytes")
+        body = await reader.readexactly(length) if length else b""
+    body = _inflate(body, headers.get("content-encoding", "").lower())
+    return Request(parts[0], parts[1].split("?", 1)[0], headers, body)
+
+
+def _encode(reply: Reply, close: bool) -> bytes:
+    head = (f"HTTP/1.1 {reply.status} {_REASONS.get(reply.status, 'Error')}\r\n"
+            f"Content-Type: {reply.content_type}\r\nContent-Length: {len(reply.body)}\r\n")
+    if close:
+        head += "Connection: close\r\n"
+    return head.encode() + b"\r\n" + reply.body
+
+
+async def serve_connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                           handle: Callable[[Request], Awaitable[Reply]],
+                           refused: Callable[[Reply], None]) -> None:
+    """Answer requests on one connection until the peer closes it (HTTP/1.1 keep-alive)."""
+    try:
+        while True:
+            try:
+                request = await asyncio.wait_for(_read_request(reader), IDLE_TIMEOUT)
+            except _Refused as exc:
+                refused(exc.reply)
+                writer.write(_encode(exc.reply, close=True))
+                await writer.drain()
+                return
+            if request is None:
+                return
+            reply = await handle(request)
+            close = request.headers.get("connection", "").lower() == "close"
+            writer.write(_encode(reply, close))
+            await writer.drain()
+            if close:
+                return
+    except (asyncio.IncompleteReadError, asyncio.TimeoutError, ConnectionError, asyncio.LimitOverrunError):
+        return
+    finally:
+        writer.close()
+

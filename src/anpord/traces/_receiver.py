@@ -1,0 +1,317 @@
+"""The trace service: one OTLP/HTTP receiver per trial (``Variant(traces="otlp")``).
+
+It listens on ``127.0.0.1`` (and, for a sandbox with its network closed, on a unix socket bridged
+in), points the agent at itself through the standard ``OTEL_*`` variables, and turns each span
+that arrives into the trial's events as it arrives (``_map``). Python agents, which run in this
+process, reach it through ``_inprocess`` instead: their spans are routed here by context; HTTP
+agents, servers of their own, through ``_hub``: by the trial's trace id, sent in ``traceparent``.
+
+Faults: a request it cannot read gets a 400 saying why and a line in the trial's log, and the
+trial is judged on what did arrive; spans naming another trial (``anpord.trial.id``) are refused;
+spans arriving once the trial's checks have run are not kept, and the log says how many.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import secrets
+import threading
+from typing import TYPE_CHECKING, Any
+
+from ._decode import decode_json, decode_protobuf, encode_response
+from ._http import MAX_HEADERS, TRACES_PATH, Reply, Request, serve_connection
+from ._map import span_events
+from ._spans import TRIAL_ATTRIBUTE, Span, TraceInputError
+
+if TYPE_CHECKING:
+    from ..runner._services import ServiceContext
+
+__all__ = ["TraceService", "CURRENT_TRACE", "SCHEDULE_DELAY_MS"]
+
+# The running trial's receiver, for spans made in this process (see _inprocess).
+CURRENT_TRACE: contextvars.ContextVar[TraceService | None] = contextvars.ContextVar(
+    "anpord_trial_trace", default=None
+)
+# OTEL_BSP_SCHEDULE_DELAY given to agents: a batch leaves within this many ms of its first span,
+# so what a turn did has arrived soon after it settles (a program's exit flushes it anyway).
+SCHEDULE_DELAY_MS = 100
+# Refusals logged one by one per trial; past that they are counted.
+LOG_REFUSALS = 10
+INLINE_DECODE = 256 * 1024  # bytes of export decoded on the event loop; bigger ones in a thread
+SETTLE_TIMEOUT = 2.0  # seconds settle() waits for exports being read
+_PROTOBUF, _JSON = "application/x-protobuf", "application/json"
+OTHER_SIGNALS = ("/v1/metrics", "/v1/logs")
+
+
+class Receiver:
+    """An OTLP/HTTP trace endpoint: reads an export, answers it, hands its spans to ``_route``."""
+
+    def __init__(self) -> None:
+        self._writers: set[asyncio.StreamWriter] = set()
+        self._refusals = self._other_signals = self._busy = 0
+        self._idle: asyncio.Event | None = None
+
+    def _log(self, message: str) -> None:
+        raise NotImplementedError
+
+    def _route(self, batches: list[tuple[dict[str, Any], list[Span]]]) -> tuple[int, int, str]:
+        """Take what is this receiver's: (spans accepted, spans refused, why they were)."""
+        raise NotImplementedError
+
+    def _refuse(self, reply: Reply) -> Reply:
+        self._refusals += 1
+        if self._refusals <= LOG_REFUSALS:
+            self._log(f"traces: refused an export: {reply.body.decode('utf-8', 'replace')}")
+        return reply
+
+    async def _handle(self, request: Request) -> Reply:
+        if request.path in OTHER_SIGNALS and request.method == "POST":
+            # An SDK exporting every signal to OTEL_EXPORTER_OTLP_ENDPOINT: taken, not kept, so
+            # that it does not retry or print errors for the trial's log.
+            if not self._other_signals:
+                self._log(f"traces: {request.path} exports are taken but not kept (traces only)")
+            self._other_signals += 1
+            ctype = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+            return Reply(200, b"" if ctype == _PROTOBUF else b"{}", ctype or _JSON)
+        if request.path != TRACES_PATH:
+            return Reply(404, b"this receiver takes traces only, at " + TRACES_PATH.encode())
+        if request.method != "POST":
+            return Reply(405, b"POST an OTLP trace export")
+        ctype = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+        if ctype not in (_PROTOBUF, _JSON):
+            return self._refuse(Reply(400, f"Content-Type {ctype or 'none'!r} is not OTLP/HTTP "
+                                           f"({_PROTOBUF} or {_JSON})".encode()))
+        protobuf = ctype == _PROTOBUF
+        self._busy += 1
+        try:
+            decode = decode_protobuf if protobuf else decode_json
+            try:
+                if len(request.body) > INLINE_DECODE:
+                    # A big export takes tens of milliseconds to decode: not on the loop every
+                    # trial shares.
+                    batches = await asyncio.to_thread(decode, request.body)
+                else:
+                    batches = decode(request.body)
+            except TraceInputError as exc:
+                return self._refuse(Reply(400, str(exc).encode()))
+            accepted, foreign, why = self._route(batches)
+        finally:
+            self._busy -= 1
+            if not self._busy and self._idle is not None:
+                self._idle.set()
+        if foreign:
+            message = f"{foreign} span(s) {why}: refused"
+            if not accepted:
+                return self._refuse(Reply(400, message.encode()))
+            self._refusals += 1
+            if self._refusals <= LOG_REFUSALS:
+                self._log(f"traces: {message}")
+            return Reply(200, encode_response(protobuf, foreign, message), ctype)
+        return Reply(200, encode_response(protobuf), ctype)
+
+    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._writers.add(writer)
+        try:
+            await serve_connection(reader, writer, self._handle, self._refuse)
+        finally:
+            self._writers.discard(writer)
+
+    def _close_connections(self) -> None:
+        for writer in list(self._writers):
+            writer.close()  # a keep-alive connection would otherwise outlive the trial
+
+
+class TraceService(Receiver):
+    name = "traces"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.trial_id = secrets.token_hex(8)
+        # The trial's W3C trace id: agent servers anpord only talks to (HTTP agents) are sent it
+        # in ``traceparent``, and their spans come back in it (see _hub).
+        self.trace_id = secrets.token_hex(16)
+        self._hub: Any = None
+        self._parents: dict[str, asyncio.Event] = {}  # traceparent span ids sent, by whether answered
+        self.port = 0
+        self._ctx: ServiceContext | None = None
+        self._servers: list[asyncio.AbstractServer] = []
+        self._unix_path: Any = None
+        self._open = True  # spans are folded in until the trial's checks have run
+        self._seen: set[tuple[str, str]] = set()  # an exporter retrying resends a batch
+        self._late = 0
+        self._token: contextvars.Token[TraceService | None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread = 0  # the loop's thread: spans ended elsewhere are handed to it
+
+    # -- the TrialService protocol ------------------------------------------------------------
+
+    async def start(self, ctx: ServiceContext) -> None:
+        self._ctx = ctx
+        self._loop, self._thread = asyncio.get_running_loop(), threading.get_ident()
+        harness = ctx.variant.harness or ""
+        sandbox = ctx.sandbox
+        if sandbox is None and harness.startswith(("python:", "http://", "https://")):
+            # In-process and remote agents start no program of the trial's: nothing would read
+            # the endpoint, so there is none (their spans come by context, or by trace id).
+            self._token = CURRENT_TRACE.set(self)
+            await self._join(harness, ctx)
+            return
+        tcp = await asyncio.start_server(self._connection, "127.0.0.1", 0, limit=MAX_HEADERS)
+        self._servers.append(tcp)
+        self.port = tcp.sockets[0].getsockname()[1]
+        if sandbox is not None and sandbox.loopback_bridged:
+            from ..sandboxes._bridge import bind_unix
+
+            self._unix_path = sandbox.state_dir / f".otlp-{self.port}.sock"
+            sock = bind_unix(self._unix_path)
+            self._servers.append(await asyncio.start_unix_server(self._connection, sock=sock, limit=MAX_HEADERS))
+            sandbox.bridge_loopback(self.port, self._unix_path)
+        self._token = CURRENT_TRACE.set(self)
+        await self._join(harness, ctx)
+
+    async def _join(self, harness: str, ctx: ServiceContext) -> None:
+        """Where spans of agents that are not pointed at this receiver come from."""
+        if harness.startswith("python:"):
+            from ._inprocess import install
+
+            install(ctx.log)
+        elif harness.startswith(("http://", "https://")):
+            from ._hub import join
+
+            try:
+                self._hub = await join(self, ctx.variant.options)
+            except ValueError as exc:  # a bad traces_port: the harness refuses it too
+                ctx.log(f"traces: {exc}")
+
+    def env(self) -> dict[str, str]:
+        if not self.port:
+            return {}
+        endpoint = f"http://127.0.0.1:{self.port}"
+        mine = {
+            "OTEL_EXPORTER_OTLP_ENDPOINT": endpoint,
+            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": endpoint + TRACES_PATH,
+            "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf",
+            "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "http/protobuf",
+            "OTEL_TRACES_EXPORTER": "otlp",
+            "OTEL_BSP_SCHEDULE_DELAY": str(SCHEDULE_DELAY_MS),
+            "OTEL_RESOURCE_ATTRIBUTES": f"{TRIAL_ATTRIBUTE}={self.trial_id}",
+        }
+        declared = dict(self._ctx.variant.env) if self._ctx is not None else {}
+        # The variant may choose the protocol, the delay, more resource attributes; the
+        # endpoints and the trial's attribute are the receiver's.
+        for key in ("OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL",
+                    "OTEL_TRACES_EXPORTER", "OTEL_BSP_SCHEDULE_DELAY"):
+            if key in declared:
+                mine[key] = str(declared[key])
+        if "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL" not in declared:  # the signal's own would win
+            mine["OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"] = mine["OTEL_EXPORTER_OTLP_PROTOCOL"]
+        extra = str(declared.get("OTEL_RESOURCE_ATTRIBUTES", "")).strip(", ")
+        if extra:
+            mine["OTEL_RESOURCE_ATTRIBUTES"] = f"{extra},{mine['OTEL_RESOURCE_ATTRIBUTES']}"
+        return mine
+
+    async def settle(self) -> None:
+        """Wait (briefly) for exports being read right now: their spans belong to the checks."""
+        await asyncio.sleep(0)
+        if self._busy:
+            self._idle = self._idle or asyncio.Event()
+            try:
+                await asyncio.wait_for(self._idle.wait(), SETTLE_TIMEOUT)
+            except asyncio.TimeoutError:
+                pass
+
+    def seal(self) -> None:
+        self._open = False
+
+    async def stop(self) -> None:
+        self._open = False
+        for server in self._servers:
+            server.close()
+        self._close_connections()
+        self._servers.clear()
+        if self._hub is not None:
+            self._hub.leave(self)
+            self._hub = None
+        if self._unix_path is not None:
+            try:
+                self._unix_path.unlink()
+            except OSError:
+                pass
+        if self._token is not None:
+            try:
+                CURRENT_TRACE.reset(self._token)
+            except ValueError:  # stopped from another context: it ends with its task anyway
+                pass
+            self._token = None
+        if self._ctx is not None:
+            if self._late:
+                self._ctx.log(f"traces: {self._late} span(s) arrived after the trial's checks ran: not kept")
+            if self._refusals > LOG_REFUSALS:
+                self._ctx.log(f"traces: {self._refusals} export requests refused in all")
+
+    # -- spans ------------------------------------------------------------------------------
+
+    def take(self, spans: list[Span]) -> None:
+        """Fold spans of this trial into its events (or count them, once its checks have run)."""
+        ctx = self._ctx
+        if ctx is None:
+            return
+        if threading.get_ident() != self._thread and self._loop is not None:
+            # A sync agent's thread: the trial's events belong to its loop. Handed over in order,
+            # ahead of the agent's own return (which reaches the loop the same way, later).
+            try:
+                self._loop.call_soon_threadsafe(self.take, spans)
+            except RuntimeError:  # the loop is closed: the trial is long over
+                pass
+            return
+        for span in spans:
+            key = (span.trace_id, span.span_id)
+            if key in self._seen:
+                continue
+            self._seen.add(key)
+            if not self._open:
+                self._late += 1
+                continue
+            for event in span_events(span):
+                ctx.record(event)
+            answered = self._parents.get(span.parent_span_id or "")
+            if answered is not None:
+                answered.set()
+
+    # -- HTTP agents (W3C trace context) ---------------------------------------------------------
+
+    def traceparent(self) -> tuple[str, str]:
+        """A ``traceparent`` header for one request to an agent server, and its span id."""
+        span_id = secrets.token_hex(8)
+        self._parents[span_id] = asyncio.Event()
+        return f"00-{self.trace_id}-{span_id}-01", span_id
+
+    async def answered(self, span_id: str, timeout: float) -> bool:
+        """Wait until a span the server made for that request (its child) has arrived: the
+        server's exporter sends a request's spans together, children before their parent."""
+        event = self._parents.get(span_id)
+        if event is None:
+            return False
+        try:
+            await asyncio.wait_for(event.wait(), timeout)
+            return True
+        except asyncio.TimeoutError:
+            return False
+
+    # -- the receiver ---------------------------------------------------------------------------
+
+    def _log(self, message: str) -> None:
+        if self._ctx is not None:
+            self._ctx.log(message)
+
+    def _route(self, batches: list[tuple[dict[str, Any], list[Span]]]) -> tuple[int, int, str]:
+        accepted, foreign = 0, 0
+        for resource, spans in batches:
+            owner = resource.get(TRIAL_ATTRIBUTE)
+            if owner is not None and owner != self.trial_id:
+                foreign += len(spans)
+                continue
+            self.take(spans)
+            accepted += len(spans)
+        return accepted, foreign, f"name another trial ({TRIAL_ATTRIBUTE})"

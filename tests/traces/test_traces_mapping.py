@@ -1,0 +1,82 @@
+"""Which span is which event, under each convention's attribute names (current GenAI, deprecated
+GenAI, OpenInference, Traceloop), and the bad values a Variant refuses."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from anpord.authoring import Variant
+from anpord.traces import Span, span_events
+
+
+def _span(name: str, attrs: dict[str, Any], status: str = "unset", **kw: Any) -> Span:
+    return Span("ab" * 16, "01" * 8, "02" * 8, name, 1, 10.0, 10.5, status, attributes=attrs, **kw)
+
+
+@pytest.mark.parametrize("attrs", [
+    {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "get_weather", "gen_ai.tool.call.id": "c1",
+     "gen_ai.tool.call.arguments": '{"city": "Oslo"}', "gen_ai.tool.call.result": '{"t": -3}'},
+    {"openinference.span.kind": "TOOL", "tool.name": "get_weather", "tool_call.id": "c1",
+     "input.value": '{"city": "Oslo"}', "output.value": '{"t": -3}'},
+    {"traceloop.span.kind": "tool", "traceloop.entity.name": "get_weather", "tool.call.id": "c1",
+     "traceloop.entity.input": '{"city": "Oslo"}', "traceloop.entity.output": '{"t": -3}'},
+], ids=["genai", "openinference", "traceloop"])
+def test_a_tool_span_is_a_tool_call_in_every_convention(attrs: dict[str, Any]) -> None:
+    called, result = span_events(_span("whatever", attrs))
+    assert (called.type, result.type) == ("tool.called", "tool.result")
+    assert called.data["name"] == result.data["name"] == "get_weather"
+    assert called.data["call_id"] == result.data["call_id"] == "c1"
+    assert called.data["input"] == {"city": "Oslo"} and result.data["output"] == {"t": -3}
+    assert result.data["status"] == "completed" and result.data["error"] is None
+    assert (called.ts, result.ts) == (10.0, 10.5)
+
+
+def test_a_tool_named_only_by_its_span_name_with_text_output_and_an_exception() -> None:
+    span = _span("execute_tool search", {"gen_ai.tool.call.result": "no results"}, "error",
+                 events=[("exception", {"exception.type": "TimeoutError", "exception.message": "slow"})])
+    called, result = span_events(span)
+    assert called.data["name"] == "search" and called.data["call_id"] == "01" * 8
+    assert result.data["output"] == "no results"  # not JSON: kept as text
+    assert (result.data["status"], result.data["error"]) == ("failed", "TimeoutError: slow")
+
+
+@pytest.mark.parametrize("attrs", [
+    {"gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai", "gen_ai.response.model": "gpt-4o",
+     "gen_ai.usage.input_tokens": 10, "gen_ai.usage.output_tokens": 2},
+    {"gen_ai.operation.name": "text_completion", "gen_ai.system": "openai", "gen_ai.request.model": "gpt-4o",
+     "gen_ai.usage.prompt_tokens": 10, "gen_ai.usage.completion_tokens": 2},
+    {"openinference.span.kind": "LLM", "llm.provider": "openai", "llm.model_name": "gpt-4o",
+     "llm.token_count.prompt": 10, "llm.token_count.completion": 2},
+    {"llm.request.type": "chat", "llm.system": "openai", "llm.request.model": "gpt-4o",
+     "llm.usage.prompt_tokens": "10", "llm.usage.completion_tokens": "2"},
+], ids=["genai", "deprecated-genai", "openinference", "traceloop"])
+def test_a_model_span_is_a_model_call_with_usage(attrs: dict[str, Any]) -> None:
+    (event,) = span_events(_span("llm call", attrs))
+    assert event.type == "model.called" and event.data["source"] == "trace"
+    assert (event.data["provider"], event.data["model"]) == ("openai", "gpt-4o")
+    assert (event.data["input_tokens"], event.data["output_tokens"]) == (10, 2)
+    assert event.data["latency"] == 0.5 and event.data["status"] == "completed"
+    assert abs(event.data["cost"] - (10 * 2.5 + 2 * 10) / 1e6) < 1e-12  # gpt-4o's listed price
+
+
+def test_a_model_call_of_a_model_without_a_listed_price_has_no_cost() -> None:
+    (event,) = span_events(_span("chat", {"gen_ai.operation.name": "chat", "gen_ai.request.model": "my-own",
+                                          "gen_ai.usage.input_tokens": 10, "gen_ai.usage.output_tokens": 2}))
+    assert event.data["cost"] is None and event.data["input_tokens"] == 10
+
+
+def test_other_spans_keep_name_attributes_timing_and_parent() -> None:
+    (event,) = span_events(_span("invoke_agent planner", {"gen_ai.operation.name": "invoke_agent", "n": 3}))
+    assert event.type == "span"
+    d = event.data
+    assert (d["name"], d["operation"], d["attributes"]["n"], d["start"], d["end"]) == (
+        "invoke_agent planner", "invoke_agent", 3, 10.0, 10.5)
+    assert (d["span_id"], d["parent_span_id"], d["trace_id"]) == ("01" * 8, "02" * 8, "ab" * 16)
+
+
+@pytest.mark.parametrize("value", ["jaeger", True, ""])
+def test_a_variant_refuses_an_unknown_traces_value(value: Any) -> None:
+    with pytest.raises(ValueError, match="traces= must be 'otlp' or None"):
+        Variant(traces=value)

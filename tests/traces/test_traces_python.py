@@ -1,0 +1,179 @@
+"""Python agents instrumented with the OpenTelemetry API run in the runner's process: their spans
+are routed to the trial whose context made them, however many trials run at once."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from project_support import assert_passed, eval_file
+
+AGENT = '''
+import asyncio, json, random, threading
+from opentelemetry import trace
+
+tracer = trace.get_tracer("py-agent")  # at import, before anpord set a provider: still routed
+
+
+async def agent(turn):
+    city = turn.input.split()[-1]
+    with tracer.start_as_current_span("invoke_agent", attributes={"gen_ai.operation.name": "invoke_agent"}):
+        await asyncio.sleep(random.random() / 50)  # the trials' spans interleave
+        with tracer.start_as_current_span("chat", attributes={
+                "gen_ai.operation.name": "chat", "gen_ai.system": "openai", "gen_ai.request.model": "m1",
+                "gen_ai.usage.prompt_tokens": 7, "gen_ai.usage.completion_tokens": 3}):
+            await asyncio.sleep(random.random() / 50)
+        with tracer.start_as_current_span("execute_tool lookup", attributes={
+                "gen_ai.operation.name": "execute_tool", "gen_ai.tool.call.arguments": json.dumps({"city": city})}):
+            await asyncio.sleep(random.random() / 50)
+        if city == "Oslo":
+            turn.usage(input_tokens=1000, output_tokens=1)  # the harness's own report wins
+    return f"looked up {city}"
+
+
+async def late_agent(turn):
+    # Its tool span ends after the turn has settled (a task of its own finishing the work).
+    span = tracer.start_span("execute_tool audit", attributes={
+        "gen_ai.operation.name": "execute_tool", "gen_ai.tool.call.arguments": '{"what": "late"}'})
+
+    async def finish():
+        await asyncio.sleep(0.05)
+        span.end()
+
+    asyncio.get_running_loop().call_soon(lambda: _keep.add(asyncio.ensure_future(finish())))
+    return "done"
+
+
+_keep = set()
+
+
+def sync_agent(turn):
+    # OpenInference's names, in a thread of anpord's pool (the trial's context is copied there).
+    city = turn.input.split()[-1]
+    with tracer.start_as_current_span("Agent", attributes={"openinference.span.kind": "AGENT"}):
+        with tracer.start_as_current_span("ChatCompletion", attributes={
+                "openinference.span.kind": "LLM", "llm.provider": "anthropic", "llm.model_name": "claude-x",
+                "llm.token_count.prompt": 11, "llm.token_count.completion": 4}):
+            pass
+        with tracer.start_as_current_span("lookup", attributes={
+                "openinference.span.kind": "TOOL", "tool.name": "lookup",
+                "input.value": json.dumps({"city": city}), "output.value": "cold"}):
+            pass
+    return f"looked up {city}"
+'''
+
+CITIES = ["Paris", "Rome", "Oslo", "Lima", "Kyiv", "Baku", "Doha", "Riga"]
+
+CASES = {
+    "agents/otel_py.py": AGENT,
+    "evals/lookup.eval.py": eval_file(f'''
+        @define_eval(each={CITIES!r}, id=lambda row: row)
+        async def test(t, city):
+            await t.send(f"weather in {{city}}")
+            t.called_tool("lookup", input={{"city": city}})
+            t.max_tool_calls(1)  # none of another trial's
+            t.event("model.called", count=1)
+            t.check(t.reply, equals(f"looked up {{city}}"))
+            {'t.check("end", equals("end")).label("reached the end")'}
+    '''),
+}
+
+
+def _config(harness: str) -> str:
+    return ("from anpord import Variant, define_eval_config\n"
+            "config = define_eval_config(timeout=30, trials=3, max_concurrency=24, variants=[\n"
+            f"    Variant(name='traced', harness={harness!r}, traces='otlp')])\n")
+
+
+def test_concurrent_python_trials_get_their_own_spans(make_project: Any) -> None:
+    project = make_project(CASES, config=_config("python:agents.otel_py:agent"))
+    run = project.run(timeout=120)
+    assert run.code == 0, run.output
+    for city in CITIES:
+        for trial in range(3):
+            line = assert_passed(run, f"lookup/{city.lower()}", trial)
+            events = run.events(f"lookup/{city.lower()}", trial)
+            traced = [e for e in events if e.get("source") == "trace"]
+            assert sorted(e["type"] for e in traced) == ["model.called", "span", "tool.called", "tool.result"]
+            root = next(e for e in traced if e["type"] == "span")
+            assert {e["trace_id"] for e in traced} == {root["trace_id"]}
+            model = next(e for e in traced if e["type"] == "model.called")
+            # The deprecated names are read.
+            assert (model["provider"], model["model"], model["input_tokens"]) == ("openai", "m1", 7)
+            if city == "Oslo":
+                assert line["usage"]["input_tokens"] == 1000  # the harness reported: not added twice
+            else:
+                assert line["usage"]["input_tokens"] == 7 and line["usage"]["output_tokens"] == 3
+
+
+def test_a_sync_agent_with_openinference_names(make_project: Any) -> None:
+    project = make_project(CASES, config=_config("python:agents.otel_py:sync_agent"))
+    run = project.run(timeout=120)
+    assert run.code == 0, run.output
+    events = run.events("lookup/rome", 0)
+    call = next(e for e in events if e["type"] == "tool.result")
+    assert (call["name"], call["output"], call["status"]) == ("lookup", "cold", "completed")
+    model = next(e for e in events if e["type"] == "model.called")
+    assert (model["provider"], model["model"], model["input_tokens"], model["output_tokens"]) == (
+        "anthropic", "claude-x", 11, 4)
+    span = next(e for e in events if e["type"] == "span")
+    assert span["operation"] == "invoke_agent" and span["parent_span_id"] is None
+
+
+def test_a_span_ending_after_its_turn_settled_is_folded_in_until_the_checks_run(make_project: Any) -> None:
+    project = make_project({
+        "agents/otel_py.py": AGENT,
+        "evals/late.eval.py": eval_file('''
+            @define_eval
+            async def test(t):
+                turn = await t.send("go")
+                turn.used_no_tools()  # the span had not ended when the turn settled
+                for _ in range(500):  # wait for it: a condition, bounded
+                    if any(e.type == "tool.result" for e in t.events):
+                        break
+                    await asyncio.sleep(0.01)
+                t.called_tool("audit", input={"what": "late"})
+                t.check("end", equals("end")).label("reached the end")
+        '''),
+    }, config=_config("python:agents.otel_py:late_agent").replace("trials=3", "trials=1"))
+    run = project.run(timeout=60)
+    assert run.code == 0, run.output
+    assert_passed(run, "late")
+    called = next(e for e in run.events("late") if e["type"] == "tool.called")
+    assert "session_id" not in called  # no turn was running: the trial's own events
+
+
+OWN_PROVIDER = """
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+exporter = InMemorySpanExporter()
+provider = TracerProvider()
+provider.add_span_processor(SimpleSpanProcessor(exporter))
+trace.set_tracer_provider(provider)  # the agent's own set-up, before anpord's
+tracer = trace.get_tracer("own")
+
+
+async def agent(turn):
+    with tracer.start_as_current_span("execute_tool note", attributes={"gen_ai.operation.name": "execute_tool"}):
+        pass
+    return f"my exporter has {len(exporter.get_finished_spans())}"
+"""
+
+
+def test_an_agent_with_its_own_provider_keeps_its_exporters(make_project: Any) -> None:
+    project = make_project({
+        "agents/own.py": OWN_PROVIDER,
+        "evals/own.eval.py": eval_file("""
+            @define_eval
+            async def test(t):
+                await t.send("go")
+                t.called_tool("note")
+                t.check(t.reply, equals("my exporter has 1"))
+                t.check("end", equals("end")).label("reached the end")
+        """),
+    }, config=_config("python:agents.own:agent").replace("trials=3", "trials=1"))
+    run = project.run(timeout=60)
+    assert run.code == 0, run.output
+    assert_passed(run, "own")
