@@ -1,0 +1,51 @@
+"""Statistics for pass rates: intervals for cells and variants, paired comparisons, confidence
+sequences and planning. Pure functions over counts, returning typed records (docs/statistics.md).
+"""
+
+from ._estimate import (
+    CONFIDENCE,
+    CellEstimate,
+    Interval,
+    VariantEstimate,
+    estimate_cell,
+    estimate_variant,
+    wilson,
+)
+from ._sequence import ConfidenceSequence
+from ._paired import (
+    ALPHA,
+    CELL_MARGIN,
+    VARIANT_MARGIN,
+    CellChange,
+    Counts,
+    Pair,
+    PairedComparison,
+    VariantChange,
+    compare_paired,
+    difference_interval,
+    holm,
+    trials_to_decide,
+)
+
+__all__ = [
+    "ALPHA",
+    "CELL_MARGIN",
+    "CONFIDENCE",
+    "VARIANT_MARGIN",
+    "CellChange",
+    "CellEstimate",
+    "ConfidenceSequence",
+    "Counts",
+    "Interval",
+    "Pair",
+    "PairedComparison",
+    "VariantChange",
+    "VariantEstimate",
+    "compare_paired",
+    "difference_interval",
+    "estimate_cell",
+    "estimate_variant",
+    "holm",
+    "trials_to_decide",
+    "wilson",
+]
