@@ -34,18 +34,39 @@ def status(base: str, cand: str, **kw: object) -> tuple[str, str]:
     return c.status, c.reason
 
 
-def test_a_drop_of_the_threshold_or_more_is_regressed_and_a_rise_improved() -> None:
-    assert status("ppppp", "ppppf")[0] == "regressed"  # 1.0 → 0.8: exactly the threshold
-    assert status("ff", "pp") == ("improved", "pass rate 0% → 100% (base base)")
-    assert status("pf", "pf")[0] == "unchanged"
-    assert status("ppppppppf", "pppppppff")[0] == "unchanged"  # 0.89 → 0.78, and flaky before too
+def test_a_cell_is_regressed_or_improved_only_when_its_counts_say_so() -> None:
+    assert status("p" * 10, "f" * 10)[0] == "regressed"  # 10/10 → 0/10: p ≈ 1e-5
+    s, why = status("f" * 10, "p" * 10)
+    assert s == "improved" and why.startswith("pass rate 0% → 100% (base base), Δ +1.00 [")
+    assert "p = 1.1e-05 (Holm)" in why
+    # 3/3 → 0/3 is the strongest a 3-trial cell can move, and Fisher's p is 0.1: not enough.
+    s, why = status("ppp", "fff")
+    assert s == "inconclusive" and "trials a side would decide it" in why
+    assert status("ppppp", "ppppf")[0] == "inconclusive"  # 1.0 → 0.8 was a "regression" once
 
 
-def test_losing_determinism_without_a_rise_is_regressed() -> None:
-    s, why = status("pppppppppp", "pppppppppf")  # a drop of 0.1 only, but now flaky
-    assert s == "regressed" and why.startswith("no longer deterministic")
-    assert status("ssss", "ssff")[0] == "regressed"  # pass rate 0 → 0, no longer deterministic
-    assert status("ffffffffff", "pfffffffff")[0] == "unchanged"  # flaky, but it rose
+def test_unchanged_needs_the_interval_within_the_margin() -> None:
+    s, why = status("p" * 20, "p" * 20)
+    assert s == "unchanged" and why.endswith("within ±0.2")
+    assert status("pf", "pf")[0] == "inconclusive"  # equal rates, but 2 trials say little
+    assert status("p" * 50 + "f" * 10, "p" * 51 + "f" * 9)[0] == "unchanged"
+
+
+def test_losing_determinism_is_not_a_regression_by_itself() -> None:
+    assert status("p" * 10, "p" * 9 + "f")[0] != "regressed"
+    assert status("ssss", "ssff")[0] != "regressed"
+
+
+def test_a_cell_with_no_measured_trial_has_no_interval_and_says_why() -> None:
+    from anpord.stats import estimate_cell
+
+    assert estimate_cell(0, 0, trials=3).to_dict() == {
+        "pass_rate": None, "ci_low": None, "ci_high": None, "n": 0,
+        "no_interval": "nothing measured: every trial void or skipped",
+    }
+    cell = reading("vvk").summary
+    assert cell is not None and cell.to_dict()["ci_low"] is None
+    assert "void or skipped" in cell.to_dict()["no_interval"]
 
 
 def test_what_measured_nothing_or_changed_is_incomparable_and_says_why() -> None:

@@ -342,6 +342,13 @@ class CellSummary:
     def measured(self) -> int:
         return self.trials - self.void - self.skipped
 
+    def estimate(self) -> Any:
+        """The pass rate with its 95% Wilson interval over the measured trials (an
+        ``anpord.stats.CellEstimate``); computed when asked, never on a trial's path."""
+        from ..stats import estimate_cell
+
+        return estimate_cell(self.passed, self.measured, trials=self.trials)
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "case_id": self.case_id,
@@ -353,7 +360,7 @@ class CellSummary:
             "timed_out": self.timed_out,
             "void": self.void,
             "skipped": self.skipped,
-            "pass_rate": self.pass_rate,
+            **self.estimate().to_dict(),
             "pass_at_k": self.pass_at_k,
             "pass_hat_k": self.pass_hat_k,
             "deterministic": self.deterministic,

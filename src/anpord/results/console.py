@@ -325,6 +325,14 @@ class ConsoleReporter:
                 (f"{self.marks['failed']} regressed: ", SGR["failed"]),
                 (f"{cell.case_id}  {cell.variant}  {cell.reason}", ""),
             ]))
+        if comparison is not None:
+            from ..store._compare import variant_line
+
+            for v in comparison.regressed_variants:  # the paired test over all cases
+                out.append(self._render([
+                    (f"{self.marks['failed']} regressed: ", SGR["failed"]),
+                    (f"variant {variant_line(v)}", ""),
+                ]))
         return out
 
     def _listed(self, title: str, lines: list[str]) -> list[str]:

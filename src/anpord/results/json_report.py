@@ -104,7 +104,10 @@ def _comparison(comparison: Any) -> dict[str, Any] | None:
         return None
     return {
         "threshold": comparison.threshold,
+        "alpha": comparison.alpha,
+        "variant_margin": comparison.variant_margin,
         "counts": comparison.counts(),
+        "variants": [v.to_dict() for v in comparison.variants],
         "regressed": [
             {"case_id": c.case_id, "variant": c.variant, "reason": c.reason,
              "base_run": c.base.run_id if c.base is not None else None, "delta": _num(c.delta)}

@@ -50,6 +50,8 @@ def options_of(record: RunRecord, **overrides: Any) -> RunOptions:
         cache=bool(o.get("cache")),
         executor=o.get("executor"),
         regression_threshold=float(o.get("regression_threshold") or 0.2),
+        alpha=float(o.get("alpha") or 0.05),
+        variant_margin=float(o.get("variant_margin") or 0.05),
     )
     return replace(opts, **{k: v for k, v in overrides.items() if v is not None})
 

@@ -74,7 +74,7 @@ def exit_code_for(summary: RunSummary | dict[str, int], fail_on: str, comparison
     if fail_on == "regressed":
         if comparison is None:
             return 2
-        return 1 if comparison.regressed else 0
+        return 1 if comparison.fails else 0
     totals = summary.totals if isinstance(summary, RunSummary) else summary
     bad = totals.get("failed", 0) + totals.get("timed_out", 0) + totals.get("void", 0)
     if fail_on == "strict":
@@ -276,6 +276,7 @@ class _Run:
                 "harness": opts.harness, "model": opts.model, "sandbox": opts.sandbox,
                 "fail_on": opts.fail_on, "cache": opts.cache, "executor": opts.executor,
                 "regression_threshold": opts.regression_threshold,
+                "alpha": opts.alpha, "variant_margin": opts.variant_margin,
             },
             variants=[v.snapshot() for v in plan.variants],
             cells=[CellRecord(c.case.id, c.variant.label, c.trials, c.timeout, str(c.case.file.path),
@@ -431,7 +432,8 @@ class _Run:
         opts = self.opts
         wanted = opts.compare or opts.fail_on == "regressed"
         summary.comparison = self.history.finish(self.record, compare=wanted,
-                                                 threshold=opts.regression_threshold)
+                                                 threshold=opts.regression_threshold,
+                                                 alpha=opts.alpha, variant_margin=opts.variant_margin)
         if self.history.failure is not None:
             self.history_failure = self.history.failure
         if opts.fail_on == "regressed" and not settled:

@@ -18,6 +18,7 @@ from ..results._model import TrialResult
 from ..results._run_record import RunRecord
 from . import _writes as w
 from ._columns import CELL_COLUMNS
+from ..stats import ALPHA, VARIANT_MARGIN
 from ._compare import DEFAULT_THRESHOLD, Comparison, compare_cells
 from ._engine import connect, translate
 from ._location import StoreLocation
@@ -336,9 +337,12 @@ class Store:
         candidate: str = "latest",
         *,
         threshold: float = DEFAULT_THRESHOLD,
+        alpha: float = ALPHA,
+        variant_margin: float = VARIANT_MARGIN,
     ) -> Comparison:
         """The candidate run's cells against a base run's, or (``base`` None) against each
-        cell's baseline."""
+        cell's baseline: each cell's change and each variant's paired change (``_compare``)."""
+        judged = {"alpha": alpha, "variant_margin": variant_margin}
         with translate(self.location), self.engine.connect() as conn:
             cand_id, cand_pk = self._resolve(conn, candidate)
             base_ref = self._resolve(conn, base) if base is not None else None
@@ -349,14 +353,24 @@ class Store:
                     (m["case_id"], m["variant"]): cell_row(m, m["run_id"])
                     for m in w.baseline_cells(db, self.project, cand_pk)
                 }
-                return compare_cells(cand_id, cands, bases, threshold)
+                return compare_cells(cand_id, cands, bases, threshold, **judged)
             base_id, base_pk = base_ref
             base_cells = {
                 (c.case_id, c.variant): c
                 for c in (cell_row(m, base_id) for m in w.run_cells(db, base_pk))
             }
         keys = {(c.case_id, c.variant) for c in cands}
-        extra = sum(1 for k, c in base_cells.items() if k not in keys and c.summary is not None)
+        base_only: dict[str, int] = {}
+        for k, c in base_cells.items():
+            if k not in keys and c.summary is not None:
+                base_only[k[1]] = base_only.get(k[1], 0) + 1
         return compare_cells(
-            cand_id, cands, base_cells, threshold, base_run=base_id, only_in_base=extra
+            cand_id,
+            cands,
+            base_cells,
+            threshold,
+            base_run=base_id,
+            only_in_base=sum(base_only.values()),
+            base_only=base_only,
+            **judged,
         )

@@ -309,7 +309,10 @@ def baseline_cells(db: Db, project: str, pk: int) -> list[dict[str, Any]]:
     )
 
 
-def compare_with_baselines(db: Db, project: str, run_id: str, pk: int, threshold: float) -> Any:
+def compare_with_baselines(
+    db: Db, project: str, run_id: str, pk: int, threshold: float, **judged: float
+) -> Any:
+    """The run's cells against their baselines (``judged``: ``alpha``, ``variant_margin``)."""
     from ._compare import compare_cells
     from ._rows import cell_row
 
@@ -318,7 +321,7 @@ def compare_with_baselines(db: Db, project: str, run_id: str, pk: int, threshold
         (m["case_id"], m["variant"]): cell_row(m, m["run_id"])
         for m in baseline_cells(db, project, pk)
     }
-    return compare_cells(run_id, cands, bases, threshold)
+    return compare_cells(run_id, cands, bases, threshold, **judged)
 
 
 def now() -> float:
