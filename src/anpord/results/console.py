@@ -326,12 +326,12 @@ class ConsoleReporter:
                 (f"{cell.case_id}  {cell.variant}  {cell.reason}", ""),
             ]))
         if comparison is not None:
-            from ..store._compare import variant_line
+            from ..store._compare import variant_detail
 
             for v in comparison.regressed_variants:  # the paired test over all cases
                 out.append(self._render([
                     (f"{self.marks['failed']} regressed: ", SGR["failed"]),
-                    (f"variant {variant_line(v)}", ""),
+                    (f"variant {v.variant}  {variant_detail(v)}", ""),
                 ]))
         return out
 

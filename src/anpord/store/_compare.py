@@ -203,21 +203,25 @@ def _reason(change: CellChange, base: CellRow, threshold: float) -> str:
     return f"{move}: {more}"
 
 
-def variant_line(v: VariantChange) -> str:
-    """``python/small  regressed: mean pass rate 95% → 76%, Δ −0.19 [−0.30, −0.08] over 50
-    cases (r = 0.41)``"""
+def variant_detail(v: VariantChange) -> str:
+    """``mean pass rate 95% → 76%, Δ −0.19 [−0.30, −0.08] over 50 shared cases, r = 0.41``"""
     if v.delta is None or v.ci_low is None or v.ci_high is None:
-        head = f"{v.variant}  {v.status}: {v.why or 'nothing to compare'}"
+        text = v.why or "nothing to compare"
     else:
         r = f", r = {v.correlation:.2f}" if v.correlation is not None else ""
-        head = (
-            f"{v.variant}  {v.status}: mean pass rate {_pct(v.base_mean)} → "
-            f"{_pct(v.candidate_mean)}, Δ {_signed(v.delta)} [{_signed(v.ci_low)}, "
-            f"{_signed(v.ci_high)}] over {v.cases} shared case{'s' if v.cases != 1 else ''}{r}"
+        text = (
+            f"mean pass rate {_pct(v.base_mean)} → {_pct(v.candidate_mean)}, "
+            f"Δ {_signed(v.delta)} [{_signed(v.ci_low)}, {_signed(v.ci_high)}] over {v.cases} "
+            f"shared case{'s' if v.cases != 1 else ''}{r}"
         )
     if v.dropped:
-        head += f"; {v.dropped} case{'s' if v.dropped != 1 else ''} not on both sides left out"
-    return head
+        text += f"; {v.dropped} case{'s' if v.dropped != 1 else ''} not on both sides left out"
+    return text
+
+
+def variant_line(v: VariantChange) -> str:
+    """``python/small  regressed: mean pass rate …``"""
+    return f"{v.variant}  {v.status}: {variant_detail(v)}"
 
 
 def compare_cell(
