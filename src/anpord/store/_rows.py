@@ -49,6 +49,7 @@ class RunRow:
     rerun_of: str | None
     resumed: int
     note: str | None
+    kind: str = "eval"  # RunRecord.run_kind: anything else never becomes a baseline
 
     @property
     def duration(self) -> float | None:
@@ -137,6 +138,7 @@ def run_tuple(record: RunRecord, run_dir: str | None, indexed_at: float) -> tupl
         "resumed": len(record.resumed_at),
         "note": record.note,
         "indexed_at": indexed_at,
+        "kind": record.run_kind,
     }
     return tuple(values[c] for c in RUN_COLUMNS)
 
@@ -240,6 +242,7 @@ def run_row(m: Mapping[Any, Any]) -> RunRow:
         rerun_of=m["rerun_of"],
         resumed=m["resumed"],
         note=m["note"],
+        kind=m.get("kind") or "eval",
     )
 
 

@@ -38,6 +38,14 @@ from ._schema import baseline_sets, baselines, cells, runs, trials
 
 __all__ = ["Store", "file_run"]
 
+_KIND_WORDS = {
+    "rerun": "re-run of failed trials",
+    "cached": "run with cached model calls",
+    "replay": "replayed run",
+    "audit": "suite audit",
+    "regrade": "regrade",
+}
+
 
 def file_run(
     db: w.Db,
@@ -159,6 +167,12 @@ class Store:
             pk = w.run_pk(db, self.project, run_id)
             if pk is None:
                 raise LookupError(f"unknown run {ref!r}")
+            kind = db.scalar("SELECT kind FROM runs WHERE id = ?", (pk,)) or "eval"
+            if kind != "eval":
+                raise LookupError(
+                    f"run {run_id} is a {_KIND_WORDS.get(kind, kind)}: it re-used earlier work, "
+                    "so it cannot be a baseline (set one made by a plain `anpord eval`)"
+                )
             n = w.set_baseline(
                 db, self.project, run_id, pk, set_at if set_at is not None else time.time()
             )

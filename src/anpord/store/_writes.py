@@ -238,11 +238,17 @@ def put_trials(db: Db, pk: int, rows: Sequence[Sequence[Any]]) -> None:
     _put_rows(db, "trials", TRIAL_COLUMNS, ("cell_idx", "trial"), pk, rows)
 
 
+# A run that re-used or re-judged earlier work (RunRecord.DERIVED_KINDS) is never a baseline.
+MEASURES_HISTORY = "(runs.kind IS NULL OR runs.kind = 'eval')"
+
+
 def first_readings(db: Db, project: str, pk: int) -> None:
-    """The run's cells that measured something become the baseline of cells that have none."""
+    """The run's cells that measured something become the baseline of cells that have none —
+    unless the run is derived (a re-run, a cached run, …)."""
     db.execute(
         "INSERT INTO baselines (project, case_id, variant, run_pk, cell_idx, explicit) "
-        f"SELECT ?, case_id, variant, run_pk, idx, ? FROM cells WHERE run_pk = ? AND {_MEASURED} > 0 "
+        "SELECT ?, case_id, variant, run_pk, idx, ? FROM cells JOIN runs ON runs.id = cells.run_pk "
+        f"WHERE run_pk = ? AND {_MEASURED} > 0 AND {MEASURES_HISTORY} "
         "ON CONFLICT (project, case_id, variant) DO NOTHING",
         (project, False, pk),
     ).close()
