@@ -141,7 +141,7 @@ class RunRecord:
             "resumed_at": list(self.resumed_at),
             "rerun_of": self.rerun_of,
             "note": self.note,
-            "kind": self.run_kind,
+            "kind": self.kind,
         }
 
     @classmethod

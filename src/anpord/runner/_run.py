@@ -283,6 +283,8 @@ class _Run:
                               c.case_hash, indices=None if c.indices is None else list(c.indices))
                    for c in plan.cells],
             rerun_of=opts.rerun_of,
+            # Derived runs never become baselines (RunRecord.DERIVED_KINDS).
+            kind="rerun" if opts.rerun_of else "cached" if opts.cache else "eval",
         )
 
     # -- the sink the executor reports to ----------------------------------------------------

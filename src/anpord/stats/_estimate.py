@@ -49,6 +49,7 @@ def wilson(passed: int, n: int, confidence: float = CONFIDENCE) -> Interval | No
     """Wilson's score interval for ``passed`` of ``n``; ``None`` when nothing was measured."""
     if n <= 0:
         return None
+    passed = min(max(passed, 0), n)
     z = _z(confidence)
     p = passed / n
     z2n = z * z / n
