@@ -49,3 +49,14 @@ def test_pairing_reports_cases_left_out_and_the_correlation() -> None:
     v = cmp.variants[0]
     assert v.cases == 20 and v.dropped == 3 and v.correlation == pytest.approx(1.0)
     assert v.delta == 0 and v.status in ("unchanged", "inconclusive")
+
+
+def test_the_store_judges_with_the_same_defaults_without_importing_the_statistics() -> None:
+    import anpord.stats as stats
+    from anpord.store import _compare
+
+    assert (_compare.ALPHA, _compare.VARIANT_MARGIN, _compare.DEFAULT_THRESHOLD) == (
+        stats.ALPHA,
+        stats.VARIANT_MARGIN,
+        stats.CELL_MARGIN,
+    )

@@ -29,9 +29,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from statistics import NormalDist
-
-from ._dist import fisher_exact, t_quantile
+from ._dist import fisher_exact, normal_cdf, t_quantile
 from ._estimate import CONFIDENCE, Interval, wilson
 
 __all__ = [
@@ -51,7 +49,6 @@ __all__ = [
 ALPHA = 0.05
 CELL_MARGIN = 0.2
 VARIANT_MARGIN = 0.05
-_NORMAL = NormalDist()
 MAX_TRIALS = 1000  # beyond this "trials that would decide it" is reported as "more than"
 Change = Literal["regressed", "improved", "unchanged", "inconclusive"]
 
@@ -188,7 +185,7 @@ def _decided(base: Counts, cand: Counts, level: float, margin: float) -> bool:
     if spread <= 0:
         return False
     z = abs(cand.rate - base.rate) / math.sqrt(spread)
-    return 2 * (1 - _NORMAL.cdf(z)) <= level
+    return 2 * (1 - normal_cdf(z)) <= level
 
 
 def trials_to_decide(base: Counts, cand: Counts, level: float, margin: float) -> int | None:

@@ -15,19 +15,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from ..stats import (
-    ALPHA,
-    VARIANT_MARGIN,
-    CellChange,
-    Counts,
-    Pair,
-    VariantChange,
-    compare_paired,
-    estimate_cell,
-)
 from ._rows import CellRow
+
+if TYPE_CHECKING:  # pragma: no cover - the statistics load when a comparison is made
+    from ..stats import CellChange, Counts, VariantChange
 
 __all__ = [
     "DEFAULT_THRESHOLD",
@@ -39,6 +32,10 @@ __all__ = [
 ]
 
 DEFAULT_THRESHOLD = 0.2
+# anpord.stats.ALPHA and VARIANT_MARGIN, without importing the statistics when the store is
+# opened at a run's start (a test holds them equal).
+ALPHA = 0.05
+VARIANT_MARGIN = 0.05
 Status = Literal["regressed", "improved", "unchanged", "inconclusive", "incomparable"]
 STATUSES: tuple[Status, ...] = ("regressed", "improved", "unchanged", "inconclusive", "incomparable")
 
@@ -75,7 +72,7 @@ class CellComparison:
                 "trials": s.trials if s else 0,
                 "passed": s.passed if s else 0,
                 "measured": row.measured,
-                **estimate_cell(s.passed if s else 0, row.measured).to_dict(),
+                **_estimate_cell(s.passed if s else 0, row.measured).to_dict(),
                 "deterministic": s.deterministic if s else None,
             }
 
@@ -144,6 +141,12 @@ class Comparison:
         }
 
 
+def _estimate_cell(passed: int, n: int) -> Any:
+    from ..stats import estimate_cell
+
+    return estimate_cell(passed, n)
+
+
 def _rate(row: CellRow | None) -> float | None:
     return row.summary.pass_rate if row is not None and row.summary is not None else None
 
@@ -185,6 +188,8 @@ def _incomparable(base: CellRow | None, cand: CellRow, missing: str) -> str | No
 
 
 def _counts(row: CellRow) -> Counts:
+    from ..stats import Counts
+
     assert row.summary is not None
     return Counts(row.summary.passed, row.measured)
 
@@ -254,6 +259,8 @@ def compare_cells(
 ) -> Comparison:
     """``base_only``: per variant, cells the base has and the candidate does not (dropped from
     the variant's pairing, and said so)."""
+    from ..stats import Pair, compare_paired
+
     if missing is None:
         missing = (
             f"not in base run {base_run}"

@@ -18,8 +18,7 @@ from ..results._model import TrialResult
 from ..results._run_record import RunRecord
 from . import _writes as w
 from ._columns import CELL_COLUMNS
-from ..stats import ALPHA, VARIANT_MARGIN
-from ._compare import DEFAULT_THRESHOLD, Comparison, compare_cells
+from ._compare import ALPHA, DEFAULT_THRESHOLD, VARIANT_MARGIN, Comparison, compare_cells
 from ._engine import connect, translate
 from ._location import StoreLocation
 from ._rows import (
