@@ -152,4 +152,5 @@ def estimate_variant(
     else:
         half = t_quantile(0.5 + CONFIDENCE / 2, c - 1) * se
         low, high = max(0.0, mean - half), min(1.0, mean + half)
-    return VariantEstimate(c, trials, mean, se, low, high, void_rate)
+    # One case has no spread to estimate a standard error from: say so rather than print 0.
+    return VariantEstimate(c, trials, mean, se if c > 1 else None, low, high, void_rate)
