@@ -427,13 +427,24 @@ class FolderViewData:
             baselines = self._baseline_points()
         deltas: dict[CellKey, CellDelta] = {}
         this = (view.row.started_at or 0.0, run_id)
+        compared = []
         for cell in view.cells:
             base = baselines.get(cell.key)
             if base is None or (base.started_at, base.run_id) >= this:
                 continue  # this run is the cell's baseline, or the first to measure it
+            compared.append((cell, base))
+        # Regressed as `anpord compare` judges it: Fisher's test, Holm-corrected over the run's
+        # compared cells — not any drop at all (docs/statistics.md).
+        from ..stats import Counts, Pair, compare_paired
+
+        pairs = [Pair(c.summary.case_id, c.summary.variant, Counts(b.passed, b.measured),
+                      Counts(c.summary.passed, c.summary.measured))
+                 for c, b in compared if b.measured and c.summary.measured]
+        status = {(p.case_id, p.variant): p.status for p in compare_paired(pairs).cells}
+        for cell, base in compared:
             rate = cell.summary.pass_rate
             delta = rate - base.pass_rate if rate is not None and base.pass_rate is not None else None
-            deltas[cell.key] = CellDelta(base.run_id, base.pass_rate, delta, delta is not None and delta < -1e-9)
+            deltas[cell.key] = CellDelta(base.run_id, base.pass_rate, delta, status.get(cell.key) == "regressed")
         return deltas
 
     # -- helpers -----------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from typing import Any
 from ._chart import chart
 from ._conversation import TIMELINE_PAGE, conversation, timeline
 from ._data import CellDelta, CellRow, RunView, ViewData
+from ._stats import variant_estimates
 from ._values import shown
 
 __all__ = ["FILTERS", "GridQuery", "cell_page", "grid_page", "runs_page", "trial_page"]
@@ -103,6 +104,7 @@ def grid_page(data: ViewData, run_id: str, query: GridQuery) -> dict[str, Any] |
         "page_rows": PAGE_ROWS,
         "baselines": baselines,
         "variant_rates": _variant_rates(view),
+        "estimates": variant_estimates(c.summary for c in view.cells),
     }
 
 
