@@ -11,6 +11,8 @@ from ._estimate import (
     estimate_variant,
     wilson,
 )
+from ._flaky import FlakeEstimate, Reading, flake_estimate
+from ._plan import Plan, plan_variant
 from ._sequence import ConfidenceSequence
 from ._paired import (
     ALPHA,
@@ -36,8 +38,11 @@ __all__ = [
     "CellEstimate",
     "ConfidenceSequence",
     "Counts",
+    "FlakeEstimate",
     "Interval",
     "Pair",
+    "Plan",
+    "Reading",
     "PairedComparison",
     "VariantChange",
     "VariantEstimate",
@@ -45,7 +50,9 @@ __all__ = [
     "difference_interval",
     "estimate_cell",
     "estimate_variant",
+    "flake_estimate",
     "holm",
+    "plan_variant",
     "trials_to_decide",
     "wilson",
 ]

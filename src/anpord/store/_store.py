@@ -325,6 +325,49 @@ class Store:
         with translate(self.location), self.engine.connect() as conn:
             return [cell_row(m, m["run_id"]) for m in conn.execute(q).mappings()]
 
+    def history_runs(self, *, limit: int | None = None) -> list[str]:
+        """The ids of the runs that count as history — made by a plain ``anpord eval``, not a
+        re-run or a cached run — newest first."""
+        kind = sa.or_(runs.c.kind.is_(None), runs.c.kind == "eval")
+        q = (
+            sa.select(runs.c.run_id)
+            .where(runs.c.project == self.project, kind)
+            .order_by(runs.c.started_at.desc(), runs.c.run_id.desc())
+        )
+        if limit is not None:
+            q = q.limit(limit)
+        with translate(self.location), self.engine.connect() as conn:
+            return [r[0] for r in conn.execute(q).all()]
+
+    def cell_histories(
+        self, *, limit: int | None = None
+    ) -> dict[tuple[str, str], list[CellRow]]:
+        """Each cell's readings over the last ``limit`` history runs (``history_runs``), newest
+        first, keeping only those that measured what its newest reading measured: the same case
+        content, harness and model. A flake history never mixes two versions of a case."""
+        ids = self.history_runs(limit=limit)
+        if not ids:
+            return {}
+        q = (
+            sa.select(*(cells.c[c] for c in CELL_COLUMNS), runs.c.run_id)
+            .join(runs, runs.c.id == cells.c.run_pk)
+            .where(runs.c.project == self.project, runs.c.run_id.in_(ids))
+            .order_by(runs.c.started_at.desc(), runs.c.run_id.desc(), cells.c.idx)
+        )
+        out: dict[tuple[str, str], list[CellRow]] = {}
+        with translate(self.location), self.engine.connect() as conn:
+            for m in conn.execute(q).mappings():
+                row = cell_row(m, m["run_id"])
+                if row.summary is None:
+                    continue
+                mine = out.setdefault((row.case_id, row.variant), [])
+                if mine and (mine[0].case_hash, mine[0].harness, mine[0].model) != (
+                    row.case_hash, row.harness, row.model
+                ):
+                    continue
+                mine.append(row)
+        return out
+
     def baseline(self, case_id: str, variant: str) -> CellRow | None:
         """The reading a cell is compared with, if it has one."""
         q = (
