@@ -413,6 +413,17 @@ def summarize_cell(results: Sequence[TrialResult]) -> CellSummary:
     )
 
 
+def summarize_counts(case_id: str, variant: str, passed: int, failed: int) -> CellSummary:
+    """A cell's distribution from counts alone (a pooled history, say)."""
+    n = passed + failed
+    return CellSummary(
+        case_id=case_id, variant=variant, trials=n, passed=passed, scored=0, failed=failed,
+        timed_out=0, void=0, skipped=0, pass_rate=passed / n if n else None,
+        pass_at_k=pass_at_k(n, passed, n), pass_hat_k=pass_hat_k(n, passed, n),
+        deterministic=passed in (0, n),
+    )
+
+
 def usage_totals(results: Sequence[TrialResult]) -> dict[str, float | None]:
     """Tokens and cost over trials. Cost is ``None`` (unknown) as soon as one trial that used a
     model has no known cost: an unknown price is unknown, not zero."""

@@ -306,7 +306,7 @@ def baseline_cells(db: Db, project: str, pk: int) -> list[dict[str, Any]]:
     """The baseline reading of each cell of run ``pk`` that has one other than itself, with its
     run id (a cell that is its own baseline has nothing to be compared with)."""
     return db.all(
-        f"SELECT {_CELL_SELECT}, runs.run_id FROM baselines "
+        f"SELECT {_CELL_SELECT}, runs.run_id, baselines.explicit FROM baselines "
         "JOIN cells ON cells.run_pk = baselines.run_pk AND cells.idx = baselines.cell_idx "
         "JOIN runs ON runs.id = cells.run_pk "
         "JOIN cells cand ON cand.case_id = baselines.case_id AND cand.variant = baselines.variant "
