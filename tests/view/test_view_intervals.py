@@ -71,3 +71,36 @@ def test_rates_carry_intervals_in_the_header_grid_and_chart(
             assert not pages.errors, pages.errors
         finally:
             pages.close()
+
+
+def test_the_flaky_badge_and_filter_use_the_cells_history(
+    make_project: Callable[..., Project], browser: Any, tmp_path: Any
+) -> None:
+    flip = eval_file(
+        """
+        COUNTER = Path(__file__).parent / "flip.count"
+
+        @define_eval
+        async def test(t):
+            await t.send(f"flip {COUNTER}")
+            t.check(t.reply, equals("pass"))
+        """
+    )
+    project = make_project({**FILES, "evals/flip.eval.py": flip})
+    runs = []
+    for _ in range(2):  # one trial a run: it passes in one run and fails in the other
+        run = project.run("--trials", "1")
+        assert run.run_dir is not None, run.output
+        runs.append(run.run_dir.name)
+    with view_server(project.folder) as server:
+        pages = Pages(browser, server.url, tmp_path / "shots")
+        try:
+            pages.visit(f"/runs/{runs[-1]}?filter=flaky", "grid flaky from history")
+            cases = pages.page.locator("table.grid tbody tr").evaluate_all(
+                "rows => rows.map(r => r.dataset.case)"
+            )
+            assert cases == ["flip"]  # deterministic within the run, flaky across runs
+            assert pages.page.locator('tr[data-case="flip"] .flag.flaky.history').count() == 1
+            assert not pages.errors, pages.errors
+        finally:
+            pages.close()
