@@ -86,3 +86,20 @@ def test_the_store_columns_match_the_schema() -> None:
     assert set(RUN_COLUMNS) == {c.name for c in runs.c} - {"id", "project", "run_id"}
     assert set(CELL_COLUMNS) == {c.name for c in cells.c} - {"run_pk"}
     assert set(TRIAL_COLUMNS) == {c.name for c in trials.c} - {"run_pk"}
+
+
+def test_runs_with_different_case_sets_pair_only_the_shared_cases_and_say_so() -> None:
+    from anpord.store._compare import compare_cells, variant_line
+
+    def cell(case: str, verdicts: str, run: str) -> CellRow:
+        trials = [TrialResult(case, "v", i, "passed" if x == "p" else "failed") for i, x in enumerate(verdicts)]
+        return CellRow(run, case, "v", "h", "python:a", None, None, len(verdicts), summarize_cell(trials))
+
+    base = {(f"c{i}", "v"): cell(f"c{i}", "p" * 5, "base") for i in range(4)}
+    cands = [cell(f"c{i}", "p" * 5, "cand") for i in (1, 2, 3, 7)]  # c0 dropped, c7 new
+    cmp = compare_cells("cand", cands, base, 0.2, base_run="base", only_in_base=1,
+                        base_only={"v": 1})
+    (v,) = cmp.variants
+    assert v.cases == 3 and v.dropped == 2  # c0 only in the base, c7 only in the candidate
+    assert variant_line(v).endswith("; 2 cases not on both sides left out")
+    assert [c.status for c in cmp.cells if c.case_id == "c7"] == ["incomparable"]
