@@ -1,7 +1,7 @@
 """Statistics figures: false alarms of ``--fail-on regressed`` on real runs of an unchanged agent,
 and what the statistics cost a run and the CLI.
 
-    python bench/statistics.py [--runs 20] [--cases 50] [--trials 3] [--rate 0.9]
+    python bench/regressions.py [--runs 20] [--cases 50] [--trials 3] [--rate 0.9]
                                [--compare-src PATH] [--repeat 5] [--skip-alarms] [--skip-speed]
 
 Figures (printed, not asserted):
