@@ -11,6 +11,7 @@ Evals", 2024, §2.2).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -41,10 +42,12 @@ class Interval:
         return self.low >= -margin - 1e-9 and self.high <= margin + 1e-9
 
 
+@functools.lru_cache(maxsize=8)
 def _z(confidence: float) -> float:
     return normal_quantile(0.5 + confidence / 2)
 
 
+@functools.lru_cache(maxsize=8192)  # a suite's cells repeat a few counts: 3/3, 2/3, …
 def wilson(passed: int, n: int, confidence: float = CONFIDENCE) -> Interval | None:
     """Wilson's score interval for ``passed`` of ``n``; ``None`` when nothing was measured."""
     if n <= 0:

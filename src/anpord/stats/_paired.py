@@ -162,6 +162,7 @@ def holm(p_values: Sequence[float]) -> list[float]:
     return adjusted
 
 
+@functools.lru_cache(maxsize=8192)
 def difference_interval(base: Counts, cand: Counts, confidence: float = CONFIDENCE) -> Interval:
     """Newcombe's hybrid score interval for ``cand.rate - base.rate``."""
     b, c = wilson(base.passed, base.n, confidence), wilson(cand.passed, cand.n, confidence)
