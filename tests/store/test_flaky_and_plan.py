@@ -64,3 +64,23 @@ def test_flaky_cells_are_listed_with_their_evidence_and_judged_by_their_history(
     doc = as_json(anpord(project, "plan", "--json", "--effect", "0.1"))
     (variant,) = doc["variants"]
     assert variant["cases"] == 2 and variant["within_variance"] > 0 and variant["mde"] > 0.1
+
+
+def test_compare_lists_cells_then_variants_then_the_judgement_it_used(tmp_path: Path) -> None:
+    project = history_project(tmp_path / "p", trials=3)
+    assert project.run().code == 0
+    bad = project.run(env={"MOOD": "bad"})
+    assert bad.run_dir is not None
+    out = anpord(project, "compare", "--alpha", "0.01", "--variant-margin", "0.1")
+    assert out.returncode == 1, out.stderr  # the variant regressed
+    lines = out.stdout.strip().splitlines()
+    assert lines[0].startswith("greet/0000  python:agents.moody:agent/default  inconclusive: ")
+    assert "trials a side would decide it" in lines[0]
+    assert lines[2].startswith("variant python:agents.moody:agent/default  regressed: mean pass rate 100% → 0%")
+    assert lines[-1] == (
+        f"run {bad.run_dir.name} against the baselines (alpha 0.01, cell margin ±0.2, variant "
+        "margin ±0.1): 0 regressed, 0 improved, 0 unchanged, 2 inconclusive, 0 incomparable"
+    )
+    show = anpord(project, "show", "latest")
+    assert "python:agents.moody:agent/default: pass rate 0% [0–" in show.stdout
+    assert "✗ 0/3 0% [0–56%]" in show.stdout
