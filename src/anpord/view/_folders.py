@@ -146,6 +146,11 @@ class _Index:
     problems: list[str] = field(default_factory=list)
 
 
+def _measures_history(raw: Mapping[str, Any]) -> bool:
+    kind = raw.get("kind") or "eval"
+    return kind == "eval" and not raw.get("rerun_of") and not (raw.get("options") or {}).get("cache")
+
+
 def _light_trial(raw: Any) -> TrialResult:
     """The fields the grid needs, checked as the reader checks them."""
     if not isinstance(raw, dict):
@@ -457,7 +462,10 @@ class FolderViewData:
         heads = [(i, self._head(i)) for i in ids]
         key = tuple((i, self._heads[i][0]) for i, h in heads if h is not None and i in self._heads)
         if self._baselines is None or self._baselines[0] != key:
-            self._baselines = (key, earliest_run_baselines(self._history()))
+            # A re-run or a cached run re-used earlier work: never a baseline (RunRecord.kind).
+            measured = {i for i, h in self._ordered() if h.raw is not None and h.error is None
+                        and _measures_history(h.raw)}
+            self._baselines = (key, earliest_run_baselines([(i, p) for i, p in self._history() if i in measured]))
         return self._baselines[1]
 
     @staticmethod
