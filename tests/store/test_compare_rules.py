@@ -64,9 +64,10 @@ def test_a_cell_with_no_measured_trial_has_no_interval_and_says_why() -> None:
         "pass_rate": None, "ci_low": None, "ci_high": None, "n": 0,
         "no_interval": "nothing measured: every trial void or skipped",
     }
-    cell = reading("vvk").summary
-    assert cell is not None and cell.to_dict()["ci_low"] is None
-    assert "void or skipped" in cell.to_dict()["no_interval"]
+    row = reading("vvk")
+    assert row.to_dict()["ci_low"] is None and row.to_dict()["n"] == 0
+    assert "void or skipped" in row.to_dict()["no_interval"]
+    assert reading("ppf").to_dict()["ci_high"] > 2 / 3
 
 
 def test_what_measured_nothing_or_changed_is_incomparable_and_says_why() -> None:

@@ -360,8 +360,9 @@ class CellSummary:
             "timed_out": self.timed_out,
             "void": self.void,
             "skipped": self.skipped,
+            # The interval is not stored (run.json is written for every cell at a run's end, and
+            # it follows from the counts): ``estimate()``, ``--json`` and the store's rows add it.
             "pass_rate": self.pass_rate,
-            **{k: v for k, v in self.estimate().to_dict().items() if k != "pass_rate"},
             "pass_at_k": self.pass_at_k,
             "pass_hat_k": self.pass_hat_k,
             "deterministic": self.deterministic,

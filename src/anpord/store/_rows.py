@@ -81,7 +81,12 @@ class CellRow:
 
     def to_dict(self) -> dict[str, Any]:
         out = {k: v for k, v in asdict(self).items() if k != "summary"}
-        out.update(self.summary.to_dict() if self.summary is not None else {"trials": 0})
+        if self.summary is None:
+            out["trials"] = 0
+            return out
+        out.update(self.summary.to_dict())
+        # The pass rate's 95% Wilson interval and n (docs/statistics.md).
+        out.update({k: v for k, v in self.summary.estimate().to_dict().items() if k != "pass_rate"})
         return out
 
 
