@@ -229,6 +229,40 @@ def variant_line(v: VariantChange) -> str:
     return f"{v.variant}  {v.status}: {variant_detail(v)}"
 
 
+def flaky_bases(
+    cands: Sequence[CellRow],
+    bases: dict[tuple[str, str], CellRow],
+    implicit: set[tuple[str, str]],
+    history: Sequence[CellRow],
+) -> dict[tuple[str, str], CellRow]:
+    """A flaky cell — one whose trials disagreed within a run of its history (earlier readings
+    of the same case content, harness and model) — is judged against that whole history, its own
+    variation, rather than the one reading that happens to be its first. A baseline a team set
+    with ``anpord baseline set`` (not in ``implicit``) is always kept."""
+    from ..results._model import summarize_counts
+
+    by_cell: dict[tuple[str, str], list[CellRow]] = {}
+    for r in history:
+        if r.summary is not None:
+            by_cell.setdefault((r.case_id, r.variant), []).append(r)
+    out = {}
+    for c in cands:
+        key = (c.case_id, c.variant)
+        base, same = bases.get(key), by_cell.get(key, [])
+        if base is None or key not in implicit or len(same) < 2:
+            continue
+        if not any(r.summary is not None and not r.summary.deterministic for r in same):
+            continue
+        passed = sum(r.summary.passed for r in same if r.summary is not None)
+        n = sum(r.measured for r in same)
+        if not 0 < passed < n or n <= base.measured:
+            continue
+        summary = summarize_counts(c.case_id, c.variant, passed, n - passed)
+        out[key] = CellRow(f"history of {len(same)} runs", c.case_id, c.variant, c.case_hash,
+                           c.harness, c.model, c.profile, n, summary)
+    return out
+
+
 def compare_cell(
     base: CellRow | None,
     cand: CellRow,

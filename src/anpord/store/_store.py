@@ -18,7 +18,14 @@ from ..results._model import TrialResult
 from ..results._run_record import RunRecord
 from . import _writes as w
 from ._columns import CELL_COLUMNS
-from ._compare import ALPHA, DEFAULT_THRESHOLD, VARIANT_MARGIN, Comparison, compare_cells
+from ._compare import (
+    ALPHA,
+    DEFAULT_THRESHOLD,
+    VARIANT_MARGIN,
+    Comparison,
+    compare_cells,
+    flaky_bases,
+)
 from ._engine import connect, translate
 from ._location import StoreLocation
 from ._rows import (
@@ -37,7 +44,6 @@ from ._schema import baseline_sets, baselines, cells, runs, trials
 
 __all__ = ["Store", "file_run"]
 
-FLAKE_HISTORY = 20  # runs a flaky cell's own variation is read from
 
 _KIND_WORDS = {
     "rerun": "re-run of failed trials",
@@ -327,39 +333,6 @@ class Store:
         with translate(self.location), self.engine.connect() as conn:
             return [cell_row(m, m["run_id"]) for m in conn.execute(q).mappings()]
 
-    def _flaky_bases(
-        self,
-        cand_id: str,
-        cands: Sequence[CellRow],
-        bases: dict[tuple[str, str], CellRow],
-        implicit: set[tuple[str, str]],
-    ) -> dict[tuple[str, str], CellRow]:
-        """A flaky cell — one whose trials disagreed within a run of its history (before the
-        candidate, same case content, harness and model) — is judged against that whole
-        history, its own variation, rather than the one reading that happens to be its first.
-        A baseline a team set with ``anpord baseline set`` is always kept."""
-        from ..results._model import summarize_counts
-
-        histories = self.cell_histories(limit=FLAKE_HISTORY)
-        out = {}
-        for c in cands:
-            key = (c.case_id, c.variant)
-            base = bases.get(key)
-            rows = [r for r in histories.get(key, ()) if r.run_id != cand_id]
-            same = [r for r in rows if (r.case_hash, r.harness, r.model) == (c.case_hash, c.harness, c.model)]
-            if base is None or key not in implicit or len(same) < 2:
-                continue
-            if not any(r.summary is not None and not r.summary.deterministic for r in same):
-                continue
-            passed = sum(r.summary.passed for r in same if r.summary is not None)
-            n = sum(r.measured for r in same)
-            if not 0 < passed < n or n <= base.measured:
-                continue
-            summary = summarize_counts(c.case_id, c.variant, passed, n - passed)
-            out[key] = CellRow(f"history of {len(same)} runs", c.case_id, c.variant, c.case_hash,
-                               c.harness, c.model, c.profile, n, summary)
-        return out
-
     def history_runs(self, *, limit: int | None = None) -> list[str]:
         """The ids of the runs that count as history — made by a plain ``anpord eval``, not a
         re-run or a cached run — newest first."""
@@ -443,8 +416,9 @@ class Store:
                 found = w.baseline_cells(db, self.project, cand_pk)
                 bases = {(m["case_id"], m["variant"]): cell_row(m, m["run_id"]) for m in found}
                 implicit = {(m["case_id"], m["variant"]) for m in found if not m["explicit"]}
+                history = [cell_row(m, m["run_id"]) for m in w.history_cells(db, self.project, cand_pk)]
         if base_ref is None:
-            bases.update(self._flaky_bases(cand_id, cands, bases, implicit))
+            bases.update(flaky_bases(cands, bases, implicit, history))
             return compare_cells(cand_id, cands, bases, threshold, **judged)
         with self._reading() as db:
             base_id, base_pk = base_ref
