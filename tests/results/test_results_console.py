@@ -274,7 +274,7 @@ def test_grid_prints_each_cell_when_its_last_trial_finishes() -> None:
     assert out.getvalue() == ""  # the cell has one trial to go
     reporter.on_trial_end(results[2])
     lines = out.getvalue().splitlines()
-    assert lines[0] == "✗ weather/rain  small  2/3 passed  (pass rate 67%)"
+    assert lines[0] == "✗ weather/rain  small  2/3 passed  (pass rate 67% [21–94%])"
     assert lines[1] == "    ✗ #1  failed: reply did not include 'Sunny'"
 
 
@@ -282,7 +282,7 @@ def test_grid_shows_void_trials_apart_with_their_reasons() -> None:
     out = io.StringIO()
     feed(ConsoleReporter(out), grid_results())
     lines = out.getvalue().splitlines()
-    assert "✓ weather/rain  large  2/2 passed  (pass rate 100%)  1 void" in lines
+    assert "✓ weather/rain  large  2/2 passed  (pass rate 100% [34–100%])  1 void" in lines
     assert "    ○ #1 void: judge could not answer" in lines
     assert "○ weather/sunny  large  not measured  3 void" in lines
     assert "    ○ #0, #1, #2 void: harness could not start" in lines
@@ -295,12 +295,14 @@ def test_grid_final_table_and_variant_pass_rates() -> None:
     out = io.StringIO()
     summary = feed(ConsoleReporter(out), grid_results())
     lines = out.getvalue().splitlines()
-    at = lines.index("case           small     large")
-    assert lines[at + 1] == "weather/rain   2/3 67%   2/2 100% ○1"
-    assert lines[at + 2] == "weather/sunny  3/3 100%  0/0 – ○3"
+    at = lines.index("case           small               large")
+    # Each cell: passed/measured, the pass rate and its 95% Wilson interval; none when unmeasured.
+    assert lines[at + 1] == "weather/rain   2/3 67% [21–94%]    2/2 100% [34–100%] ○1"
+    assert lines[at + 2] == "weather/sunny  3/3 100% [44–100%]  0/0 – ○3"
     by_variant = lines[lines.index("Pass rate by variant") + 1 :]
-    assert by_variant[0] == "  small  5/6  83%"
-    assert by_variant[1] == "  large  2/2  100%  (4 void)"
+    # The mean of per-case rates; two cases leave the cluster-robust interval wide open.
+    assert by_variant[0] == "  small  83% [0–100%]  mean over 2 cases, 5/6 trials"
+    assert by_variant[1] == "  large  100% [34–100%]  mean over 1 case, 2/2 trials  (4 void, 67%)"
     assert lines[-1] == summary.closing_line() == "7 passed, 1 failed, 4 void"
 
 
@@ -309,8 +311,8 @@ def test_grid_with_one_trial_per_cell_and_several_variants() -> None:
     out = io.StringIO()
     feed(ConsoleReporter(out), results)
     lines = out.getvalue().splitlines()
-    assert "✓ a  small  1/1 passed  (pass rate 100%)" in lines
-    assert "✗ a  large  0/1 passed  (pass rate 0%)" in lines
+    assert "✓ a  small  1/1 passed  (pass rate 100% [21–100%])" in lines
+    assert "✗ a  large  0/1 passed  (pass rate 0% [0–79%])" in lines
     assert "    ✗ #0  failed: no" in lines
 
 
@@ -322,7 +324,7 @@ def test_grid_cell_cut_short_by_an_interrupt_is_reported_at_the_end() -> None:
         ConsoleReporter(out), done, info=info, summary=summary_for(done, interrupted=True)
     )
     lines = out.getvalue().splitlines()
-    assert "✓ a  small  1/1 passed  (pass rate 100%)  (2 not run)" in lines
+    assert "✓ a  small  1/1 passed  (pass rate 100% [21–100%])  (2 not run)" in lines
     assert lines[-2] == "Interrupted: 1 of 3 trials finished; finished trials are kept."
     assert lines[-1] == summary.closing_line()
 

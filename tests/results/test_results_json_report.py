@@ -78,9 +78,30 @@ def test_variants_pass_rates_exclude_void() -> None:
         "passed": 1,
         "measured": 2,
         "void": 0,
+        # The mean of per-case pass rates (one case here), its 95% interval, the void share.
         "pass_rate": 0.5,
+        "pooled_pass_rate": 0.5,
+        "ci_low": 0.094531,
+        "ci_high": 0.905469,
+        "cases": 1,
+        "se": None,  # one case: no spread to estimate it from
+        "void_rate": 0.0,
     }
     assert variants["large"]["measured"] == 1 and variants["large"]["pass_rate"] == 0.0
+    assert variants["large"]["void_rate"] == 0.5
+
+
+def test_cells_carry_their_interval_and_n() -> None:
+    rs = results()
+    cells = json.loads(summary_json(summary_for(rs), rs))["cells"]
+    rain = next(c for c in cells if c["case_id"] == "weather/rain" and c["variant"] == "small")
+    assert (rain["pass_rate"], rain["ci_low"], rain["ci_high"], rain["n"]) == (
+        0.5, 0.094531, 0.905469, 2
+    )
+    void = [trial("a", "void", reason="x")]
+    cell = json.loads(summary_json(summary_for(void), void))["cells"][0]
+    assert (cell["ci_low"], cell["ci_high"], cell["n"]) == (None, None, 0)
+    assert cell["no_interval"] == "nothing measured: every trial void or skipped"
 
 
 def test_output_is_ascii_and_one_document() -> None:

@@ -170,3 +170,26 @@ def test_missing_folder_is_a_one_line_value_error(tmp_path: Path) -> None:
 def test_empty_run_is_valid(tmp_path: Path) -> None:
     root = write(tmp_path, rs=[])
     assert root.get("tests") == "0" and root.findall("testsuite") == []
+
+
+def test_suites_and_testcases_carry_pass_rates_with_intervals(tmp_path: Path) -> None:
+    root = write(tmp_path)
+    small = root.find("testsuite[@name='small']")
+    assert small is not None
+
+    def props(el: ET.Element) -> dict[str, str]:
+        found = el.find("properties")
+        assert found is not None
+        return {p.get("name", ""): p.get("value", "") for p in found.findall("property")}
+
+    # small: sunny 2/2, rain 0/1 — the mean of per-case rates, not the pooled 2/3.
+    suite = props(small)
+    assert suite["pass_rate"] == "0.5000" and suite["cases"] == "2"
+    assert float(suite["ci_low"]) == 0.0 and float(suite["ci_high"]) == 1.0
+    assert suite["void_rate"] == "0.0000"
+    sunny = props(by_name(root, "weather/sunny [small] #0"))
+    assert (sunny["cell_pass_rate"], sunny["cell_n"]) == ("1.0000", "2")
+    assert sunny["cell_ci_low"] == "0.3424" and sunny["cell_ci_high"] == "1.0000"
+    # A cell that measured nothing has no interval: the properties are left out.
+    judge = props(by_name(root, "weather/judge [large] #0"))
+    assert "cell_ci_low" not in judge and judge["cell_n"] == "0"

@@ -233,8 +233,10 @@ def test_a_suite_on_ray_gives_the_local_results_and_runs_on_both_nodes(
     assert "mixed/rain [python:agents.kit:agent/default #1] | checking Rain" in streamed, remote.stderr
     local_doc, remote_doc = masked_json(local), masked_json(remote)
     # The Ray run is compared with the local one before it: nothing moved.
-    assert remote_doc.pop("comparison")["counts"] == {"improved": 0, "incomparable": 1, "regressed": 0,
-                                                      "unchanged": 13}, remote.stdout
+    counts = remote_doc.pop("comparison")["counts"]
+    # Few trials a cell: equal readings are unchanged or, too few to say so, inconclusive.
+    assert (counts["regressed"], counts["improved"], counts["incomparable"]) == (0, 0, 1), remote.stdout
+    assert counts["unchanged"] + counts["inconclusive"] == 13, remote.stdout
     local_doc.pop("comparison")  # the first run: nothing to compare with
     assert remote_doc == local_doc
     assert junit_cases(tmp_path / "ray.xml") == junit_cases(tmp_path / "local.xml")

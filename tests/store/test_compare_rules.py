@@ -34,18 +34,40 @@ def status(base: str, cand: str, **kw: object) -> tuple[str, str]:
     return c.status, c.reason
 
 
-def test_a_drop_of_the_threshold_or_more_is_regressed_and_a_rise_improved() -> None:
-    assert status("ppppp", "ppppf")[0] == "regressed"  # 1.0 → 0.8: exactly the threshold
-    assert status("ff", "pp") == ("improved", "pass rate 0% → 100% (base base)")
-    assert status("pf", "pf")[0] == "unchanged"
-    assert status("ppppppppf", "pppppppff")[0] == "unchanged"  # 0.89 → 0.78, and flaky before too
+def test_a_cell_is_regressed_or_improved_only_when_its_counts_say_so() -> None:
+    assert status("p" * 10, "f" * 10)[0] == "regressed"  # 10/10 → 0/10: p ≈ 1e-5
+    s, why = status("f" * 10, "p" * 10)
+    assert s == "improved" and why.startswith("pass rate 0% → 100% (base base), Δ +1.00 [")
+    assert "p = 1.1e-05 (Holm)" in why
+    # 3/3 → 0/3 is the strongest a 3-trial cell can move, and Fisher's p is 0.1: not enough.
+    s, why = status("ppp", "fff")
+    assert s == "inconclusive" and "trials a side would decide it" in why
+    assert status("ppppp", "ppppf")[0] == "inconclusive"  # 1.0 → 0.8 was a "regression" once
 
 
-def test_losing_determinism_without_a_rise_is_regressed() -> None:
-    s, why = status("pppppppppp", "pppppppppf")  # a drop of 0.1 only, but now flaky
-    assert s == "regressed" and why.startswith("no longer deterministic")
-    assert status("ssss", "ssff")[0] == "regressed"  # pass rate 0 → 0, no longer deterministic
-    assert status("ffffffffff", "pfffffffff")[0] == "unchanged"  # flaky, but it rose
+def test_unchanged_needs_the_interval_within_the_margin() -> None:
+    s, why = status("p" * 20, "p" * 20)
+    assert s == "unchanged" and why.endswith("within ±0.2")
+    assert status("pf", "pf")[0] == "inconclusive"  # equal rates, but 2 trials say little
+    assert status("p" * 50 + "f" * 10, "p" * 51 + "f" * 9)[0] == "unchanged"
+
+
+def test_losing_determinism_is_not_a_regression_by_itself() -> None:
+    assert status("p" * 10, "p" * 9 + "f")[0] != "regressed"
+    assert status("ssss", "ssff")[0] != "regressed"
+
+
+def test_a_cell_with_no_measured_trial_has_no_interval_and_says_why() -> None:
+    from anpord.stats import estimate_cell
+
+    assert estimate_cell(0, 0, trials=3).to_dict() == {
+        "pass_rate": None, "ci_low": None, "ci_high": None, "n": 0,
+        "no_interval": "nothing measured: every trial void or skipped",
+    }
+    row = reading("vvk")
+    assert row.to_dict()["ci_low"] is None and row.to_dict()["n"] == 0
+    assert "void or skipped" in row.to_dict()["no_interval"]
+    assert reading("ppf").to_dict()["ci_high"] > 2 / 3
 
 
 def test_what_measured_nothing_or_changed_is_incomparable_and_says_why() -> None:
@@ -65,3 +87,20 @@ def test_the_store_columns_match_the_schema() -> None:
     assert set(RUN_COLUMNS) == {c.name for c in runs.c} - {"id", "project", "run_id"}
     assert set(CELL_COLUMNS) == {c.name for c in cells.c} - {"run_pk"}
     assert set(TRIAL_COLUMNS) == {c.name for c in trials.c} - {"run_pk"}
+
+
+def test_runs_with_different_case_sets_pair_only_the_shared_cases_and_say_so() -> None:
+    from anpord.store._compare import compare_cells, variant_line
+
+    def cell(case: str, verdicts: str, run: str) -> CellRow:
+        trials = [TrialResult(case, "v", i, "passed" if x == "p" else "failed") for i, x in enumerate(verdicts)]
+        return CellRow(run, case, "v", "h", "python:a", None, None, len(verdicts), summarize_cell(trials))
+
+    base = {(f"c{i}", "v"): cell(f"c{i}", "p" * 5, "base") for i in range(4)}
+    cands = [cell(f"c{i}", "p" * 5, "cand") for i in (1, 2, 3, 7)]  # c0 dropped, c7 new
+    cmp = compare_cells("cand", cands, base, 0.2, base_run="base", only_in_base=1,
+                        base_only={"v": 1})
+    (v,) = cmp.variants
+    assert v.cases == 3 and v.dropped == 2  # c0 only in the base, c7 only in the candidate
+    assert variant_line(v).endswith("; 2 cases not on both sides left out")
+    assert [c.status for c in cmp.cells if c.case_id == "c7"] == ["incomparable"]

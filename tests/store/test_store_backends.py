@@ -26,14 +26,15 @@ def test_runs_are_filed_read_back_and_compared_on_both_backends(
     bad = project.run("--fail-on", "regressed", env={**backend_env, "MOOD": "bad"})
     assert bad.code == 1, bad.output
     lines = bad.stdout.rstrip("\n").splitlines()
-    # One line per regressed cell, right before the closing line, which stays last and unchanged.
+    # At 3 trials no single cell can be significant; the variant's paired change over both
+    # cases is: one line for it right before the closing line, which stays last and unchanged.
     assert lines[-1] == "0 passed, 6 failed"
-    assert lines[-3].startswith(
-        "✗ regressed: greet/0000  python:agents.moody:agent/default  pass rate 100% → 0%"
-    )
-    assert lines[-2].startswith("✗ regressed: greet/0001")
+    assert lines[-2].startswith(
+        "✗ regressed: variant python:agents.moody:agent/default  mean pass rate 100% → 0%, "
+        "Δ −1.00 ["
+    ), lines[-2]
+    assert lines[-2].endswith("over 2 shared cases")
     assert good.run_dir is not None and bad.run_dir is not None
-    assert good.run_dir.name in lines[-2]
 
     runs = as_json(anpord(project, "runs", "--json", env=backend_env))
     assert [r["run_id"] for r in runs] == [bad.run_dir.name, good.run_dir.name]
@@ -43,7 +44,12 @@ def test_runs_are_filed_read_back_and_compared_on_both_backends(
     cmp = anpord(project, "compare", "--json", env=backend_env)
     assert cmp.returncode == 1, cmp.stderr
     doc = as_json(cmp)
-    assert doc["counts"] == {"regressed": 2, "improved": 0, "unchanged": 0, "incomparable": 0}
+    assert doc["counts"] == {
+        "regressed": 0, "improved": 0, "unchanged": 0, "inconclusive": 2, "incomparable": 0
+    }
+    assert [v["status"] for v in doc["variants"]] == ["regressed"]
+    # 5/5 → 0/5 would be p < 0.025 (the strictest Holm step for two cells)
+    assert [c["trials_to_decide"] for c in doc["cells"]] == [5, 5]
     assert {c["base"]["run_id"] for c in doc["cells"]} == {good.run_dir.name}
 
     # The query API a web view uses, on the same store.
@@ -85,7 +91,8 @@ def test_runs_are_filed_read_back_and_compared_on_both_backends(
     assert fixed.code == 0
     final = anpord(project, "compare", "--json", env=backend_env)
     assert final.returncode == 0
-    assert as_json(final)["counts"]["improved"] == 2
+    assert as_json(final)["counts"]["inconclusive"] == 2
+    assert as_json(final)["variants"][0]["status"] == "improved"
     assert {c["base"]["run_id"] for c in as_json(final)["cells"]} == {bad.run_dir.name}
 
 

@@ -50,7 +50,7 @@ def test_each_cell_is_compared_with_the_earliest_run_that_measured_it(tmp_path: 
     second = data.baseline_deltas("20240101-000000-mmmmmm")
     assert set(second) == {x}  # y first ran here
     assert second[x].baseline_run_id == "20240101-000000-zzzzzz"
-    assert second[x].delta == -0.5 and second[x].regressed
+    assert second[x].delta == -0.5 and not second[x].regressed  # 2/2 → 1/2: noise, not a regression
     third = data.baseline_deltas("20240101-000000-aaaaaa")
     assert third[x].delta == 0.0 and not third[x].regressed
     assert third[y].baseline_run_id == "20240101-000000-mmmmmm"
@@ -60,6 +60,18 @@ def test_each_cell_is_compared_with_the_earliest_run_that_measured_it(tmp_path: 
     assert [(p.run_id, p.pass_rate) for p in history] == [
         ("20240101-000000-zzzzzz", 1.0), ("20240101-000000-mmmmmm", 0.5), ("20240101-000000-aaaaaa", 1.0)]
     assert [p.run_id for p in data.cell_history(*y)] == ["20240101-000000-mmmmmm", "20240101-000000-aaaaaa"]
+
+
+def test_a_cell_is_regressed_when_its_counts_say_so(tmp_path: Path) -> None:
+    cell = ("weather/x", "v1")
+    write_run(tmp_path, "20240101-000001-aaaaaa", T0, {cell: ["passed"] * 10})
+    write_run(tmp_path, "20240101-000002-aaaaaa", T0 + 1, {cell: ["failed"] * 10})
+    deltas = FolderViewData(tmp_path).baseline_deltas("20240101-000002-aaaaaa")
+    assert deltas[cell].delta == -1.0 and deltas[cell].regressed  # 10/10 → 0/10: p ≈ 1e-5
+    drawn = chart(FolderViewData(tmp_path).cell_history(*cell))
+    # Each measured point's whisker spans its 95% interval: 10/10 is [72%, 100%].
+    first = drawn.points[0]
+    assert first.y_high == first.y and first.y_low is not None and first.y_low > first.y
 
 
 def test_a_cell_with_nothing_measured_has_no_rate_and_no_baseline(tmp_path: Path) -> None:
@@ -74,7 +86,8 @@ def test_a_cell_with_nothing_measured_has_no_rate_and_no_baseline(tmp_path: Path
     assert [p.measured for p in drawn.points] == [False, True, True]
     assert drawn.line.count(",") == 2  # the line joins the two measured runs only
     deltas = data.baseline_deltas("20240101-000003-aaaaaa")
-    assert deltas[cell].baseline_run_id == "20240101-000002-aaaaaa" and deltas[cell].regressed
+    assert deltas[cell].baseline_run_id == "20240101-000002-aaaaaa"
+    assert deltas[cell].delta == -1.0 and not deltas[cell].regressed  # 1/1 → 0/1 proves nothing
     cells = data.run("20240101-000001-aaaaaa").cells  # type: ignore[union-attr]
     assert cells[0].has_void and not cells[0].failing and cells[0].summary.pass_rate is None
 

@@ -46,8 +46,10 @@ def build_parser() -> Parser:
                        help="finish a run that died: run only its missing trials, into the same run")
     again.add_argument("--rerun-failed", metavar="RUN",
                        help="run the failed, timed-out and void trials of RUN again, as a new run")
-    p.add_argument("--regression-threshold", type=_threshold, default=None, metavar="D",
-                   help="the pass-rate drop that makes a cell regressed (default 0.2)")
+    # How --fail-on regressed and the closing comparison judge a change (docs/statistics.md).
+    from ._judging import add_judging
+
+    add_judging(p, defaults=False)
     p.add_argument("--executor", choices=["local", "ray"], default=None,
                    help="where trials run: this process (default) or a Ray cluster (pip install 'anpord[ray]')")
     p.add_argument("--ray-address", metavar="ADDR",
@@ -220,6 +222,7 @@ def _run(args: argparse.Namespace, fail_on: str, out: TextIO) -> int:
             variants=args.variant, harness=args.harness, model=args.model, sandbox=args.sandbox,
             fail_on=fail_on, artifacts=not args.no_artifacts, cache=args.cache, compare=True,
             regression_threshold=args.regression_threshold or 0.2,
+            alpha=args.alpha or 0.05, variant_margin=args.variant_margin or 0.05,
             executor=args.executor, ray_address=args.ray_address, **_variant_fields(args),
         )
         _check_profile(project, args.profile)
@@ -282,6 +285,7 @@ def _again(args: argparse.Namespace, project: Any, opts: Any, out: TextIO) -> in
         overrides = {"fail_on": opts.fail_on if (args.fail_on or args.strict) else None,
                      "max_concurrency": args.max_concurrency, "cache": True if args.cache else None,
                      "regression_threshold": args.regression_threshold,
+                     "alpha": args.alpha, "variant_margin": args.variant_margin,
                      "executor": args.executor, "ray_address": args.ray_address}
         again = replace(options_of(reading.record, **overrides), artifacts=opts.artifacts, compare=True)
         if args.resume:

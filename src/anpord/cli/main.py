@@ -20,6 +20,8 @@ commands:
   show RUN [CASE]          a run's grid, or one trial in full
   compare [BASE] [CAND]    each cell of a run against its baseline (or another run)
   baseline set RUN         make every cell of RUN the baseline later runs are compared with
+  flaky [--runs N]         the flakiest cells over recent runs, with their flake rates
+  plan [RUN] [--effect D]  the smallest change a comparison can detect; what detecting D takes
   db rebuild               re-create the run store from the run folders
 
 RUN is a run id, a unique prefix of one, or `latest`.
@@ -40,6 +42,8 @@ COMMANDS = {
     "show": ".show_cmd",
     "compare": ".compare_cmd",
     "baseline": ".baseline_cmd",
+    "flaky": ".flaky_cmd",
+    "plan": ".plan_cmd",
     "db": ".db_cmd",
 }
 

@@ -82,8 +82,34 @@ def _elsewhere(folder: Path, ref: str) -> str | None:
 # -- the grid --------------------------------------------------------------------------------
 
 
+def _estimate_lines(reading: Any) -> list[str]:
+    """Each variant's mean of per-case pass rates with its cluster-robust 95% interval and void
+    share (docs/statistics.md)."""
+    from ..results._text import pct, span
+    from ..stats import estimate_variant
+
+    cells = reading.cells
+    out = []
+    for variant in dict.fromkeys(c.variant for c in reading.record.cells):
+        mine = [c for c in cells if c.variant == variant]
+        e = estimate_variant(
+            [(c.passed, c.measured) for c in mine],
+            trials=sum(c.trials for c in mine),
+            void=sum(c.void for c in mine),
+        )
+        if e.mean is None:
+            out.append(f"  {variant}: no interval ({e.why or 'nothing ran'})")
+            continue
+        void = f", {e.void_rate:.0%} void" if e.void_rate else ""
+        out.append(
+            f"  {variant}: pass rate {pct(e.mean)} {span(e.ci_low, e.ci_high)} "
+            f"(mean over {e.cases} case{'s' if e.cases != 1 else ''}{void})"
+        )
+    return out
+
+
 def _grid(reading: Any) -> None:
-    from ..results._text import MARKS, cell_state, measured, pct
+    from ..results._text import MARKS, cell_state, measured, rate_with_interval
 
     rec = reading.record
     t = reading.totals()
@@ -95,6 +121,8 @@ def _grid(reading: Any) -> None:
         f"  {t['trials']} of {planned} trials: {t['passed']} passed, {t['failed'] + t['timed_out']} "
         f"failed, {t['scored']} scored, {t['void']} void, {t['skipped']} skipped"
     )
+    for line in _estimate_lines(reading):
+        print(line)
     if rec.rerun_of:
         print(f"  re-run of the failed trials of {rec.rerun_of}")
     if rec.resumed_at:
@@ -110,7 +138,7 @@ def _grid(reading: Any) -> None:
         if c is None:
             texts[key] = "not run"
             continue
-        text = f"{MARKS[cell_state(c)]} {c.passed}/{measured(c)} {pct(c.pass_rate)}"
+        text = f"{MARKS[cell_state(c)]} {c.passed}/{measured(c)} {rate_with_interval(c.passed, measured(c))}"
         texts[key] = text + (f" ○{c.void}" if c.void else "")
     print()
     case_w = max([4, *(len(c) for c in cases)])

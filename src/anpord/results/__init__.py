@@ -25,7 +25,7 @@ from ._model import (
 )
 from ._redact import Redactor
 from ._reporter import PlannedCell, Reporter, RunInfo
-from ._run_record import CellRecord, RunRecord
+from ._run_record import DERIVED_KINDS, CellRecord, RunRecord
 
 if TYPE_CHECKING:  # pragma: no cover
     from ._reader import RunReading as RunReading
@@ -59,6 +59,7 @@ __all__ = [
     "RunInfo",
     "RunReading",
     "RunRecord",
+    "DERIVED_KINDS",
     "RunSummary",
     "TrialResult",
     "Verdict",

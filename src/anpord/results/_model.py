@@ -342,6 +342,13 @@ class CellSummary:
     def measured(self) -> int:
         return self.trials - self.void - self.skipped
 
+    def estimate(self) -> Any:
+        """The pass rate with its 95% Wilson interval over the measured trials (an
+        ``anpord.stats.CellEstimate``); computed when asked, never on a trial's path."""
+        from ..stats import estimate_cell
+
+        return estimate_cell(self.passed, self.measured, trials=self.trials)
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "case_id": self.case_id,
@@ -353,6 +360,8 @@ class CellSummary:
             "timed_out": self.timed_out,
             "void": self.void,
             "skipped": self.skipped,
+            # The interval is not stored (run.json is written for every cell at a run's end, and
+            # it follows from the counts): ``estimate()``, ``--json`` and the store's rows add it.
             "pass_rate": self.pass_rate,
             "pass_at_k": self.pass_at_k,
             "pass_hat_k": self.pass_hat_k,
@@ -402,6 +411,17 @@ def summarize_cell(results: Sequence[TrialResult]) -> CellSummary:
         pass_at_k=pass_at_k(measured, passed, measured),
         pass_hat_k=pass_hat_k(measured, passed, measured),
         deterministic=len(verdicts) <= 1,
+    )
+
+
+def summarize_counts(case_id: str, variant: str, passed: int, failed: int) -> CellSummary:
+    """A cell's distribution from counts alone (a pooled history, say)."""
+    n = passed + failed
+    return CellSummary(
+        case_id=case_id, variant=variant, trials=n, passed=passed, scored=0, failed=failed,
+        timed_out=0, void=0, skipped=0, pass_rate=passed / n if n else None,
+        pass_at_k=pass_at_k(n, passed, n), pass_hat_k=pass_hat_k(n, passed, n),
+        deterministic=passed in (0, n),
     )
 
 

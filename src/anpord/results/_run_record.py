@@ -12,7 +12,11 @@ from typing import Any, Literal
 
 from ._model import FORMAT_VERSION, CellSummary, RecordError, _need, check_version
 
-__all__ = ["RunStatus", "RUN_STATUSES", "CellRecord", "RunRecord"]
+__all__ = ["DERIVED_KINDS", "RunStatus", "RUN_STATUSES", "CellRecord", "RunRecord"]
+
+# Runs that re-use or re-judge earlier work (a hook for each command that makes one: set
+# ``RunRecord.kind``). Their readings are kept and shown, never made a baseline or flake history.
+DERIVED_KINDS = ("rerun", "cached", "audit", "regrade", "replay")
 
 RunStatus = Literal["running", "finished", "interrupted", "crashed"]
 RUN_STATUSES: tuple[RunStatus, ...] = ("running", "finished", "interrupted", "crashed")
@@ -94,6 +98,25 @@ class RunRecord:
     resumed_at: list[float] = field(default_factory=list)  # each `--resume` of this run
     rerun_of: str | None = None  # the run whose failed trials this run re-ran
     note: str | None = None  # how a crash was found, say
+    # What made the run: "eval" measures the agent; any of DERIVED_KINDS re-used or re-judged
+    # earlier work, so it never becomes a baseline nor feeds the flake history.
+    kind: str = "eval"
+
+    @property
+    def run_kind(self) -> str:
+        """``kind``, or what the options say of a run recorded before kinds: a re-run of failed
+        trials, or one whose model calls came from the cache."""
+        if self.kind != "eval":
+            return self.kind
+        if self.rerun_of:
+            return "rerun"
+        if self.options.get("cache"):
+            return "cached"
+        return "eval"
+
+    @property
+    def measures_history(self) -> bool:
+        return self.run_kind == "eval"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -118,6 +141,7 @@ class RunRecord:
             "resumed_at": list(self.resumed_at),
             "rerun_of": self.rerun_of,
             "note": self.note,
+            "kind": self.kind,
         }
 
     @classmethod
@@ -149,4 +173,5 @@ class RunRecord:
             resumed_at=list(raw.get("resumed_at") or ()),
             rerun_of=raw.get("rerun_of"),
             note=raw.get("note"),
+            kind=str(raw.get("kind") or "eval"),
         )

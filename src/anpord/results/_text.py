@@ -86,6 +86,24 @@ def pct(rate: float | None) -> str:
     return "–" if rate is None else f"{rate:.0%}"
 
 
+def span(low: float | None, high: float | None) -> str:
+    """A 95% interval in percent: ``[21–94%]``; empty when there is none."""
+    if low is None or high is None:
+        return ""
+    return f"[{low * 100:.0f}–{high * 100:.0f}%]"
+
+
+def rate_with_interval(passed: int, n: int) -> str:
+    """``67% [21–94%]``: a pass rate over ``n`` measured trials with its Wilson interval."""
+    if n <= 0:
+        return "–"
+    from ..stats import wilson
+
+    ci = wilson(passed, n)
+    assert ci is not None
+    return f"{passed / n:.0%} {span(ci.low, ci.high)}"
+
+
 def measured(c: CellSummary) -> int:
     return c.trials - c.void - c.skipped
 

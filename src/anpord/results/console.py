@@ -37,6 +37,8 @@ from ._text import (
     group_reasons,
     measured,
     pct,
+    rate_with_interval,
+    span,
     score_text,
     trial_label,
     usage_text,
@@ -229,7 +231,8 @@ class ConsoleReporter:
         return [(f"  {label}" + (f": {reason}" if reason else ""), SGR[v])]
 
     def _cell_lines(self, cell: _Cell) -> list[str]:
-        """``✗ case  variant  2/3 passed  (pass rate 67%)``, void trials apart, then details."""
+        """``✗ case  variant  2/3 passed  (pass rate 67% [21–94%])``, void trials apart, then
+        details."""
         c = summarize_cell(cell.results)
         state, n = cell_state(c), measured(c)
         head: list[Segment] = [
@@ -241,7 +244,7 @@ class ConsoleReporter:
         if n:
             head += [
                 (f"{c.passed}/{n} passed", SGR[state]),
-                (f"  (pass rate {pct(c.pass_rate)})", DIM),
+                (f"  (pass rate {rate_with_interval(c.passed, n)})", DIM),
             ]
         else:
             head.append(("not measured", SGR[state]))
@@ -325,6 +328,14 @@ class ConsoleReporter:
                 (f"{self.marks['failed']} regressed: ", SGR["failed"]),
                 (f"{cell.case_id}  {cell.variant}  {cell.reason}", ""),
             ]))
+        if comparison is not None:
+            from ..store._compare import variant_detail
+
+            for v in comparison.regressed_variants:  # the paired test over all cases
+                out.append(self._render([
+                    (f"{self.marks['failed']} regressed: ", SGR["failed"]),
+                    (f"variant {v.variant}  {variant_detail(v)}", ""),
+                ]))
         return out
 
     def _listed(self, title: str, lines: list[str]) -> list[str]:
@@ -348,21 +359,32 @@ class ConsoleReporter:
         ]
 
     def _variant_lines(self, cells: list[CellSummary]) -> list[str]:
+        """Each variant's (or, with one, the run's) mean of per-case pass rates with its
+        cluster-robust 95% interval, its trials and void share."""
+        from ..stats import estimate_variant
+
         variants = _ordered(self._variants, (c.variant for c in cells))
-        if len(variants) < 2:
+        if not variants:
             return []
-        out = [self._render([("Pass rate by variant", BOLD)])]
+        several = len(variants) > 1
+        out = [self._render([("Pass rate by variant" if several else "Pass rate", BOLD)])]
         width = max(len(v) for v in variants)
         for variant in variants:
             mine = [c for c in cells if c.variant == variant]
             passed, n = sum(c.passed for c in mine), sum(measured(c) for c in mine)
             void = sum(c.void for c in mine)
+            e = estimate_variant(
+                [(c.passed, measured(c)) for c in mine], trials=sum(c.trials for c in mine), void=void
+            )
+            cases = f"{e.cases} case{'s' if e.cases != 1 else ''}"
             seg: list[Segment] = [
-                (f"  {variant:<{width}}  {passed}/{n}  ", ""),
-                (pct(passed / n if n else None), BOLD),
+                (f"  {variant:<{width}}  " if several else "  ", ""),
+                (pct(e.mean), BOLD),
+                (f" {span(e.ci_low, e.ci_high)}" if e.mean is not None else "", ""),
+                (f"  mean over {cases}, {passed}/{n} trials" if e.cases else "  nothing measured", DIM),
             ]
             if void:
-                seg.append((f"  ({void} void)", SGR["void"]))
+                seg.append((f"  ({void} void, {e.void_rate:.0%})", SGR["void"]))
             out.append(self._render(seg))
         return out + [""]
 
@@ -372,7 +394,7 @@ class ConsoleReporter:
         cases = _ordered(self._cases, (c.case_id for c in cells))
         texts: dict[tuple[str, str], Segment] = {}
         for c in cells:
-            text = f"{c.passed}/{measured(c)} {pct(c.pass_rate)}"
+            text = f"{c.passed}/{measured(c)} {rate_with_interval(c.passed, measured(c))}"
             if c.void:
                 text += f" {self.marks['void']}{c.void}"
             texts[(c.case_id, c.variant)] = (text, SGR[cell_state(c)])

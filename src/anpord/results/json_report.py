@@ -62,6 +62,7 @@ def summary_dict(summary: RunSummary, results: Sequence[TrialResult]) -> dict[st
                 "void": c.void,
                 "skipped": c.skipped,
                 "pass_rate": _num(c.pass_rate),
+                **_interval(c.estimate()),
                 "pass_at_k": _num(c.pass_at_k),
                 "pass_hat_k": _num(c.pass_hat_k),
                 "deterministic": c.deterministic,
@@ -78,8 +79,18 @@ def summary_dict(summary: RunSummary, results: Sequence[TrialResult]) -> dict[st
         v["passed"] += c.passed
         v["measured"] += c.trials - c.void - c.skipped
         v["void"] += c.void
+    from ..stats import estimate_variant
+
     for v in variants.values():
-        v["pass_rate"] = _num(v["passed"] / v["measured"]) if v["measured"] else None
+        # The mean of per-case pass rates, its cluster-robust interval and the void share
+        # (docs/statistics.md); ``pooled_pass_rate`` is passed over measured trials.
+        mine = [c for c in summary.cells if c.variant == v["variant"]]
+        e = estimate_variant([(c.passed, c.measured) for c in mine], trials=v["trials"], void=v["void"])
+        v["pooled_pass_rate"] = _num(v["passed"] / v["measured"]) if v["measured"] else None
+        v.update(_interval(e))
+        v["cases"] = e.cases
+        v["se"] = _num(e.se)
+        v["void_rate"] = _num(e.void_rate)
 
     return {
         "schema": SCHEMA_VERSION,
@@ -98,13 +109,28 @@ def summary_dict(summary: RunSummary, results: Sequence[TrialResult]) -> dict[st
     }
 
 
+def _interval(e: Any) -> dict[str, Any]:
+    """``pass_rate``, ``ci_low``, ``ci_high``, ``n`` (cells) of an estimate, and why there is no
+    interval when there is none."""
+    d = e.to_dict()
+    out = {"pass_rate": _num(d["pass_rate"]), "ci_low": _num(d["ci_low"]), "ci_high": _num(d["ci_high"])}
+    if "n" in d:
+        out["n"] = d["n"]
+    if d.get("no_interval"):
+        out["no_interval"] = d["no_interval"]
+    return out
+
+
 def _comparison(comparison: Any) -> dict[str, Any] | None:
     """The run's cells against their baselines: the counts and each regressed cell."""
     if comparison is None:
         return None
     return {
         "threshold": comparison.threshold,
+        "alpha": comparison.alpha,
+        "variant_margin": comparison.variant_margin,
         "counts": comparison.counts(),
+        "variants": [v.to_dict() for v in comparison.variants],
         "regressed": [
             {"case_id": c.case_id, "variant": c.variant, "reason": c.reason,
              "base_run": c.base.run_id if c.base is not None else None, "delta": _num(c.delta)}

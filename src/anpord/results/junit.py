@@ -67,13 +67,24 @@ def junit_xml(
     root = ET.Element("testsuites", name="anpord")
     root_counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
     root_time = 0.0
+    from ..stats import estimate_variant
+
+    cells = {(c.case_id, c.variant): c.estimate() for c in summary.cells}
     for variant in variants:
         mine = [r for r in ordered if r.variant == variant]
         suite = ET.SubElement(root, "testsuite", name=clean(variant))
+        # The variant's mean of per-case pass rates with its cluster-robust 95% interval.
+        own = [c for c in summary.cells if c.variant == variant]
+        e = estimate_variant([(c.passed, c.measured) for c in own],
+                             trials=sum(c.trials for c in own), void=sum(c.void for c in own))
+        _properties(ET.SubElement(suite, "properties"), {
+            "pass_rate": e.mean, "ci_low": e.ci_low, "ci_high": e.ci_high, "se": e.se,
+            "cases": e.cases, "void_rate": e.void_rate,
+        })
         counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
         suite_time = 0.0
         for r in mine:
-            outcome = _testcase(suite, r, summary.run_dir, strict, clean)
+            outcome = _testcase(suite, r, summary.run_dir, strict, clean, cells.get(r.cell_key))
             counts["tests"] += 1
             if outcome:
                 counts[outcome] += 1
@@ -91,8 +102,24 @@ def junit_xml(
     return data + b"\n"
 
 
+def _properties(props: Element, values: dict[str, object]) -> None:
+    """One ``<property>`` per known figure (an unknown one is left out, not written "None")."""
+    import xml.etree.ElementTree as ET
+
+    for name, value in values.items():
+        if value is None:
+            continue
+        text = f"{value:.4f}" if isinstance(value, float) else str(value)
+        ET.SubElement(props, "property", name=name, value=text)
+
+
 def _testcase(
-    suite: Element, r: TrialResult, run_dir: str, strict: bool, clean: Callable[[object], str]
+    suite: Element,
+    r: TrialResult,
+    run_dir: str,
+    strict: bool,
+    clean: Callable[[object], str],
+    cell: object = None,
 ) -> str | None:
     """Append one testcase; return the counter it adds to (``failures``/``errors``/``skipped``)."""
     import xml.etree.ElementTree as ET
@@ -112,6 +139,13 @@ def _testcase(
         ET.SubElement(props, "property", name="score", value=f"{r.score:.4f}")
     if r.files.get("traceback"):
         ET.SubElement(props, "property", name="traceback", value=clean(r.files["traceback"]))
+    if cell is not None:  # the trial's cell: its pass rate, 95% Wilson interval and n
+        _properties(props, {
+            "cell_pass_rate": getattr(cell, "pass_rate", None),
+            "cell_ci_low": getattr(cell, "ci_low", None),
+            "cell_ci_high": getattr(cell, "ci_high", None),
+            "cell_n": getattr(cell, "n", None),
+        })
 
     details = clean("\n".join(failure_lines(r, run_dir)))
     error = r.error.message if r.error is not None else None

@@ -48,7 +48,9 @@ class RunOptions:
     ray_address: str | None = None
     history: bool = True  # file the run in the run store (needs artifacts)
     compare: bool = False  # compare each cell with its baseline at the end (needs history)
-    regression_threshold: float = 0.2  # the pass-rate drop that makes a cell regressed
+    regression_threshold: float = 0.2  # the margin within which a cell's change is "unchanged"
+    alpha: float = 0.05  # the comparison's chance of any false regression (docs/statistics.md)
+    variant_margin: float = 0.05  # the margin within which a variant's change is "unchanged"
     rerun_of: str | None = None  # the run whose failed trials this run re-runs
     # The variant fields on the command line (``--secret``, ``--env``, ``--profile``,
     # ``--network``, ``--mount``): applied to every selected variant, kept by ``--harness``.

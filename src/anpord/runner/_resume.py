@@ -55,6 +55,8 @@ def options_of(record: RunRecord, **overrides: Any) -> RunOptions:
         profile=o.get("profile"),
         network=bool(o.get("network")),
         mounts=tuple(o.get("mounts") or ()),
+        alpha=float(o.get("alpha") or 0.05),
+        variant_margin=float(o.get("variant_margin") or 0.05),
     )
     return replace(opts, **{k: v for k, v in overrides.items() if v is not None})
 

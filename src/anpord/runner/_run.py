@@ -74,7 +74,7 @@ def exit_code_for(summary: RunSummary | dict[str, int], fail_on: str, comparison
     if fail_on == "regressed":
         if comparison is None:
             return 2
-        return 1 if comparison.regressed else 0
+        return 1 if comparison.fails else 0
     totals = summary.totals if isinstance(summary, RunSummary) else summary
     bad = totals.get("failed", 0) + totals.get("timed_out", 0) + totals.get("void", 0)
     if fail_on == "strict":
@@ -278,12 +278,15 @@ class _Run:
                 "regression_threshold": opts.regression_threshold,
                 "secrets": list(opts.secrets), "env": dict(opts.env), "profile": opts.profile,
                 "network": opts.network, "mounts": list(opts.mounts),
+                "alpha": opts.alpha, "variant_margin": opts.variant_margin,
             },
             variants=[v.snapshot() for v in plan.variants],
             cells=[CellRecord(c.case.id, c.variant.label, c.trials, c.timeout, str(c.case.file.path),
                               c.case_hash, indices=None if c.indices is None else list(c.indices))
                    for c in plan.cells],
             rerun_of=opts.rerun_of,
+            # Derived runs never become baselines (RunRecord.DERIVED_KINDS).
+            kind="rerun" if opts.rerun_of else "cached" if opts.cache else "eval",
         )
 
     # -- the sink the executor reports to ----------------------------------------------------
@@ -433,7 +436,8 @@ class _Run:
         opts = self.opts
         wanted = opts.compare or opts.fail_on == "regressed"
         summary.comparison = self.history.finish(self.record, compare=wanted,
-                                                 threshold=opts.regression_threshold)
+                                                 threshold=opts.regression_threshold,
+                                                 alpha=opts.alpha, variant_margin=opts.variant_margin)
         if self.history.failure is not None:
             self.history_failure = self.history.failure
         if opts.fail_on == "regressed" and not settled:

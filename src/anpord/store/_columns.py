@@ -15,7 +15,7 @@ __all__ = [
     "TRIAL_COLUMNS",
 ]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 COUNTS = ("trials", "passed", "scored", "failed", "timed_out", "void", "skipped")
 
@@ -40,6 +40,7 @@ RUN_COLUMNS = (
     "resumed",
     "note",
     "indexed_at",
+    "kind",
 )
 
 # Besides run_pk, the key with idx.

@@ -1,11 +1,13 @@
-"""Comparing cells with their baselines: ``regressed``, ``improved``, ``unchanged`` or
-``incomparable``, with the reason in words.
+"""Comparing cells with their baselines: ``regressed``, ``improved``, ``unchanged``,
+``inconclusive`` or ``incomparable``, with the reason in words; and each variant's paired change.
 
 A cell is a case on a variant label. Two readings of it compare when both measured something
 (void and skipped trials measure nothing) and they measured the same thing: the same case content
-(its hash), harness and model. Then the pass rate decides: a drop of at least the threshold
-(0.2 by default) is a regression, a rise of at least it an improvement. A cell that was
-deterministic and no longer is, without its pass rate going up, regressed too (it became flaky).
+(its hash), harness and model. Comparable cells are judged by ``anpord.stats.compare_paired``:
+Fisher's exact test, Holm-corrected over every cell compared, at ``alpha``; ``unchanged`` when
+the difference's interval lies within ±threshold; ``inconclusive`` (with the trials that would
+decide it) otherwise. Each variant's change is the paired mean difference over its shared cases,
+judged against ``variant_margin``. A cell no longer deterministic is not a regression by itself.
 Nothing here touches a database: the store hands cell rows in.
 """
 
@@ -13,16 +15,29 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ._rows import CellRow
 
-__all__ = ["DEFAULT_THRESHOLD", "STATUSES", "CellComparison", "Comparison", "compare_cell"]
+if TYPE_CHECKING:  # pragma: no cover - the statistics load when a comparison is made
+    from ..stats import CellChange, Counts, VariantChange
+
+__all__ = [
+    "DEFAULT_THRESHOLD",
+    "STATUSES",
+    "CellComparison",
+    "Comparison",
+    "compare_cell",
+    "compare_cells",
+]
 
 DEFAULT_THRESHOLD = 0.2
-Status = Literal["regressed", "improved", "unchanged", "incomparable"]
-STATUSES: tuple[Status, ...] = ("regressed", "improved", "unchanged", "incomparable")
-_EPSILON = 1e-9  # 1.0 - 0.8 is 0.19999999999999996: still a drop of 0.2
+# anpord.stats.ALPHA and VARIANT_MARGIN, without importing the statistics when the store is
+# opened at a run's start (a test holds them equal).
+ALPHA = 0.05
+VARIANT_MARGIN = 0.05
+Status = Literal["regressed", "improved", "unchanged", "inconclusive", "incomparable"]
+STATUSES: tuple[Status, ...] = ("regressed", "improved", "unchanged", "inconclusive", "incomparable")
 
 
 @dataclass(frozen=True)
@@ -33,6 +48,7 @@ class CellComparison:
     reason: str
     base: CellRow | None
     candidate: CellRow
+    change: CellChange | None = None  # the statistics, for comparable cells
 
     @property
     def delta(self) -> float | None:
@@ -40,7 +56,7 @@ class CellComparison:
         return None if b is None or c is None else c - b
 
     def line(self) -> str:
-        """``weather/rain  python/small  regressed: pass rate 100% → 33% (baseline …)``"""
+        """``weather/rain  python/small  inconclusive: pass rate 100% → 67% …``"""
         return f"{self.case_id}  {self.variant}  {self.status}: {self.reason}"
 
     def to_dict(self) -> dict[str, Any]:
@@ -56,11 +72,11 @@ class CellComparison:
                 "trials": s.trials if s else 0,
                 "passed": s.passed if s else 0,
                 "measured": row.measured,
-                "pass_rate": s.pass_rate if s else None,
+                **_estimate_cell(s.passed if s else 0, row.measured).to_dict(),
                 "deterministic": s.deterministic if s else None,
             }
 
-        return {
+        out = {
             "case_id": self.case_id,
             "variant": self.variant,
             "status": self.status,
@@ -69,6 +85,9 @@ class CellComparison:
             "base": side(self.base),
             "candidate": side(self.candidate),
         }
+        if self.change is not None:
+            out.update({k: v for k, v in self.change.to_dict().items() if k not in out})
+        return out
 
 
 @dataclass
@@ -80,6 +99,9 @@ class Comparison:
     threshold: float
     cells: list[CellComparison] = field(default_factory=list)
     only_in_base: int = 0  # cells the base run has and the candidate does not
+    alpha: float = ALPHA
+    variant_margin: float = VARIANT_MARGIN
+    variants: list[VariantChange] = field(default_factory=list)
 
     def of(self, status: str) -> list[CellComparison]:
         return [c for c in self.cells if c.status == status]
@@ -87,6 +109,16 @@ class Comparison:
     @property
     def regressed(self) -> list[CellComparison]:
         return self.of("regressed")
+
+    @property
+    def regressed_variants(self) -> list[VariantChange]:
+        return [v for v in self.variants if v.status == "regressed"]
+
+    @property
+    def fails(self) -> bool:
+        """What ``--fail-on regressed`` and ``anpord compare``'s exit code go by: a regressed
+        cell or a regressed variant."""
+        return bool(self.regressed or self.regressed_variants)
 
     def counts(self) -> dict[str, int]:
         return {s: len(self.of(s)) for s in STATUSES}
@@ -100,10 +132,19 @@ class Comparison:
             "candidate": self.candidate_run,
             "base": self.base_run,
             "threshold": self.threshold,
+            "alpha": self.alpha,
+            "variant_margin": self.variant_margin,
             "counts": self.counts(),
             "only_in_base": self.only_in_base,
+            "variants": [v.to_dict() for v in self.variants],
             "cells": [c.to_dict() for c in self.cells],
         }
+
+
+def _estimate_cell(passed: int, n: int) -> Any:
+    from ..stats import estimate_cell
+
+    return estimate_cell(passed, n)
 
 
 def _rate(row: CellRow | None) -> float | None:
@@ -112,6 +153,10 @@ def _rate(row: CellRow | None) -> float | None:
 
 def _pct(rate: float | None) -> str:
     return "–" if rate is None else f"{rate:.0%}"
+
+
+def _signed(x: float) -> str:
+    return f"{x:+.2f}".replace("-", "−")
 
 
 def _changes(base: CellRow, cand: CellRow) -> list[str]:
@@ -125,41 +170,112 @@ def _changes(base: CellRow, cand: CellRow) -> list[str]:
     return out
 
 
+def _incomparable(base: CellRow | None, cand: CellRow, missing: str) -> str | None:
+    """Why the two readings cannot be compared, or None when they can."""
+    if cand.measured == 0:
+        return "nothing measured (every trial void or skipped)"
+    if base is None:
+        return missing
+    if base.run_id == cand.run_id:
+        return "this reading is the baseline"
+    where = f"base {base.run_id}"
+    if base.measured == 0:
+        return f"nothing measured in the {where}"
+    changes = _changes(base, cand)
+    if changes:
+        return "; ".join(changes) + f" since the {where}"
+    return None
+
+
+def _counts(row: CellRow) -> Counts:
+    from ..stats import Counts
+
+    assert row.summary is not None
+    return Counts(row.summary.passed, row.measured)
+
+
+def _reason(change: CellChange, base: CellRow, threshold: float) -> str:
+    move = (
+        f"pass rate {_pct(change.base.rate)} → {_pct(change.candidate.rate)} (base {base.run_id}), "
+        f"Δ {_signed(change.delta)} [{_signed(change.ci_low)}, {_signed(change.ci_high)}]"
+    )
+    if change.status == "unchanged":
+        return f"{move} within ±{threshold:g}"
+    if change.status in ("regressed", "improved"):
+        return f"{move}, p = {change.p_adjusted:.2g} (Holm)"
+    n = change.trials_to_decide
+    more = f"about {n} trials a side would decide it" if n else "more than 1000 trials a side"
+    return f"{move}: {more}"
+
+
+def variant_detail(v: VariantChange) -> str:
+    """``mean pass rate 95% → 76%, Δ −0.19 [−0.30, −0.08] over 50 shared cases, r = 0.41``"""
+    if v.delta is None or v.ci_low is None or v.ci_high is None:
+        text = v.why or "nothing to compare"
+    else:
+        r = f", r = {v.correlation:.2f}" if v.correlation is not None else ""
+        text = (
+            f"mean pass rate {_pct(v.base_mean)} → {_pct(v.candidate_mean)}, "
+            f"Δ {_signed(v.delta)} [{_signed(v.ci_low)}, {_signed(v.ci_high)}] over {v.cases} "
+            f"shared case{'s' if v.cases != 1 else ''}{r}"
+        )
+    if v.dropped:
+        text += f"; {v.dropped} case{'s' if v.dropped != 1 else ''} not on both sides left out"
+    return text
+
+
+def variant_line(v: VariantChange) -> str:
+    """``python/small  regressed: mean pass rate …``"""
+    return f"{v.variant}  {v.status}: {variant_detail(v)}"
+
+
+def flaky_bases(
+    cands: Sequence[CellRow],
+    bases: dict[tuple[str, str], CellRow],
+    implicit: set[tuple[str, str]],
+    history: Sequence[CellRow],
+) -> dict[tuple[str, str], CellRow]:
+    """A flaky cell — one whose trials disagreed within a run of its history (earlier readings
+    of the same case content, harness and model) — is judged against that whole history, its own
+    variation, rather than the one reading that happens to be its first. A baseline a team set
+    with ``anpord baseline set`` (not in ``implicit``) is always kept."""
+    from ..results._model import summarize_counts
+
+    by_cell: dict[tuple[str, str], list[CellRow]] = {}
+    for r in history:
+        if r.summary is not None:
+            by_cell.setdefault((r.case_id, r.variant), []).append(r)
+    out = {}
+    for c in cands:
+        key = (c.case_id, c.variant)
+        base, same = bases.get(key), by_cell.get(key, [])
+        if base is None or key not in implicit or len(same) < 2:
+            continue
+        if not any(r.summary is not None and not r.summary.deterministic for r in same):
+            continue
+        passed = sum(r.summary.passed for r in same if r.summary is not None)
+        n = sum(r.measured for r in same)
+        if not 0 < passed < n or n <= base.measured:
+            continue
+        summary = summarize_counts(c.case_id, c.variant, passed, n - passed)
+        out[key] = CellRow(f"history of {len(same)} runs", c.case_id, c.variant, c.case_hash,
+                           c.harness, c.model, c.profile, n, summary)
+    return out
+
+
 def compare_cell(
     base: CellRow | None,
     cand: CellRow,
     threshold: float = DEFAULT_THRESHOLD,
     *,
     missing: str = "no earlier reading",
+    alpha: float = ALPHA,
 ) -> CellComparison:
-    """One cell against its base reading (``None``: there is none; ``missing`` says why)."""
-
-    def result(status: Status, reason: str) -> CellComparison:
-        return CellComparison(cand.case_id, cand.variant, status, reason, base, cand)
-
-    if cand.measured == 0:
-        return result("incomparable", "nothing measured (every trial void or skipped)")
-    if base is None:
-        return result("incomparable", missing)
-    where = f"base {base.run_id}"
-    if base.run_id == cand.run_id:
-        return result("incomparable", "this reading is the baseline")
-    if base.measured == 0:
-        return result("incomparable", f"nothing measured in the {where}")
-    changes = _changes(base, cand)
-    if changes:
-        return result("incomparable", "; ".join(changes) + f" since the {where}")
-    b, c = base.summary, cand.summary
-    assert b is not None and c is not None and b.pass_rate is not None and c.pass_rate is not None
-    delta = c.pass_rate - b.pass_rate
-    move = f"pass rate {_pct(b.pass_rate)} → {_pct(c.pass_rate)} ({where})"
-    if delta <= -threshold + _EPSILON:
-        return result("regressed", move)
-    if b.deterministic and not c.deterministic and delta <= _EPSILON:
-        return result("regressed", f"no longer deterministic, {move}")
-    if delta >= threshold - _EPSILON:
-        return result("improved", move)
-    return result("unchanged", move)
+    """One cell against its base reading (``None``: there is none; ``missing`` says why),
+    as the only cell compared (no correction for others)."""
+    cmp = compare_cells(cand.run_id, [cand], {(cand.case_id, cand.variant): base} if base else {},
+                        threshold, alpha=alpha, missing=missing)
+    return cmp.cells[0]
 
 
 def compare_cells(
@@ -170,16 +286,52 @@ def compare_cells(
     *,
     base_run: str | None = None,
     only_in_base: int = 0,
+    alpha: float = ALPHA,
+    variant_margin: float = VARIANT_MARGIN,
+    missing: str | None = None,
+    base_only: dict[str, int] | None = None,
 ) -> Comparison:
-    missing = (
-        f"not in base run {base_run}"
-        if base_run
-        else "no other reading to compare with: this is its baseline"
-    )
-    cmp = Comparison(candidate_run, base_run, threshold, only_in_base=only_in_base)
-    cmp.cells = [
-        compare_cell(bases.get((c.case_id, c.variant)), c, threshold, missing=missing)
-        for c in cands
-        if c.summary is not None
-    ]
+    """``base_only``: per variant, cells the base has and the candidate does not (dropped from
+    the variant's pairing, and said so)."""
+    from ..stats import Pair, compare_paired
+
+    if missing is None:
+        missing = (
+            f"not in base run {base_run}"
+            if base_run
+            else "no other reading to compare with: this is its baseline"
+        )
+    cmp = Comparison(candidate_run, base_run, threshold, only_in_base=only_in_base, alpha=alpha,
+                     variant_margin=variant_margin)
+    pairs: list[Pair] = []
+    slots: list[tuple[CellRow | None, CellRow, str | None]] = []
+    dropped: dict[str, int] = dict(base_only or {})
+    variants: list[str] = []
+    for c in cands:
+        if c.summary is None:
+            continue
+        if c.variant not in variants:
+            variants.append(c.variant)
+        base = bases.get((c.case_id, c.variant))
+        why = _incomparable(base, c, missing)
+        slots.append((base, c, why))
+        if why is None:
+            assert base is not None
+            pairs.append(Pair(c.case_id, c.variant, _counts(base), _counts(c)))
+        elif not (base is not None and base.run_id == c.run_id):
+            dropped[c.variant] = dropped.get(c.variant, 0) + 1
+    paired = compare_paired(pairs, alpha=alpha, margin=threshold, variant_margin=variant_margin,
+                            dropped=dropped, variants=variants)
+    changes = iter(paired.cells)
+    for base, c, why in slots:
+        if why is not None:
+            cmp.cells.append(CellComparison(c.case_id, c.variant, "incomparable", why, base, c))
+            continue
+        assert base is not None
+        change = next(changes)
+        cmp.cells.append(CellComparison(c.case_id, c.variant, change.status,
+                                        _reason(change, base, threshold), base, c, change))
+    # A variant with no pair at all (a first run: every cell is its own baseline) has nothing
+    # to report; one with pairs, or with cells that could not be paired, does.
+    cmp.variants = [v for v in paired.variants if v.cases or v.dropped]
     return cmp

@@ -49,6 +49,7 @@ class RunRow:
     rerun_of: str | None
     resumed: int
     note: str | None
+    kind: str = "eval"  # RunRecord.run_kind: anything else never becomes a baseline
 
     @property
     def duration(self) -> float | None:
@@ -80,7 +81,12 @@ class CellRow:
 
     def to_dict(self) -> dict[str, Any]:
         out = {k: v for k, v in asdict(self).items() if k != "summary"}
-        out.update(self.summary.to_dict() if self.summary is not None else {"trials": 0})
+        if self.summary is None:
+            out["trials"] = 0
+            return out
+        out.update(self.summary.to_dict())
+        # The pass rate's 95% Wilson interval and n (docs/statistics.md).
+        out.update({k: v for k, v in self.summary.estimate().to_dict().items() if k != "pass_rate"})
         return out
 
 
@@ -137,6 +143,7 @@ def run_tuple(record: RunRecord, run_dir: str | None, indexed_at: float) -> tupl
         "resumed": len(record.resumed_at),
         "note": record.note,
         "indexed_at": indexed_at,
+        "kind": record.run_kind,
     }
     return tuple(values[c] for c in RUN_COLUMNS)
 
@@ -240,6 +247,7 @@ def run_row(m: Mapping[Any, Any]) -> RunRow:
         rerun_of=m["rerun_of"],
         resumed=m["resumed"],
         note=m["note"],
+        kind=m.get("kind") or "eval",
     )
 
 

@@ -62,6 +62,7 @@ runs = sa.Table(
     sa.Column("resumed", sa.Integer, nullable=False, default=0),
     sa.Column("note", sa.Text),
     sa.Column("indexed_at", sa.Float),
+    sa.Column("kind", sa.String(20)),  # RunRecord.run_kind; None: filed before kinds ("eval")
     sa.UniqueConstraint("project", "run_id", name="runs_project_run_id"),
     sa.Index("runs_project_started", "project", "started_at"),
 )
@@ -132,4 +133,10 @@ baseline_sets = sa.Table(
 
 # version → the step that brings a store at version - 1 to it. Version 1 is the first schema:
 # there is nothing before it to migrate from.
-MIGRATIONS: dict[int, Callable[[sa.Connection], None]] = {}
+def _add_run_kind(conn: sa.Connection) -> None:
+    conn.execute(sa.text("ALTER TABLE runs ADD COLUMN kind VARCHAR(20)"))
+    # What a version-1 store can tell: a re-run names the run it re-ran.
+    conn.execute(sa.text("UPDATE runs SET kind = 'rerun' WHERE rerun_of IS NOT NULL"))
+
+
+MIGRATIONS: dict[int, Callable[[sa.Connection], None]] = {2: _add_run_kind}

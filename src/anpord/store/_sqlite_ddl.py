@@ -25,7 +25,7 @@ SQLITE_SCHEMA: tuple[str, ...] = (
         "failed INTEGER NOT NULL, timed_out INTEGER NOT NULL, void INTEGER NOT NULL, "
         "skipped INTEGER NOT NULL, input_tokens FLOAT, output_tokens FLOAT, cost FLOAT, "
         "exit_code INTEGER, fail_on VARCHAR(20), rerun_of VARCHAR(100), "
-        "resumed INTEGER NOT NULL, note TEXT, indexed_at FLOAT, PRIMARY KEY (id), "
+        "resumed INTEGER NOT NULL, note TEXT, indexed_at FLOAT, kind VARCHAR(20), PRIMARY KEY (id), "
         "CONSTRAINT runs_project_run_id UNIQUE (project, run_id))"
     ),
     "CREATE INDEX runs_project_started ON runs (project, started_at)",

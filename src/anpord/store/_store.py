@@ -18,7 +18,14 @@ from ..results._model import TrialResult
 from ..results._run_record import RunRecord
 from . import _writes as w
 from ._columns import CELL_COLUMNS
-from ._compare import DEFAULT_THRESHOLD, Comparison, compare_cells
+from ._compare import (
+    ALPHA,
+    DEFAULT_THRESHOLD,
+    VARIANT_MARGIN,
+    Comparison,
+    compare_cells,
+    flaky_bases,
+)
 from ._engine import connect, translate
 from ._location import StoreLocation
 from ._rows import (
@@ -36,6 +43,15 @@ from ._rows import (
 from ._schema import baseline_sets, baselines, cells, runs, trials
 
 __all__ = ["Store", "file_run"]
+
+
+_KIND_WORDS = {
+    "rerun": "re-run of failed trials",
+    "cached": "run with cached model calls",
+    "replay": "replayed run",
+    "audit": "suite audit",
+    "regrade": "regrade",
+}
 
 
 def file_run(
@@ -158,6 +174,12 @@ class Store:
             pk = w.run_pk(db, self.project, run_id)
             if pk is None:
                 raise LookupError(f"unknown run {ref!r}")
+            kind = db.scalar("SELECT kind FROM runs WHERE id = ?", (pk,)) or "eval"
+            if kind != "eval":
+                raise LookupError(
+                    f"run {run_id} is a {_KIND_WORDS.get(kind, kind)}: it re-used earlier work, "
+                    "so it cannot be a baseline (set one made by a plain `anpord eval`)"
+                )
             n = w.set_baseline(
                 db, self.project, run_id, pk, set_at if set_at is not None else time.time()
             )
@@ -311,6 +333,49 @@ class Store:
         with translate(self.location), self.engine.connect() as conn:
             return [cell_row(m, m["run_id"]) for m in conn.execute(q).mappings()]
 
+    def history_runs(self, *, limit: int | None = None) -> list[str]:
+        """The ids of the runs that count as history — made by a plain ``anpord eval``, not a
+        re-run or a cached run — newest first."""
+        kind = sa.or_(runs.c.kind.is_(None), runs.c.kind == "eval")
+        q = (
+            sa.select(runs.c.run_id)
+            .where(runs.c.project == self.project, kind)
+            .order_by(runs.c.started_at.desc(), runs.c.run_id.desc())
+        )
+        if limit is not None:
+            q = q.limit(limit)
+        with translate(self.location), self.engine.connect() as conn:
+            return [r[0] for r in conn.execute(q).all()]
+
+    def cell_histories(
+        self, *, limit: int | None = None
+    ) -> dict[tuple[str, str], list[CellRow]]:
+        """Each cell's readings over the last ``limit`` history runs (``history_runs``), newest
+        first, keeping only those that measured what its newest reading measured: the same case
+        content, harness and model. A flake history never mixes two versions of a case."""
+        ids = self.history_runs(limit=limit)
+        if not ids:
+            return {}
+        q = (
+            sa.select(*(cells.c[c] for c in CELL_COLUMNS), runs.c.run_id)
+            .join(runs, runs.c.id == cells.c.run_pk)
+            .where(runs.c.project == self.project, runs.c.run_id.in_(ids))
+            .order_by(runs.c.started_at.desc(), runs.c.run_id.desc(), cells.c.idx)
+        )
+        out: dict[tuple[str, str], list[CellRow]] = {}
+        with translate(self.location), self.engine.connect() as conn:
+            for m in conn.execute(q).mappings():
+                row = cell_row(m, m["run_id"])
+                if row.summary is None:
+                    continue
+                mine = out.setdefault((row.case_id, row.variant), [])
+                if mine and (mine[0].case_hash, mine[0].harness, mine[0].model) != (
+                    row.case_hash, row.harness, row.model
+                ):
+                    continue
+                mine.append(row)
+        return out
+
     def baseline(self, case_id: str, variant: str) -> CellRow | None:
         """The reading a cell is compared with, if it has one."""
         q = (
@@ -336,27 +401,43 @@ class Store:
         candidate: str = "latest",
         *,
         threshold: float = DEFAULT_THRESHOLD,
+        alpha: float = ALPHA,
+        variant_margin: float = VARIANT_MARGIN,
     ) -> Comparison:
         """The candidate run's cells against a base run's, or (``base`` None) against each
-        cell's baseline."""
+        cell's baseline: each cell's change and each variant's paired change (``_compare``)."""
+        judged = {"alpha": alpha, "variant_margin": variant_margin}
         with translate(self.location), self.engine.connect() as conn:
             cand_id, cand_pk = self._resolve(conn, candidate)
             base_ref = self._resolve(conn, base) if base is not None else None
         with self._reading() as db:  # plain SQL: the same query a run's end uses
             cands = [cell_row(m, cand_id) for m in w.run_cells(db, cand_pk)]
             if base_ref is None:
-                bases = {
-                    (m["case_id"], m["variant"]): cell_row(m, m["run_id"])
-                    for m in w.baseline_cells(db, self.project, cand_pk)
-                }
-                return compare_cells(cand_id, cands, bases, threshold)
+                found = w.baseline_cells(db, self.project, cand_pk)
+                bases = {(m["case_id"], m["variant"]): cell_row(m, m["run_id"]) for m in found}
+                implicit = {(m["case_id"], m["variant"]) for m in found if not m["explicit"]}
+                history = [cell_row(m, m["run_id"]) for m in w.history_cells(db, self.project, cand_pk)]
+        if base_ref is None:
+            bases.update(flaky_bases(cands, bases, implicit, history))
+            return compare_cells(cand_id, cands, bases, threshold, **judged)
+        with self._reading() as db:
             base_id, base_pk = base_ref
             base_cells = {
                 (c.case_id, c.variant): c
                 for c in (cell_row(m, base_id) for m in w.run_cells(db, base_pk))
             }
         keys = {(c.case_id, c.variant) for c in cands}
-        extra = sum(1 for k, c in base_cells.items() if k not in keys and c.summary is not None)
+        base_only: dict[str, int] = {}
+        for k, c in base_cells.items():
+            if k not in keys and c.summary is not None:
+                base_only[k[1]] = base_only.get(k[1], 0) + 1
         return compare_cells(
-            cand_id, cands, base_cells, threshold, base_run=base_id, only_in_base=extra
+            cand_id,
+            cands,
+            base_cells,
+            threshold,
+            base_run=base_id,
+            only_in_base=sum(base_only.values()),
+            base_only=base_only,
+            **judged,
         )

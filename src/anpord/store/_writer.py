@@ -72,13 +72,16 @@ class StoreWriter:
         *,
         compare: bool = False,
         threshold: float = 0.2,
+        alpha: float = 0.05,
+        variant_margin: float = 0.05,
         wait: float = FINISH_WAIT,
     ) -> Any:
         """Write what is left and the run's final state; with ``compare``, return the run's
         ``Comparison`` with its cells' baselines (``None`` when the store failed: see
         ``failure``)."""
         self.flush()
-        self._ops.put(("finish", (record, compare, threshold)))
+        judged = {"alpha": alpha, "variant_margin": variant_margin}
+        self._ops.put(("finish", (record, compare, threshold, judged)))
         if not self._done.wait(wait):
             self.failure = self.failure or (
                 f"the run store {self.location.display} did not answer within {wait:.0f}s"
@@ -146,7 +149,7 @@ class StoreWriter:
         if op == "trials":
             self._write_trials(db, arg)
         elif op == "finish":
-            record, compare, threshold = arg
+            record, compare, threshold, judged = arg
             variants = variants_by_label(record)
             w.put_cells(
                 db,
@@ -166,7 +169,7 @@ class StoreWriter:
             w.first_readings(db, self.location.project, self._pk)
             if compare:
                 self._comparison = w.compare_with_baselines(
-                    db, self.location.project, record.run_id, self._pk, threshold
+                    db, self.location.project, record.run_id, self._pk, threshold, **judged
                 )
 
     def _write_trials(self, db: Any, results: list[TrialResult]) -> None:

@@ -238,11 +238,17 @@ def put_trials(db: Db, pk: int, rows: Sequence[Sequence[Any]]) -> None:
     _put_rows(db, "trials", TRIAL_COLUMNS, ("cell_idx", "trial"), pk, rows)
 
 
+# A run that re-used or re-judged earlier work (RunRecord.DERIVED_KINDS) is never a baseline.
+MEASURES_HISTORY = "(runs.kind IS NULL OR runs.kind = 'eval')"
+
+
 def first_readings(db: Db, project: str, pk: int) -> None:
-    """The run's cells that measured something become the baseline of cells that have none."""
+    """The run's cells that measured something become the baseline of cells that have none —
+    unless the run is derived (a re-run, a cached run, …)."""
     db.execute(
         "INSERT INTO baselines (project, case_id, variant, run_pk, cell_idx, explicit) "
-        f"SELECT ?, case_id, variant, run_pk, idx, ? FROM cells WHERE run_pk = ? AND {_MEASURED} > 0 "
+        "SELECT ?, case_id, variant, run_pk, idx, ? FROM cells JOIN runs ON runs.id = cells.run_pk "
+        f"WHERE run_pk = ? AND {_MEASURED} > 0 AND {MEASURES_HISTORY} "
         "ON CONFLICT (project, case_id, variant) DO NOTHING",
         (project, False, pk),
     ).close()
@@ -300,7 +306,7 @@ def baseline_cells(db: Db, project: str, pk: int) -> list[dict[str, Any]]:
     """The baseline reading of each cell of run ``pk`` that has one other than itself, with its
     run id (a cell that is its own baseline has nothing to be compared with)."""
     return db.all(
-        f"SELECT {_CELL_SELECT}, runs.run_id FROM baselines "
+        f"SELECT {_CELL_SELECT}, runs.run_id, baselines.explicit FROM baselines "
         "JOIN cells ON cells.run_pk = baselines.run_pk AND cells.idx = baselines.cell_idx "
         "JOIN runs ON runs.id = cells.run_pk "
         "JOIN cells cand ON cand.case_id = baselines.case_id AND cand.variant = baselines.variant "
@@ -309,16 +315,42 @@ def baseline_cells(db: Db, project: str, pk: int) -> list[dict[str, Any]]:
     )
 
 
-def compare_with_baselines(db: Db, project: str, run_id: str, pk: int, threshold: float) -> Any:
-    from ._compare import compare_cells
+FLAKE_HISTORY = 20  # the runs a flaky cell's own variation is read from
+
+
+def history_cells(db: Db, project: str, pk: int, limit: int = FLAKE_HISTORY) -> list[dict[str, Any]]:
+    """Earlier readings of run ``pk``'s cells that measured the same thing (case content,
+    harness, model), from the last ``limit`` runs that count as history, with their run ids."""
+    return db.all(
+        f"SELECT {_CELL_SELECT}, runs.run_id FROM cells "
+        "JOIN runs ON runs.id = cells.run_pk "
+        "JOIN cells cand ON cand.case_id = cells.case_id AND cand.variant = cells.variant "
+        # Null-safe: a cell with no model (or hash) matches one with none.
+        "AND COALESCE(cand.case_hash, '') = COALESCE(cells.case_hash, '') "
+        "AND COALESCE(cand.harness, '') = COALESCE(cells.harness, '') "
+        "AND COALESCE(cand.model, '') = COALESCE(cells.model, '') "
+        f"WHERE cand.run_pk = ? AND cells.run_pk <> ? AND {MEASURES_HISTORY} AND runs.id IN "
+        f"(SELECT id FROM runs WHERE project = ? AND {MEASURES_HISTORY} "
+        "ORDER BY started_at DESC LIMIT ?)",
+        (pk, pk, project, limit),
+    )
+
+
+def compare_with_baselines(
+    db: Db, project: str, run_id: str, pk: int, threshold: float, **judged: float
+) -> Any:
+    """The run's cells against their baselines (``judged``: ``alpha``, ``variant_margin``); a
+    flaky cell against its own history (``_compare.flaky_bases``)."""
+    from ._compare import compare_cells, flaky_bases
     from ._rows import cell_row
 
     cands = [cell_row(m, run_id) for m in run_cells(db, pk)]
-    bases = {
-        (m["case_id"], m["variant"]): cell_row(m, m["run_id"])
-        for m in baseline_cells(db, project, pk)
-    }
-    return compare_cells(run_id, cands, bases, threshold)
+    found = baseline_cells(db, project, pk)
+    bases = {(m["case_id"], m["variant"]): cell_row(m, m["run_id"]) for m in found}
+    implicit = {(m["case_id"], m["variant"]) for m in found if not m["explicit"]}
+    history = [cell_row(m, m["run_id"]) for m in history_cells(db, project, pk)]
+    bases.update(flaky_bases(cands, bases, implicit, history))
+    return compare_cells(run_id, cands, bases, threshold, **judged)
 
 
 def now() -> float:

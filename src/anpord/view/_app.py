@@ -93,6 +93,9 @@ def create_app(
         lstrip_blocks=True,
     )
     env.filters.update(_format.FILTERS)
+    from . import _stats
+
+    env.filters.update(_stats.FILTERS)  # intervals
     static: dict[str, tuple[bytes, str]] = {}
     for path in sorted((HERE / "static").iterdir()):
         if path.suffix in STATIC_TYPES:

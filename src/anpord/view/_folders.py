@@ -146,6 +146,11 @@ class _Index:
     problems: list[str] = field(default_factory=list)
 
 
+def _measures_history(raw: Mapping[str, Any]) -> bool:
+    kind = raw.get("kind") or "eval"
+    return kind == "eval" and not raw.get("rerun_of") and not (raw.get("options") or {}).get("cache")
+
+
 def _light_trial(raw: Any) -> TrialResult:
     """The fields the grid needs, checked as the reader checks them."""
     if not isinstance(raw, dict):
@@ -427,13 +432,24 @@ class FolderViewData:
             baselines = self._baseline_points()
         deltas: dict[CellKey, CellDelta] = {}
         this = (view.row.started_at or 0.0, run_id)
+        compared = []
         for cell in view.cells:
             base = baselines.get(cell.key)
             if base is None or (base.started_at, base.run_id) >= this:
                 continue  # this run is the cell's baseline, or the first to measure it
+            compared.append((cell, base))
+        # Regressed as `anpord compare` judges it: Fisher's test, Holm-corrected over the run's
+        # compared cells — not any drop at all (docs/statistics.md).
+        from ..stats import Counts, Pair, compare_paired
+
+        pairs = [Pair(c.summary.case_id, c.summary.variant, Counts(b.passed, b.measured),
+                      Counts(c.summary.passed, c.summary.measured))
+                 for c, b in compared if b.measured and c.summary.measured]
+        status = {(p.case_id, p.variant): p.status for p in compare_paired(pairs).cells}
+        for cell, base in compared:
             rate = cell.summary.pass_rate
             delta = rate - base.pass_rate if rate is not None and base.pass_rate is not None else None
-            deltas[cell.key] = CellDelta(base.run_id, base.pass_rate, delta, delta is not None and delta < -1e-9)
+            deltas[cell.key] = CellDelta(base.run_id, base.pass_rate, delta, status.get(cell.key) == "regressed")
         return deltas
 
     # -- helpers -----------------------------------------------------------------------------
@@ -446,7 +462,10 @@ class FolderViewData:
         heads = [(i, self._head(i)) for i in ids]
         key = tuple((i, self._heads[i][0]) for i, h in heads if h is not None and i in self._heads)
         if self._baselines is None or self._baselines[0] != key:
-            self._baselines = (key, earliest_run_baselines(self._history()))
+            # A re-run or a cached run re-used earlier work: never a baseline (RunRecord.kind).
+            measured = {i for i, h in self._ordered() if h.raw is not None and h.error is None
+                        and _measures_history(h.raw)}
+            self._baselines = (key, earliest_run_baselines([(i, p) for i, p in self._history() if i in measured]))
         return self._baselines[1]
 
     @staticmethod

@@ -98,3 +98,21 @@ class StoreViewData(FolderViewData):
                 base.run_id, rate, cell.delta, cell.status == "regressed", base.run_id in chosen
             )
         return deltas
+
+    def flaky_history(self) -> frozenset[CellKey]:
+        """The cells whose history in the store (same case content, harness and model, plain
+        ``anpord eval`` runs) has seen both outcomes: the grid's flaky badge and filter."""
+        store = self._open()
+        if store is None:
+            return frozenset()
+        try:
+            histories = self._cached(("flaky",), lambda: store.cell_histories(limit=20))
+        except Exception:  # noqa: BLE001 - the store is an index: the grid shows without it
+            return frozenset()
+        out = set()
+        for key, rows in histories.items():
+            passed = sum(r.summary.passed for r in rows if r.summary is not None)
+            n = sum(r.measured for r in rows)
+            if len(rows) > 1 and 0 < passed < n:
+                out.add(key)
+        return frozenset(out)

@@ -14,6 +14,7 @@ from ._chart import chart
 from ._conversation import TIMELINE_PAGE, conversation, timeline
 from ._data import CellDelta, CellRow, RunView, ViewData
 from ._trace import trace_rows
+from ._stats import variant_estimates
 from ._values import shown
 
 __all__ = ["FILTERS", "GridQuery", "cell_page", "grid_page", "runs_page", "trial_page"]
@@ -47,15 +48,15 @@ class GridQuery:
         )
 
 
-def _matches(name: str, cell: CellRow, delta: CellDelta | None) -> bool:
+def _matches(name: str, cell: CellRow, delta: CellDelta | None, flaky: frozenset[Any] = frozenset()) -> bool:
     if name == "failing":
         return cell.failing
     if name == "regressed":
         return delta is not None and delta.regressed
     if name == "void":
         return cell.has_void
-    if name == "flaky":
-        return cell.flaky
+    if name == "flaky":  # its trials disagree in this run, or its history across runs does
+        return cell.flaky or cell.key in flaky
     return False
 
 
@@ -68,6 +69,8 @@ def grid_page(data: ViewData, run_id: str, query: GridQuery) -> dict[str, Any] |
     if view is None:
         return None
     deltas = data.baseline_deltas(run_id) if view.cells else {}
+    history_flaky = getattr(data, "flaky_history", None)
+    flaky: frozenset[Any] = history_flaky() if history_flaky is not None and view.cells else frozenset()
     by_case: dict[str, dict[str, CellRow]] = {}
     for cell in view.cells:
         by_case.setdefault(cell.summary.case_id, {})[cell.summary.variant] = cell
@@ -75,7 +78,7 @@ def grid_page(data: ViewData, run_id: str, query: GridQuery) -> dict[str, Any] |
     rows = []
     needle = query.q.lower()
     for case_id, cells in by_case.items():
-        hits = {name for name in FILTERS if any(_matches(name, c, deltas.get(c.key)) for c in cells.values())}
+        hits = {name for name in FILTERS if any(_matches(name, c, deltas.get(c.key), flaky) for c in cells.values())}
         for name in hits:
             counts[name] += 1
         if query.filters and not hits & query.filters:
@@ -108,6 +111,8 @@ def grid_page(data: ViewData, run_id: str, query: GridQuery) -> dict[str, Any] |
         "chosen_baselines": chosen,  # set with `anpord baseline set`
         "first_baselines": first,  # cells' first readings
         "variant_rates": _variant_rates(view),
+        "estimates": variant_estimates(c.summary for c in view.cells),
+        "flaky_history": flaky,
     }
 
 

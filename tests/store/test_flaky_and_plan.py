@@ -1,0 +1,86 @@
+"""``anpord flaky`` and ``anpord plan`` over real runs, and a flaky cell judged against its own
+history; each says "not enough runs yet" in one line when the history is too short."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from history_support import anpord, as_json, history_project
+
+
+def test_an_empty_history_says_how_many_runs_it_has(tmp_path: Path) -> None:
+    project = history_project(tmp_path / "p")
+    flaky = anpord(project, "flaky")
+    assert flaky.returncode == 2
+    assert flaky.stderr.strip().splitlines() == ["anpord flaky: not enough runs yet: 0 of 2"]
+    plan = anpord(project, "plan")
+    assert plan.returncode == 2
+    assert plan.stderr.strip() == "anpord plan: not enough runs yet: 0 of 1 (run `anpord eval` first)"
+    assert project.run().code == 0
+    assert anpord(project, "flaky").stderr.strip() == "anpord flaky: not enough runs yet: 1 of 2"
+    bad = anpord(project, "plan", "--effect", "2")
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
+    assert "expected a pass-rate change between 0 and 1, got '2'" in bad.stderr
+
+
+def test_flaky_cells_are_listed_with_their_evidence_and_judged_by_their_history(
+    tmp_path: Path,
+) -> None:
+    project = history_project(tmp_path / "p", trials=4)
+    steady = project.run()  # every trial passes
+    assert steady.code == 0
+    for _ in range(2):
+        run = project.run(env={"MOOD": "flaky"})  # every other call fails
+        assert run.run_dir is not None
+    out = anpord(project, "flaky")
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.strip().splitlines()
+    assert lines[-1] == "2 of 2 cells flaky over the last 3 runs"
+    assert lines[0].startswith("greet/000")
+    assert "flakes 33% [" in lines[0] and "8/12 passed over 3 runs (4/4 2/4 2/4, oldest first)" in lines[0]
+    doc = as_json(anpord(project, "flaky", "--json"))
+    assert doc["runs"] == 3 and len(doc["flaky"]) == 2
+    first = doc["flaky"][0]
+    assert first["flaky"] and first["n"] == 12 and 0 < first["ci_low"] < first["flake_rate"] < first["ci_high"]
+
+    # A re-run is not history: the flake figures stay as they were.
+    assert run.run_dir is not None
+    project.run("--rerun-failed", run.run_dir.name, env={"MOOD": "flaky"})
+    assert anpord(project, "flaky").stdout.strip().splitlines()[-1].endswith("over the last 3 runs")
+
+    # The next flaky run is judged against the cell's whole history, not its first reading.
+    project.run(env={"MOOD": "flaky"})
+    cmp = as_json(anpord(project, "compare", "--json"))
+    bases = {c["base"]["run_id"] for c in cmp["cells"]}
+    assert bases == {"history of 3 runs"}, bases
+    assert all(c["status"] != "regressed" for c in cmp["cells"])
+    assert [c["base"]["measured"] for c in cmp["cells"]] == [12, 12]
+
+    plan = anpord(project, "plan", "--effect", "0.1")
+    assert plan.returncode == 0, plan.stderr
+    text = plan.stdout
+    assert "detects a change of 0." in text and "at 2 cases × 4 trials" in text
+    assert "to detect 0.1:" in text
+    doc = as_json(anpord(project, "plan", "--json", "--effect", "0.1"))
+    (variant,) = doc["variants"]
+    assert variant["cases"] == 2 and variant["within_variance"] > 0 and variant["mde"] > 0.1
+
+
+def test_compare_lists_cells_then_variants_then_the_judgement_it_used(tmp_path: Path) -> None:
+    project = history_project(tmp_path / "p", trials=3)
+    assert project.run().code == 0
+    bad = project.run(env={"MOOD": "bad"})
+    assert bad.run_dir is not None
+    out = anpord(project, "compare", "--alpha", "0.01", "--variant-margin", "0.1")
+    assert out.returncode == 1, out.stderr  # the variant regressed
+    lines = out.stdout.strip().splitlines()
+    assert lines[0].startswith("greet/0000  python:agents.moody:agent/default  inconclusive: ")
+    assert "trials a side would decide it" in lines[0]
+    assert lines[2].startswith("variant python:agents.moody:agent/default  regressed: mean pass rate 100% → 0%")
+    assert lines[-1] == (
+        f"run {bad.run_dir.name} against the baselines (alpha 0.01, cell margin ±0.2, variant "
+        "margin ±0.1): 0 regressed, 0 improved, 0 unchanged, 2 inconclusive, 0 incomparable"
+    )
+    show = anpord(project, "show", "latest")
+    assert "python:agents.moody:agent/default: pass rate 0% [0–" in show.stdout
+    assert "✗ 0/3 0% [0–56%]" in show.stdout
