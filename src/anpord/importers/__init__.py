@@ -28,6 +28,7 @@ from ._errors import (
 from ._evals_json import read_evals_json
 from ._files import write_atomic
 from ._model import CaseFile, ImportedSuite, Tally, summary_of, tally_of
+from ._promptfoo import read_promptfoo
 from ._yaml_cases import read_yaml_cases
 
 __all__ = [
@@ -49,6 +50,7 @@ __all__ = [
     "Tally",
     "import_cases",
     "import_evals_json",
+    "import_promptfoo",
     "import_yaml_cases",
     "summary_of",
     "write_suite",
@@ -70,21 +72,28 @@ def import_yaml_cases(path: str) -> ImportedSuite:
     return _suite_of(read_yaml_cases(path))
 
 
-FORMATS: dict[str, Callable[[str], ImportedSuite]] = {
+def import_promptfoo(path: str) -> ImportedSuite:
+    """A promptfoo config, or a folder holding promptfooconfig.yaml."""
+    return _suite_of(read_promptfoo(path))
+
+
+FORMATS: dict[str, Callable[..., ImportedSuite]] = {
     "evals-json": import_evals_json,
     "yaml": import_yaml_cases,
+    "promptfoo": import_promptfoo,
 }
 
 
-def import_cases(format: str, path: str) -> ImportedSuite:
-    """Import ``path`` read as ``format`` (a key of ``FORMATS``)."""
+def import_cases(format: str, path: str, **options: str) -> ImportedSuite:
+    """Import ``path`` read as ``format`` (a key of ``FORMATS``); ``options`` are the
+    format's own (``dataset``: ``input_column``, ``expected_column``, ``match``)."""
     try:
         reader = FORMATS[format]
     except KeyError:
         raise ValueError(
             f"unknown format {format!r}; expected one of {', '.join(FORMATS)}"
         ) from None
-    return reader(path)
+    return reader(path, **options)
 
 
 def write_suite(path: str, suite: ImportedSuite, *, force: bool = False) -> None:
