@@ -15,7 +15,7 @@ __all__ = ["HELPERS", "RUN_HELPERS", "helper_source"]
 
 _TEXT_HAS = '''\
 def _text_has(
-    text: str, needles: list[str], *, every: bool, ignore_case: bool, negate: bool
+    text: str, needles: list[str], *, every: bool, ignore_case: bool, negate: bool = False
 ) -> _Check:
     # Case-sensitive unless ignore_case, as the file's own assertion type was.
     def found(answer: str, needle: str) -> bool:
