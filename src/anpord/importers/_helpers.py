@@ -30,8 +30,18 @@ def _text_has(
 '''
 
 _EQUALS = '''\
-def _equals(text: str, expected: str, *, negate: bool = False) -> _Check:
-    return _check(text, lambda answer: (answer == expected) != negate)
+def _equals(text: str, expected: str, *, negate: bool = False, strip: bool = False) -> _Check:
+    # strip: leading and trailing white space does not count, on either side.
+    if strip:
+        expected = expected.strip()
+    return _check(text, lambda answer: ((answer.strip() if strip else answer) == expected) != negate)
+'''
+
+_ONE_OF = '''\
+def _one_of(text: str, expected: list[str]) -> _Check:
+    # The answer, trimmed, is one of the expected texts, trimmed.
+    allowed = {one.strip() for one in expected}
+    return _check(text, lambda answer: answer.strip() in allowed)
 '''
 
 _EQUALS_JSON = '''\
@@ -184,6 +194,7 @@ def _cost(text: str, most: float) -> _RunCheck:
 HELPERS: dict[str, str] = {
     "_text_has": _TEXT_HAS,
     "_equals": _EQUALS,
+    "_one_of": _ONE_OF,
     "_equals_json": _EQUALS_JSON,
     "_starts_with": _STARTS_WITH,
     "_regex": _REGEX,

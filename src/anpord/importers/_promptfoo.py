@@ -17,6 +17,7 @@ import os
 import re
 from typing import Any, NamedTuple
 
+from ._chat import chat_text, is_chat
 from ._errors import CaseFileEmpty, CaseFileNotPromptfoo, CaseFileNotYaml, CaseFileUnreadable
 from ._files import read_text
 from ._model import CaseFile, ImportedCase, Unwritten
@@ -381,17 +382,9 @@ def _flatten_chat(text: str) -> tuple[str, str | None]:
             value = load_yaml(text)
         except YamlUnreadable:
             return text, None
-    if not isinstance(value, list) or not value or not all(
-        isinstance(m, dict) and isinstance(m.get("content"), str) for m in value
-    ):
+    if not is_chat(value):
         return text, None
-    if len(value) == 1:
-        return value[0]["content"], None
-    joined = "\n\n".join(f"{m.get('role', 'user')}: {m['content']}" for m in value)
-    return joined, (
-        f"The prompt is a chat of {len(value)} messages; anpord sends one prompt, so they are "
-        "joined here. Move a system message into the variant's options={'system': ...}."
-    )
+    return chat_text(value)
 
 
 def _config_path(path: str) -> str:
