@@ -10,6 +10,7 @@ a judge with its ``modelgraded`` prompt; any other class is a placeholder naming
 
 from __future__ import annotations
 
+import json
 import os
 from typing import Any, NamedTuple
 
@@ -30,6 +31,7 @@ from ._yaml_load import YamlUnreadable, load_yaml
 __all__ = ["read_openai_evals"]
 
 _SAMPLE = {"input", "ideal"}
+_BASIC = ("Match", "Includes", "FuzzyMatch")
 _MODELGRADED = "ModelBasedClassify"
 _SOURCE = "An OpenAI eval sends the prompt alone, so the case starts from no files."
 
@@ -58,8 +60,12 @@ def _evals(path: str, data: Any) -> list[_Eval]:
         if isinstance(ident, str) and ident in named:
             pointed.add(ident)
             out.append(_make(path, name, ident, named[ident]))
-    if not out:
-        out = [_make(path, name, name, entry) for name, entry in named.items() if "class" in entry]
+    # An entry with a class that no name points at is an eval too (run by its id).
+    out += [
+        _make(path, name, name, entry)
+        for name, entry in named.items()
+        if "class" in entry and name not in pointed
+    ]
     if not out:
         found = listing(list(named)) or "nothing"
         raise _refuse(path, f"no eval in it names a class (found {found}); expected <name>: {{id: <id>}} and <id>: {{class: ..., args: {{samples_jsonl: ...}}}}")
@@ -184,6 +190,7 @@ def read_openai_evals(path: str) -> CaseFile:
         raise CaseFileUnreadable(path, reason)
     notes: list[str] = []
     plan: list[tuple[_Eval | None, str]] = []
+    missing: list[tuple[str, str]] = []  # (eval, samples) whose samples are not there
     if path.lower().endswith((".jsonl", ".json")):
         plan.append((None, path))
         notes.append(f"{path} is samples alone: each case gets a placeholder naming its ideal answer, since only the registry spec says how it is compared.")
@@ -202,26 +209,40 @@ def read_openai_evals(path: str) -> CaseFile:
                 raise _refuse(path, f"{ev.name}: args.samples_jsonl: Expected a path, actual {describe_actual(samples)}")
             found = _find(path, samples, "data")
             if found is None:
-                raise CaseFileUnreadable(samples, f"named by {ev.name} in {path}; looked in the registry's data/ folder and beside the spec")
+                missing.append((ev.name, samples))
+                continue
             plan.append((ev, found))
             for key, value in ev.args.items():
                 if key not in ("samples_jsonl", "modelgraded_spec", "ignore_case"):
                     notes.append(f"Not imported, from {ev.name}'s args: {field_name(key)} = {render(value, 200)}")
+    if missing and not plan:
+        name, samples = missing[0]
+        raise CaseFileUnreadable(samples, f"named by {name} in {path}; looked in the registry's data/ folder and beside the spec")
+    for name, samples in missing:
+        notes.append(f"Skipped {name}: its samples {samples} are not in the registry's data/ folder.")
     cases: list[ImportedCase] = []
     for ev, samples_path in plan:
         checker = _Checker(path, ev)
         label = ev.name if ev is not None else os.path.splitext(os.path.basename(samples_path))[0]
         for number, sample in _samples(samples_path):
-            if "input" not in sample:
+            needs_ideal = ev is not None and ev.cls in _BASIC
+            custom = ev is not None and ev.cls not in _BASIC and ev.cls != _MODELGRADED
+            readable = isinstance(sample.get("input"), str) or is_chat(sample.get("input"))
+            if "input" in sample and (readable or not custom):
+                prompt, chat_note = _prompt(samples_path, number, sample["input"])
+            elif custom:
+                # A class of its own reads its own fields: the sample, whole, is what it gets.
+                prompt = json.dumps(sample, ensure_ascii=False)
+                chat_note = f"The sample has no input text: {ev.cls} builds its prompt from these fields, so write the prompt this case sends."
+            else:
                 raise _refuse(samples_path, f"line {number}, input: is missing")
-            prompt, chat_note = _prompt(samples_path, number, sample["input"])
-            needs_ideal = ev is not None and ev.cls in ("Match", "Includes", "FuzzyMatch")
             ideals = _ideals(samples_path, number, sample, needs_ideal)
             checks, judges = checker.checks(prompt, ideals)
             case_notes = [f"{label}, sample on line {number} of {os.path.basename(samples_path)}"]
             if chat_note is not None:
                 case_notes.append(chat_note)
-            case_notes += [f"Not imported, from the sample: {field_name(k)} = {render(v, 300)}" for k, v in sample.items() if k not in _SAMPLE]
+            if not custom:
+                case_notes += [f"Not imported, from the sample: {field_name(k)} = {render(v, 300)}" for k, v in sample.items() if k not in _SAMPLE]
             cases.append(ImportedCase(
                 own_id=f"{label} {number}", name=None, prompt=prompt, checks=checks,
                 notes=tuple(case_notes), source_note=_SOURCE, judges=judges,
