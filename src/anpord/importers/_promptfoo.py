@@ -37,6 +37,7 @@ _TOP = {
     "description", "prompts", "providers", "targets", "tests", "defaultTest", "scenarios",
     "evaluateOptions", "outputPath", "env", "sharing", "commandLineOptions", "metadata", "tags",
     "extensions", "nunjucksFilters", "derivedMetrics", "redteam", "writeLatestResults", "$schema",
+    "assertionTemplates",
 }  # fmt: skip
 _CASES_KEYS = ("prompts", "tests", "scenarios", "providers", "targets", "defaultTest")
 _TEST = {"description", "vars", "assert", "options", "threshold", "metadata", "provider"}
@@ -67,6 +68,7 @@ class _Reader:
         self.base = base
         self.notes: list[str] = []
         self.unknown: dict[str, list[str]] = {}
+        self.document: Any = {}  # the config, for $ref
 
     def refuse(self, reason: str) -> CaseFileNotPromptfoo:
         return CaseFileNotPromptfoo(self.path, reason)
@@ -131,14 +133,14 @@ class _Reader:
 
     def prompt(self, item: Any, label: str | None, where: str) -> list[_Prompt]:
         if isinstance(item, dict):
-            text = item.get("raw", item.get("id", item.get("file")))
+            text = item.get("raw", item.get("content", item.get("id", item.get("file"))))
             given = item.get("label")
             label = given if isinstance(given, str) else label
             if not isinstance(text, str):
                 raise self.refuse(
                     f"{where}: Expected a string or {{raw|id, label}}, actual {describe_actual(item)}"
                 )
-            if "raw" in item:
+            if "raw" in item or "content" in item:
                 return [_Prompt(label or text, text)]
             item = text
         if not isinstance(item, str):
@@ -220,11 +222,11 @@ class _Reader:
                 "or CSV and point tests at that file"
             )
         if any(ch in name for ch in "*?["):
-            paths = sorted(glob.glob(self.resolve(name)))
+            paths = sorted(os.path.abspath(one) for one in glob.glob(self.resolve(name)))
             if not paths:
                 raise CaseFileUnreadable(self.resolve(name), f"named by {where} in {self.path}, matches no file")
         else:
-            paths = [self.resolve(name)]
+            paths = [os.path.abspath(self.resolve(name))]
         out: list[_Test] = []
         for target in paths:
             shown = os.path.relpath(target, self.base)
@@ -293,6 +295,25 @@ class _Reader:
             else:
                 out[name] = value
         return out
+
+    def dereference(self, item: Any, where: str) -> Any:
+        """An assertion written as ``$ref: '#/assertionTemplates/name'``: the template it names
+        in this config (its other fields win), as promptfoo resolves it."""
+        if not isinstance(item, dict) or not isinstance(item.get("$ref"), str):
+            return item
+        ref = item["$ref"]
+        target: Any = self.document
+        if ref.startswith("#/"):
+            for part in ref[2:].split("/"):
+                part = part.replace("~1", "/").replace("~0", "~")
+                target = target.get(part) if isinstance(target, dict) else None
+        else:
+            target = None
+        if not isinstance(target, dict):
+            self.notes.append(f"{where}: $ref {ref} names nothing in this config; it is kept as written.")
+            return item
+        rest = {key: value for key, value in item.items() if key != "$ref"}
+        return {**target, **rest}
 
     def var_file(self, ref: str, where: str) -> Any:
         name = ref[len("file://") :]
@@ -426,6 +447,7 @@ def read_promptfoo(path: str) -> CaseFile:
         hint = " (it holds an evals list: is it --format evals-json?)" if "evals" in data else ""
         raise CaseFileNotPromptfoo(config, f"it has none of prompts, tests, providers (found {found}){hint}")
     reader = _Reader(config, os.path.dirname(config) or ".")
+    reader.document = data
     for key in _repeated_keys(text):
         reader.notes.append(
             f"The config repeats the top-level key {key}: only the last one is read "
@@ -492,8 +514,11 @@ def _cases(reader: _Reader, prompts: list[_Prompt], default: dict[str, Any], tes
         asserts = raw.get("assert")
         if asserts is not None and not isinstance(asserts, list):
             raise reader.refuse(f"{test.where}.assert: Expected a list, actual {describe_actual(asserts)}")
+        asserts = [reader.dereference(item, test.where) for item in asserts or []]
         description = raw.get("description")
         name = description if isinstance(description, str) and description.strip() else None
+        for key, value in (raw.get("__fields") or {}).items():
+            test_notes.append(f"The CSV's {key} column: {render(value, _SHOWN)}")
         for key in sorted(_TEST_NOTED & raw.keys()):
             test_notes.append(f"The test's {key} in the file: {render(raw[key], _SHOWN)}")
         for key, value in options.items():
