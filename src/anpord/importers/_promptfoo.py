@@ -502,7 +502,8 @@ def _cases(reader: _Reader, prompts: list[_Prompt], default: dict[str, Any], tes
             if key not in _TEST and not str(key).startswith("__"):
                 reader.unknown.setdefault(field_name(key), []).append(test.where)
         variables = reader.variables(raw.get("vars"), test.where)
-        expanded = _expand(variables)
+        options = raw.get("options") if isinstance(raw.get("options"), dict) else {}
+        expanded = [variables] if options.get("disableVarExpansion") is True else _expand(variables)
         test_notes: list[str] = []
         if expanded is None:
             test_notes.append(
@@ -510,7 +511,6 @@ def _cases(reader: _Reader, prompts: list[_Prompt], default: dict[str, Any], tes
                 "passed to the prompt as arrays."
             )
             expanded = [variables]
-        options = raw.get("options") if isinstance(raw.get("options"), dict) else {}
         asserts = raw.get("assert")
         if asserts is not None and not isinstance(asserts, list):
             raise reader.refuse(f"{test.where}.assert: Expected a list, actual {describe_actual(asserts)}")
@@ -522,7 +522,7 @@ def _cases(reader: _Reader, prompts: list[_Prompt], default: dict[str, Any], tes
         for key in sorted(_TEST_NOTED & raw.keys()):
             test_notes.append(f"The test's {key} in the file: {render(raw[key], _SHOWN)}")
         for key, value in options.items():
-            if key not in ("provider", "transform"):
+            if key not in ("provider", "transform", "disableVarExpansion"):
                 test_notes.append(f"The test's options.{key} in the file: {render(value, _SHOWN)}")
         for e, one in enumerate(expanded):
             converted = convert_assertions(
@@ -535,7 +535,7 @@ def _cases(reader: _Reader, prompts: list[_Prompt], default: dict[str, Any], tes
             if len(expanded) > 1:
                 base_id += f" ({e + 1} of {len(expanded)})"
             for k, prompt in enumerate(prompts):
-                notes = [f"From {test.where} of {os.path.basename(reader.path)}" + (f", prompt {prompt.label}" if many else "")]
+                notes = [f"From {test.where} of {os.path.basename(reader.path)}" + (f", prompt {_short(prompt.label)}" if many else "")]
                 notes += prompt.notes
                 text, failed, flattened = _render(prompt, one)
                 if failed is not None:
@@ -558,6 +558,11 @@ def _cases(reader: _Reader, prompts: list[_Prompt], default: dict[str, Any], tes
                     )
                 )
     return cases
+
+
+def _short(label: str) -> str:
+    line = label.strip().split("\n", 1)[0]
+    return line if len(line) <= 60 and "\n" not in label.strip() else line[:59] + "…"
 
 
 def _render(prompt: _Prompt, variables: dict[str, Any]) -> tuple[str, str | None, str | None]:
