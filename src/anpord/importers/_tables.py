@@ -30,8 +30,10 @@ def csv_rows(
     """The header and the rows of a CSV text (quoted cells may span lines). A row shorter than
     the header has empty cells; a longer one is refused, naming its line."""
     import csv
+    import io
 
-    reader = csv.reader(text.splitlines(keepends=True) if "\r" in text else text.split("\n"))
+    # newline="": a quoted cell keeps the line breaks inside it, as written.
+    reader = csv.reader(io.StringIO(text, newline=""))
     try:
         header = next(reader, None)
         if header is None or not any(cell.strip() for cell in header):
