@@ -18,7 +18,13 @@ import re
 from typing import Any, NamedTuple
 
 from ._chat import chat_text, is_chat
-from ._errors import CaseFileEmpty, CaseFileNotPromptfoo, CaseFileNotYaml, CaseFileUnreadable
+from ._errors import (
+    CaseFileEmpty,
+    CaseFileNotJson,
+    CaseFileNotPromptfoo,
+    CaseFileNotYaml,
+    CaseFileUnreadable,
+)
 from ._files import read_text
 from ._model import CaseFile, ImportedCase, Unwritten
 from ._promptfoo_asserts import assertion_from_csv, convert_assertions
@@ -26,7 +32,7 @@ from ._promptfoo_providers import variants_of
 from ._tables import csv_rows, jsonl_values, refuse_lfs_pointer
 from ._templates import RenderFailed, render_template
 from ._text import describe_actual, listing
-from ._values import field_name, render
+from ._values import field_name, parse_int, render
 from ._yaml_load import YamlUnreadable, load_yaml
 
 __all__ = ["CONFIG_NAMES", "NO_ASSERTION", "read_promptfoo"]
@@ -102,10 +108,7 @@ class _Reader:
             return _csv_tests(target, text)
         if lower.endswith(".jsonl"):
             return [value for _, value in jsonl_values(target, text, CaseFileNotPromptfoo)]
-        try:
-            return load_yaml(text)
-        except YamlUnreadable as error:
-            raise CaseFileNotYaml(target, error.reason) from None
+        return _parse(target, text)
 
     # --- prompts -------------------------------------------------------------------------
 
@@ -325,6 +328,22 @@ class _Reader:
         return ref if text is None else text
 
 
+def _parse(path: str, text: str) -> Any:
+    """A config or referenced file's value: JSON for a ``.json`` file (YAML would read its
+    ``\\ud83d\\ude00`` escapes as two halves of a character), YAML for anything else."""
+    if path.lower().endswith(".json"):
+        try:
+            return json.loads(text, parse_int=parse_int)
+        except json.JSONDecodeError as error:
+            raise CaseFileNotJson(path, str(error)) from None
+        except RecursionError:
+            raise CaseFileNotJson(path, "nested too deeply to read") from None
+    try:
+        return load_yaml(text)
+    except YamlUnreadable as error:
+        raise CaseFileNotYaml(path, error.reason) from None
+
+
 def _csv_tests(path: str, text: str) -> list[dict[str, Any]]:
     """promptfoo's CSV tests: columns are vars, ``__expected…`` cells assertions, and the other
     ``__`` columns the test's own fields."""
@@ -432,10 +451,7 @@ def read_promptfoo(path: str) -> CaseFile:
     config = _config_path(path)
     text = read_text(config, CaseFileNotYaml)
     refuse_lfs_pointer(config, text)
-    try:
-        data = load_yaml(text)
-    except YamlUnreadable as error:
-        raise CaseFileNotYaml(config, error.reason) from None
+    data = _parse(config, text)
     if data is None:
         raise CaseFileEmpty(config)
     if not isinstance(data, dict):
