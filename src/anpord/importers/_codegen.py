@@ -146,6 +146,8 @@ def _comment(out: list[str], text: str, indent: str) -> None:
 
 def py_value(value: Arg) -> str:
     """An exact literal for a value a reader passed to a helper (text, numbers, flags, lists)."""
+    if type(value) is str:  # the common case first
+        return py_str(value)
     if isinstance(value, str):
         return py_str(value)
     if value is None or isinstance(value, bool):
@@ -165,8 +167,11 @@ def _coded_lines(check: Coded) -> list[str]:
     out: list[str] = []
     for note in check.notes:
         _comment(out, note, _INDENT)
-    _comment(out, check.text, _INDENT)
-    args = [py_str(check.text), *(py_value(arg) for arg in check.args)]
+    text = py_str(check.text)
+    if not text.isprintable() or "\\" in text:
+        # The literal escapes what it holds: the comment shows it as written.
+        _comment(out, check.text, _INDENT)
+    args = [text, *(py_value(arg) for arg in check.args)]
     args += [f"{key}={py_value(value)}" for key, value in check.keywords]
     out.append(f"{_INDENT}{check.helper}({', '.join(args)}),")
     return out

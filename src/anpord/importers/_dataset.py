@@ -16,7 +16,7 @@ from typing import Any
 from ._chat import chat_text, is_chat
 from ._errors import CaseFileEmpty, CaseFileNotDataset, CaseFileUnreadable
 from ._files import read_text
-from ._model import Check, CaseFile, Coded, ImportedCase, Judged, Unwritten
+from ._model import CaseFile, Check, Coded, Converted, ImportedCase, Judged, Unwritten
 from ._tables import csv_rows, jsonl_values, refuse_lfs_pointer
 from ._text import describe_actual, listing
 from ._values import LongNumber, field_name, parse_int, render
@@ -113,13 +113,20 @@ def _expected(value: Any) -> list[str] | None:
     return None
 
 
+def _shown(expected: list[str]) -> str:
+    if len(expected) == 1 and len(expected[0]) <= 300:
+        return json.dumps(expected[0], ensure_ascii=False)  # what render gives, sooner
+    return render(expected if len(expected) > 1 else expected[0], 300)
+
+
 def _check(match: str | None, expected: list[str], column: str) -> tuple[tuple[Check, ...], tuple[Judged, ...]]:
-    shown = render(expected if len(expected) > 1 else expected[0], 300)
+    shown = _shown(expected)
     if match == "equals":
         return (Coded("_equals", f"equals the {column}: {shown}", (expected[0],), (("strip", True),)) if len(expected) == 1
                 else Coded("_one_of", f"equals one of the {column}: {shown}", (tuple(expected),)),), ()
     if match == "includes":
-        return (Coded("_text_has", f"includes the {column}: {shown}", (tuple(expected),), (("every", False), ("ignore_case", True))),), ()
+        # The module's own _contains_any: case-insensitive, any of the expected texts.
+        return (Converted("any", f"includes the {column}", tuple(expected)),), ()
     if match == "judge":
         rubric = _JUDGE_LEAD + ("\n".join(expected) if len(expected) > 1 else expected[0])
         return (), (Judged(name="matches-expected", rubric=rubric),)
@@ -153,6 +160,7 @@ def read_dataset(
     known = {source, target, ident}
     cache: dict[tuple[str, ...], tuple[tuple[Check, ...], tuple[Judged, ...]]] = {}
     cases: list[ImportedCase] = []
+    name = os.path.basename(path)
     for number, row in rows:
         raw = row.get(source)
         chat_note = None
@@ -169,7 +177,8 @@ def read_dataset(
         if made is None:
             made = cache[key] = _check(match, expected, target)
         own = _text(row.get(ident)) if ident is not None else None
-        notes = [f"Row {number} of {os.path.basename(path)}"]
+        # A case named row-N says where it came from; one named by the file's id column says so.
+        notes = [f"Row {number} of {name}"] if own else []
         if chat_note is not None:
             notes.append(chat_note)
         for column, value in row.items():

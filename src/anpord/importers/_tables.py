@@ -59,11 +59,13 @@ def jsonl_values(
 ) -> Iterator[tuple[int, Any]]:
     """Each non-blank line's JSON value with its line number; a line that is not JSON is
     refused by number."""
+    # One decoder for every line: json.loads with parse_int= builds a new one per call.
+    decode = json.JSONDecoder(parse_int=parse_int).decode
     for number, line in enumerate(text.split("\n"), 1):
         if not line.strip():
             continue
         try:
-            yield number, json.loads(line, parse_int=parse_int)
+            yield number, decode(line)
         except json.JSONDecodeError as error:
             raise refuse(path, f"line {number} is not JSON: {error}") from None
         except RecursionError:
