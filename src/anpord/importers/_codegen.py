@@ -273,7 +273,7 @@ def _variant_lines(variants: tuple[VariantSpec, ...]) -> list[str]:
         for note in spec.notes:
             _comment(out, note, "    ")
         if spec.harness is None:
-            _comment(out, f"No anpord harness for the provider {spec.label}:", "    ")
+            _comment(out, f"anpord has no harness for the provider {spec.label}:", "    ")
             out.append(f"    # Variant(harness=_HARNESS, name={py_str(spec.label)}),")
             continue
         live += 1

@@ -75,7 +75,7 @@ def _spec(ident: str, label: str, config: dict[str, Any]) -> VariantSpec:
     if model is None:
         found = _compatible(ident)
         if found is None:
-            return VariantSpec(label=label, harness=None, notes=(f"promptfoo provider: {ident}",))
+            return VariantSpec(label=label, harness=None)
         model, url, key = found
     for name in _BASE_URL_KEYS:
         value = config.get(name)
