@@ -396,3 +396,27 @@ def test_folder_without_config_and_missing_path(tmp_path: Path) -> None:
         import_cases("promptfoo", str(tmp_path))
     with pytest.raises(CaseFileUnreadable):
         import_cases("promptfoo", str(tmp_path / "nope.yaml"))
+
+
+def test_a_python_assert_in_a_file_is_quoted_with_its_code(tmp_path: Path) -> None:
+    suite, ns = _suite(
+        tmp_path,
+        "prompts: [hi]\ntests:\n  - assert:\n      - {type: python, value: 'file://check.py:grade'}\n",
+        **{"check.py": "def grade(output, context):\n    return 'rain' in output\n"},
+    )
+    assert "#     return 'rain' in output" in suite.source
+    (case,) = ns["_cases"]
+    assert verdict(case, "rain")[0] is False  # quoted, never run
+
+
+def test_cli_flags_of_dataset_belong_to_dataset(tmp_path: Path) -> None:
+    from importers_support import run_anpord
+
+    (tmp_path / "promptfooconfig.yaml").write_text("prompts: [hi]\n")
+    done = run_anpord("eval", "import", "--format", "promptfoo", ".", "--match", "equals", cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stderr == "anpord eval import: error: --match applies only to --format dataset\n"
+    done = run_anpord("eval", "import", "--format", "promptfoo", ".", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("# Imported by `anpord eval import`")
+    assert done.stderr.splitlines()[-1].startswith("Read 1 case, converted 0 assertions. 1 assertion")

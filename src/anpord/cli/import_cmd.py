@@ -109,7 +109,8 @@ def main(argv: list[str]) -> int:
     }
     if options and args.format != "dataset":
         flags = ", ".join("--" + key.replace("_", "-") for key in options)
-        _say(f"anpord eval import: error: {flags} apply only to --format dataset")
+        verb = "applies" if len(options) == 1 else "apply"
+        _say(f"anpord eval import: error: {flags} {verb} only to --format dataset")
         return 2
     try:
         suite = import_cases(args.format, args.path, **options)

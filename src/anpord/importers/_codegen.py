@@ -21,7 +21,6 @@ from ._model import (
     Converted,
     ImportedCase,
     Judged,
-    Unwritten,
     VariantSpec,
     assign_keys,
 )

@@ -299,6 +299,16 @@ class _Reader:
                 out[name] = value
         return out
 
+    def code(self, ref: str) -> str | None:
+        """The text of ``file://check.py`` (or ``file://check.py:function``), if it is there."""
+        name = ref[len("file://") :]
+        target = self.resolve(name)
+        if not os.path.isfile(target) and ":" in os.path.basename(name):
+            target = self.resolve(name.rsplit(":", 1)[0])
+        if not os.path.isfile(target):
+            return None
+        return read_text(target, CaseFileNotYaml)
+
     def dereference(self, item: Any, where: str) -> Any:
         """An assertion written as ``$ref: '#/assertionTemplates/name'``: the template it names
         in this config (its other fields win), as promptfoo resolves it."""
@@ -542,7 +552,7 @@ def _cases(reader: _Reader, prompts: list[_Prompt], default: dict[str, Any], tes
                 test_notes.append(f"The test's options.{key} in the file: {render(value, _SHOWN)}")
         for e, one in enumerate(expanded):
             converted = convert_assertions(
-                asserts or [], one, options.get("provider"), options.get("transform")
+                asserts, one, options.get("provider"), options.get("transform"), reader.code
             )
             checks = converted.checks
             if not checks and not converted.judges:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from ._model import Check, Coded, Judged, Unwritten
@@ -21,7 +22,8 @@ from ._values import render
 
 __all__ = ["Assertions", "assertion_from_csv", "convert_assertions"]
 
-_SHOWN = 2000  # characters of an assertion quoted in a placeholder
+_SHOWN = 2000  # characters of an assertion (or its code) quoted in a placeholder
+CodeReader = Callable[[str], "str | None"]
 
 # type -> (every, ignore_case) for the contains family.
 _CONTAINS = {
@@ -231,7 +233,31 @@ def _judge(a: _Assertion, grader: Any) -> Judged | None:
     return Judged(name=name, rubric=rubric, model=model, threshold=threshold, notes=tuple(notes))
 
 
-def _one(raw: Any, variables: dict[str, Any], grader: Any, transform: Any, notes: list[str]) -> Check | Judged:
+def _code(raw: dict[str, Any], kind: str, label: Any, read_code: CodeReader | None) -> Unwritten:
+    """A javascript or python assertion, quoted; one kept in a file that is there is quoted
+    with the file's code, so whoever rewrites it has it to hand."""
+    if kind.endswith("python"):
+        why = f"Port this {kind} assertion to a _check (it is Python already; its output is the answer)"
+    else:
+        why = f"Rewrite this {kind} assertion in Python, as the file wrote it"
+    value = raw.get("value")
+    code = None
+    if read_code is not None and isinstance(value, str) and value.startswith("file://"):
+        code = read_code(value)
+    if code is None:
+        return _unwritten(raw, why, label)
+    shown = code if len(code) <= _SHOWN else code[: _SHOWN - 1] + "…"
+    return Unwritten(f"{why}: {_spec_text(raw)}\n{value} holds:\n{shown}", label if isinstance(label, str) else None)
+
+
+def _one(
+    raw: Any,
+    variables: dict[str, Any],
+    grader: Any,
+    transform: Any,
+    notes: list[str],
+    read_code: CodeReader | None = None,
+) -> Check | Judged:
     if not isinstance(raw, dict):
         if isinstance(raw, str) and raw.strip():
             return Unwritten(raw)  # a sentence where an assertion object belongs: prose
@@ -263,23 +289,28 @@ def _one(raw: Any, variables: dict[str, Any], grader: Any, transform: Any, notes
             return check._replace(notes=comments) if comments else check
         return _unwritten(raw, f"Write this {kind} check (its value is not one it can convert)", label)
     if base in ("javascript", "python"):
-        return _unwritten(raw, f"Rewrite this {kind} assertion in Python, as the file wrote it", label)
+        return _code(raw, kind, label, read_code)
     if not kind:
         return _unwritten(raw, "An assertion with no type", label)
     return _unwritten(raw, f"Write this {kind} assertion (anpord has no {kind})", label)
 
 
 def convert_assertions(
-    raws: list[Any], variables: dict[str, Any], grader: Any, transform: Any
+    raws: list[Any],
+    variables: dict[str, Any],
+    grader: Any,
+    transform: Any,
+    read_code: CodeReader | None = None,
 ) -> Assertions:
     """The checks and judges for a test's assertions; ``grader`` and ``transform`` are the
-    test's ``options.provider`` and ``options.transform``."""
+    test's ``options.provider`` and ``options.transform``; ``read_code`` gives the text of a
+    ``file://`` assertion's code (None when it is not there)."""
     checks: list[Check] = []
     judges: list[Judged] = []
     notes: list[str] = []
     names: set[str] = set()
     for raw in raws:
-        result = _one(raw, variables, grader, transform, notes)
+        result = _one(raw, variables, grader, transform, notes, read_code)
         if isinstance(result, Judged):
             name, n = result.name, 2
             while name in names:
