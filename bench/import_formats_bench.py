@@ -115,27 +115,64 @@ def main() -> int:
     sys.path.insert(0, str(SRC))
     from anpord.importers import import_cases
 
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(SRC), os.environ.get("PYTHONPATH")]))}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(SRC), os.environ.get("PYTHONPATH")])),
+    }
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         config = promptfoo_config(folder, args.tests)
         jsonl, table = dataset(folder, args.rows)
         suite = import_cases("promptfoo", str(config))
-        print(f"promptfoo: {args.tests} tests x 3 prompts = {suite.tally.cases} cases, "
-              f"{suite.tally.converted} converted, {suite.tally.needs_author} placeholders, "
-              f"{len(suite.source) / 1e6:.1f} MB of suite")
+        print(
+            f"promptfoo: {args.tests} tests x 3 prompts = {suite.tally.cases} cases, "
+            f"{suite.tally.converted} converted, {suite.tally.needs_author} placeholders, "
+            f"{len(suite.source) / 1e6:.1f} MB of suite"
+        )
         cases = [
-            ("promptfoo", str(config), {}, PROMPTFOO_TARGET_S, f"promptfoo {args.tests} tests x 3 prompts"),
-            ("dataset", str(jsonl), {"match": "includes"}, DATASET_TARGET_S, f"dataset JSONL {args.rows:,} lines"),
-            ("dataset", str(table), {"match": "includes"}, DATASET_TARGET_S, f"dataset CSV {args.rows:,} rows"),
+            (
+                "promptfoo",
+                str(config),
+                {},
+                PROMPTFOO_TARGET_S,
+                f"promptfoo {args.tests} tests x 3 prompts",
+            ),
+            (
+                "dataset",
+                str(jsonl),
+                {"match": "includes"},
+                DATASET_TARGET_S,
+                f"dataset JSONL {args.rows:,} lines",
+            ),
+            (
+                "dataset",
+                str(table),
+                {"match": "includes"},
+                DATASET_TARGET_S,
+                f"dataset CSV {args.rows:,} rows",
+            ),
         ]
         for fmt, path, options, target, label in cases:
-            wall, cpu = median_run(lambda: import_cases(fmt, path, **options), args.runs, child=False)
+            wall, cpu = median_run(
+                lambda: import_cases(fmt, path, **options), args.runs, child=False
+            )
             report(f"{label}, in-process", wall, cpu, target)
             flags = [f"--{k.replace('_', '-')}={v}" for k, v in options.items()]
             out = folder / "out.eval.py"
-            command = [sys.executable, "-m", "anpord", "eval", "import", "--format", fmt, path, *flags,
-                       "--out", str(out), "--force"]
+            command = [
+                sys.executable,
+                "-m",
+                "anpord",
+                "eval",
+                "import",
+                "--format",
+                fmt,
+                path,
+                *flags,
+                "--out",
+                str(out),
+                "--force",
+            ]
 
             def cli() -> None:
                 done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)

@@ -26,7 +26,9 @@ def _imported(path: Path, **options: str) -> tuple[Any, list[Any]]:
 
 def _jsonl(tmp_path: Path, rows: list[dict[str, Any]], name: str = "d.jsonl") -> Path:
     path = tmp_path / name
-    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    path.write_text(
+        "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8"
+    )
     return path
 
 
@@ -70,14 +72,16 @@ def test_target_list_and_chat_input(tmp_path: Path) -> None:
 
 def test_columns_by_flag(tmp_path: Path) -> None:
     rows = [{"q": "a", "gold": "b", "input": "decoy"}]
-    _, (case,) = _imported(_jsonl(tmp_path, rows), input_column="q", expected_column="gold", match="equals")
+    _, (case,) = _imported(
+        _jsonl(tmp_path, rows), input_column="q", expected_column="gold", match="equals"
+    )
     assert case.prompt == "a" and verdict(case, "b")[0]
 
 
 def test_csv_with_bom_crlf_and_multiline_cells(tmp_path: Path) -> None:
     path = tmp_path / "d.csv"
     path.write_bytes(
-        "\ufeffQuestion,Answer\r\n\"東京は\r\nどこ？\",日本\r\n\"say \"\"hi\"\"\",hi\r\n".encode()
+        '\ufeffQuestion,Answer\r\n"東京は\r\nどこ？",日本\r\n"say ""hi""",hi\r\n'.encode()
     )
     _, (first, second) = _imported(path, match="includes")
     assert first.prompt == "東京は\r\nどこ？"
@@ -95,20 +99,55 @@ def test_json_array_of_rows(tmp_path: Path) -> None:
 REFUSALS: list[tuple[str, str, dict[str, str], type[ImportRefusal], str]] = [
     ("d.jsonl", '{"a": 1, "b": 2}\n', {}, CaseFileNotDataset, "no input column among a, b"),
     ("d.jsonl", '{"input": "x"}\n', {}, CaseFileNotDataset, "no expected column"),
-    ("d.jsonl", '{"input": "x", "target": "y"}\n', {"input_column": "q"}, CaseFileNotDataset, "--input-column q: no such column"),
-    ("d.jsonl", '{"input": "x", "target": "y"}\nnope\n', {}, CaseFileNotDataset, "line 2 is not JSON"),
-    ("d.jsonl", '{"input": {"a": 1}, "target": "y"}\n', {}, CaseFileNotDataset, "row 1, input: Expected a string"),
+    (
+        "d.jsonl",
+        '{"input": "x", "target": "y"}\n',
+        {"input_column": "q"},
+        CaseFileNotDataset,
+        "--input-column q: no such column",
+    ),
+    (
+        "d.jsonl",
+        '{"input": "x", "target": "y"}\nnope\n',
+        {},
+        CaseFileNotDataset,
+        "line 2 is not JSON",
+    ),
+    (
+        "d.jsonl",
+        '{"input": {"a": 1}, "target": "y"}\n',
+        {},
+        CaseFileNotDataset,
+        "row 1, input: Expected a string",
+    ),
     ("d.jsonl", "[1, 2]\n", {}, CaseFileNotDataset, "row 1: Expected an object"),
-    ("d.csv", "input,target\na,b,c\n", {}, CaseFileNotDataset, "line 2: 3 cells under 2 column names"),
+    (
+        "d.csv",
+        "input,target\na,b,c\n",
+        {},
+        CaseFileNotDataset,
+        "line 2: 3 cells under 2 column names",
+    ),
     ("d.csv", "input,target\n", {}, CaseFileEmpty, ""),
     ("d.jsonl", "", {}, CaseFileEmpty, ""),
-    ("d.jsonl", "version https://git-lfs.github.com/spec/v1\noid sha256:aa\nsize 3\n", {}, CaseFileIsLfsPointer, ""),
+    (
+        "d.jsonl",
+        "version https://git-lfs.github.com/spec/v1\noid sha256:aa\nsize 3\n",
+        {},
+        CaseFileIsLfsPointer,
+        "",
+    ),
 ]
 
 
 @pytest.mark.parametrize(("name", "text", "options", "refusal", "says"), REFUSALS)
 def test_refusals_are_one_line(
-    tmp_path: Path, name: str, text: str, options: dict[str, str], refusal: type[ImportRefusal], says: str
+    tmp_path: Path,
+    name: str,
+    text: str,
+    options: dict[str, str],
+    refusal: type[ImportRefusal],
+    says: str,
 ) -> None:
     (tmp_path / name).write_text(text, encoding="utf-8")
     with pytest.raises(refusal) as caught:

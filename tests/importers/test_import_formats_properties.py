@@ -45,7 +45,13 @@ def test_promptfoo_text_is_literal(
 ) -> None:
     config = {
         "prompts": ["{{ v }}", template],
-        "tests": [{"description": description, "vars": {"v": var}, "assert": [{"type": kind, "value": value}]}],
+        "tests": [
+            {
+                "description": description,
+                "vars": {"v": var},
+                "assert": [{"type": kind, "value": value}],
+            }
+        ],
     }
     path = _write("promptfooconfig.json", json.dumps(config))
     try:
@@ -63,7 +69,10 @@ def test_promptfoo_text_is_literal(
 
 
 @SETTINGS
-@given(st.lists(st.tuples(text, nonempty), min_size=1, max_size=4), st.sampled_from(["equals", "includes", None]))
+@given(
+    st.lists(st.tuples(text, nonempty), min_size=1, max_size=4),
+    st.sampled_from(["equals", "includes", None]),
+)
 def test_dataset_cells_are_literal(rows: list[tuple[str, str]], match: str | None) -> None:
     body = "".join(json.dumps({"input": i, "target": t}) + "\n" for i, t in rows)
     path = _write("d.jsonl", body)
@@ -84,10 +93,14 @@ def test_openai_evals_samples_are_literal(samples: list[tuple[str, str]]) -> Non
     body = "".join(json.dumps({"input": i, "ideal": [t]}) + "\n" for i, t in samples)
     (folder / "data" / "s.jsonl").write_text(body, encoding="utf-8")
     spec = folder / "evals" / "x.yaml"
-    spec.write_text("x:\n  id: x.v0\nx.v0:\n  class: evals.elsuite.basic.match:Match\n  args: {samples_jsonl: s.jsonl}\n")
+    spec.write_text(
+        "x:\n  id: x.v0\nx.v0:\n  class: evals.elsuite.basic.match:Match\n  args: {samples_jsonl: s.jsonl}\n"
+    )
     suite = import_cases("openai-evals", str(spec))
     cases = load(suite.source)["_cases"]
     assert [case.prompt for case in cases] == [i for i, _ in samples]
     for case, (_, ideal) in zip(cases, samples):
         assert verdict(case, ideal + " and more")[0] is True
-        assert verdict(case, "~" + ideal)[0] is (ideal.startswith("~") and ("~" + ideal).startswith(ideal))
+        assert verdict(case, "~" + ideal)[0] is (
+            ideal.startswith("~") and ("~" + ideal).startswith(ideal)
+        )

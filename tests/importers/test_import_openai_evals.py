@@ -21,7 +21,10 @@ from anpord.importers import (
 )
 
 SAMPLES = [
-    {"input": [{"role": "system", "content": "Answer."}, {"role": "user", "content": "2+2?"}], "ideal": "4"},
+    {
+        "input": [{"role": "system", "content": "Answer."}, {"role": "user", "content": "2+2?"}],
+        "ideal": "4",
+    },
     {"input": "Capital of France?", "ideal": ["Paris", "paris, france"]},
 ]
 
@@ -50,7 +53,9 @@ def _imported(path: Path) -> tuple[Any, list[Any]]:
 
 
 def test_match_is_starts_with_an_ideal(tmp_path: Path) -> None:
-    suite, (chat, capital) = _imported(_registry(tmp_path, _spec("evals.elsuite.basic.match:Match")))
+    suite, (chat, capital) = _imported(
+        _registry(tmp_path, _spec("evals.elsuite.basic.match:Match"))
+    )
     assert suite.tally.converted == 2 and suite.tally.needs_author == 0
     assert chat.prompt == "system: Answer.\n\nuser: 2+2?"
     assert verdict(chat, "4, of course")[0] and not verdict(chat, "It is 4")[0]
@@ -80,7 +85,9 @@ def test_fuzzy_match_normalises_both_ways(tmp_path: Path) -> None:
 def test_model_graded_becomes_a_judge_with_its_prompt(tmp_path: Path) -> None:
     path = _registry(
         tmp_path,
-        _spec("evals.elsuite.modelgraded.classify:ModelBasedClassify", "    modelgraded_spec: fact\n"),
+        _spec(
+            "evals.elsuite.modelgraded.classify:ModelBasedClassify", "    modelgraded_spec: fact\n"
+        ),
     )
     (tmp_path / "registry" / "modelgraded").mkdir()
     (tmp_path / "registry" / "modelgraded" / "fact.yaml").write_text(
@@ -109,7 +116,7 @@ def test_samples_jsonl_directly(tmp_path: Path) -> None:
     path.write_text("".join(json.dumps(s, ensure_ascii=False) + "\n" for s in SAMPLES))
     suite, cases = _imported(path)
     assert len(cases) == 2 and suite.tally.needs_author == 2
-    assert 'the ideal answer' in suite.source and '"4"' in suite.source
+    assert "the ideal answer" in suite.source and '"4"' in suite.source
 
 
 def test_samples_missing_for_one_eval_is_skipped_by_name(tmp_path: Path) -> None:
@@ -155,6 +162,8 @@ def test_refusals_are_one_line(
 
 
 def test_ideal_of_the_wrong_type_names_the_line(tmp_path: Path) -> None:
-    path = _registry(tmp_path, _spec("evals.elsuite.basic.match:Match"), [{"input": "a", "ideal": {"x": 1}}])
+    path = _registry(
+        tmp_path, _spec("evals.elsuite.basic.match:Match"), [{"input": "a", "ideal": {"x": 1}}]
+    )
     with pytest.raises(CaseFileNotOpenAIEvals, match=r"line 1, ideal: Expected a string or a list"):
         import_cases("openai-evals", str(path))

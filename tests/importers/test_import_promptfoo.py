@@ -48,7 +48,9 @@ tests:
     vars: {language: FRENCH, input: Hello}
   - vars: {language: German, input: Bye}
 """,
-        **{"prompt.txt": "Q: {{ input | upper }}\n---\n{% for w in ['a','b'] %}{{ w }}{% endfor %} {{ input }}\n"},
+        **{
+            "prompt.txt": "Q: {{ input | upper }}\n---\n{% for w in ['a','b'] %}{{ w }}{% endfor %} {{ input }}\n"
+        },
     )
     cases = _cases(ns)
     # Two prompts in the list, the file one split on --- into two: three prompts × two tests.
@@ -214,7 +216,7 @@ def test_threshold_weight_metric_are_kept_as_comments(tmp_path: Path) -> None:
         "metric: mentions-x, threshold: 0.4}\n",
     )
     assert "# weight 3 in the file; anpord does not weigh checks" in suite.source
-    assert "# metric: \"mentions-x\"" in suite.source
+    assert '# metric: "mentions-x"' in suite.source
     assert "# threshold 0.4 in the file; this check has no score" in suite.source
 
 
@@ -248,7 +250,7 @@ def test_csv_tests_with_expected_columns(tmp_path: Path) -> None:
         tmp_path,
         "prompts: ['Say {{ word }}']\ntests: file://tests.csv\n",
         **{
-            "tests.csv": '\ufeffword,__expected1,__expected2,__description\n'
+            "tests.csv": "\ufeffword,__expected1,__expected2,__description\n"
             '"multi\nline",icontains:line,"grade:Says {{ word }}",first\n'
             "plain,exact text,,second\n"
         },
@@ -324,13 +326,21 @@ tests:
 
 
 def test_template_that_fails_keeps_the_raw_prompt(tmp_path: Path) -> None:
-    suite, ns = _suite(tmp_path, "prompts: ['{{ name | nosuchfilter }}', '{% for %}']\ntests:\n  - vars: {name: a}\n")
+    suite, ns = _suite(
+        tmp_path,
+        "prompts: ['{{ name | nosuchfilter }}', '{% for %}']\ntests:\n  - vars: {name: a}\n",
+    )
     assert [case.prompt for case in ns["_cases"]] == ["{{ name | nosuchfilter }}", "{% for %}"]
-    assert "The prompt did not render (TemplateAssertionError: No filter named 'nosuchfilter'" in suite.source
+    assert (
+        "The prompt did not render (TemplateAssertionError: No filter named 'nosuchfilter'"
+        in suite.source
+    )
 
 
 def test_sandboxed_templates_cannot_reach_python(tmp_path: Path) -> None:
-    suite, ns = _suite(tmp_path, "prompts: ['{{ x.__class__.__mro__ }}']\ntests:\n  - vars: {x: a}\n")
+    suite, ns = _suite(
+        tmp_path, "prompts: ['{{ x.__class__.__mro__ }}']\ntests:\n  - vars: {x: a}\n"
+    )
     (case,) = ns["_cases"]
     assert "object" not in case.prompt
 
@@ -361,7 +371,7 @@ providers:
 def test_no_openai_provider_keeps_the_default_variant(tmp_path: Path) -> None:
     suite, ns = _suite(tmp_path, "prompts: [hi]\nproviders: [echo]\n")
     assert [v.harness for v in ns["suite"].variants] == [ns["_HARNESS"]]
-    assert "# Variant(harness=_HARNESS, name=\"echo\")," in suite.source
+    assert '# Variant(harness=_HARNESS, name="echo"),' in suite.source
 
 
 REFUSALS = [
@@ -373,7 +383,10 @@ REFUSALS = [
     ("prompts: [hi]\ntests: file://gone.csv\n", CaseFileUnreadable),
     ("prompts: [hi]\ntests: file://gen.py:tests\n", CaseFileNotPromptfoo),
     ("", CaseFileEmpty),
-    ("version https://git-lfs.github.com/spec/v1\noid sha256:ab12\nsize 10\n", CaseFileIsLfsPointer),
+    (
+        "version https://git-lfs.github.com/spec/v1\noid sha256:ab12\nsize 10\n",
+        CaseFileIsLfsPointer,
+    ),
 ]
 
 
@@ -413,10 +426,14 @@ def test_cli_flags_of_dataset_belong_to_dataset(tmp_path: Path) -> None:
     from importers_support import run_anpord
 
     (tmp_path / "promptfooconfig.yaml").write_text("prompts: [hi]\n")
-    done = run_anpord("eval", "import", "--format", "promptfoo", ".", "--match", "equals", cwd=tmp_path)
+    done = run_anpord(
+        "eval", "import", "--format", "promptfoo", ".", "--match", "equals", cwd=tmp_path
+    )
     assert done.returncode == 2
     assert done.stderr == "anpord eval import: error: --match applies only to --format dataset\n"
     done = run_anpord("eval", "import", "--format", "promptfoo", ".", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("# Imported by `anpord eval import`")
-    assert done.stderr.splitlines()[-1].startswith("Read 1 case, converted 0 assertions. 1 assertion")
+    assert done.stderr.splitlines()[-1].startswith(
+        "Read 1 case, converted 0 assertions. 1 assertion"
+    )

@@ -44,8 +44,10 @@ def _rows(path: str, text: str) -> tuple[list[str], list[tuple[int, dict[str, An
     """The column names (in first-seen order) and each row with its line (JSONL) or row number."""
     lower = path.lower()
     stripped = text.lstrip()
-    if lower.endswith(".csv") or lower.endswith(".tsv") or (
-        not lower.endswith((".jsonl", ".json", ".ndjson")) and stripped[:1] not in ("{", "[")
+    if (
+        lower.endswith(".csv")
+        or lower.endswith(".tsv")
+        or (not lower.endswith((".jsonl", ".json", ".ndjson")) and stripped[:1] not in ("{", "["))
     ):
         names, rows = csv_rows(path, text, CaseFileNotDataset)
         return names, [(n + 2, row) for n, row in enumerate(rows)]  # line 1 is the header
@@ -77,7 +79,9 @@ def _rows(path: str, text: str) -> tuple[list[str], list[tuple[int, dict[str, An
     return list(names), out
 
 
-def _column(path: str, names: list[str], given: str | None, common: tuple[str, ...], what: str, flag: str) -> str:
+def _column(
+    path: str, names: list[str], given: str | None, common: tuple[str, ...], what: str, flag: str
+) -> str:
     if given is not None:
         if given in names:
             return given
@@ -119,18 +123,31 @@ def _shown(expected: list[str]) -> str:
     return render(expected if len(expected) > 1 else expected[0], 300)
 
 
-def _check(match: str | None, expected: list[str], column: str) -> tuple[tuple[Check, ...], tuple[Judged, ...]]:
+def _check(
+    match: str | None, expected: list[str], column: str
+) -> tuple[tuple[Check, ...], tuple[Judged, ...]]:
     shown = _shown(expected)
     if match == "equals":
-        return (Coded("_equals", f"equals the {column}: {shown}", (expected[0],), (("strip", True),)) if len(expected) == 1
-                else Coded("_one_of", f"equals one of the {column}: {shown}", (tuple(expected),)),), ()
+        return (
+            (
+                Coded(
+                    "_equals", f"equals the {column}: {shown}", (expected[0],), (("strip", True),)
+                )
+                if len(expected) == 1
+                else Coded("_one_of", f"equals one of the {column}: {shown}", (tuple(expected),))
+            ),
+        ), ()
     if match == "includes":
         # The module's own _contains_any: case-insensitive, any of the expected texts.
         return (Converted("any", f"includes the {column}", tuple(expected)),), ()
     if match == "judge":
         rubric = _JUDGE_LEAD + ("\n".join(expected) if len(expected) > 1 else expected[0])
         return (), (Judged(name="matches-expected", rubric=rubric),)
-    return (Unwritten(f"The dataset expects {shown} ({column}) and does not say how to compare: write the check, or import again with --match equals|includes|judge."),), ()
+    return (
+        Unwritten(
+            f"The dataset expects {shown} ({column}) and does not say how to compare: write the check, or import again with --match equals|includes|judge."
+        ),
+    ), ()
 
 
 def read_dataset(
@@ -153,7 +170,9 @@ def read_dataset(
     if not rows:
         raise CaseFileEmpty(path)
     source = _column(path, names, input_column, INPUT_COLUMNS, "input", "--input-column")
-    target = _column(path, names, expected_column, EXPECTED_COLUMNS, "expected", "--expected-column")
+    target = _column(
+        path, names, expected_column, EXPECTED_COLUMNS, "expected", "--expected-column"
+    )
     if source == target:
         raise _refuse(path, f"the input and the expected column are both {source}")
     ident = next((name for name in names if name.casefold() in _ID_COLUMNS), None)
@@ -168,10 +187,15 @@ def read_dataset(
         if prompt is None and is_chat(raw):
             prompt, chat_note = chat_text(raw)
         if prompt is None:
-            raise _refuse(path, f"row {number}, {source}: Expected a string, actual {describe_actual(raw)}")
+            raise _refuse(
+                path, f"row {number}, {source}: Expected a string, actual {describe_actual(raw)}"
+            )
         expected = _expected(row.get(target))
         if expected is None:
-            raise _refuse(path, f"row {number}, {target}: Expected a string or a list of strings, actual {describe_actual(row.get(target))}")
+            raise _refuse(
+                path,
+                f"row {number}, {target}: Expected a string or a list of strings, actual {describe_actual(row.get(target))}",
+            )
         key = tuple(expected)
         made = cache.get(key)
         if made is None:
@@ -183,12 +207,27 @@ def read_dataset(
             notes.append(chat_note)
         for column, value in row.items():
             if column not in known:
-                notes.append(f"Not imported, from the row: {field_name(column)} = {render(value, _KEPT)}")
-        cases.append(ImportedCase(
-            own_id=own if own else f"row {number}", name=None, prompt=prompt, checks=made[0],
-            notes=tuple(notes), source_note=_SOURCE, judges=made[1], fallback_key=f"row-{number}",
-        ))
-    how = {None: "a placeholder naming the expected value", "equals": "equals", "includes": "includes", "judge": "a judge"}[match]
+                notes.append(
+                    f"Not imported, from the row: {field_name(column)} = {render(value, _KEPT)}"
+                )
+        cases.append(
+            ImportedCase(
+                own_id=own if own else f"row {number}",
+                name=None,
+                prompt=prompt,
+                checks=made[0],
+                notes=tuple(notes),
+                source_note=_SOURCE,
+                judges=made[1],
+                fallback_key=f"row-{number}",
+            )
+        )
+    how = {
+        None: "a placeholder naming the expected value",
+        "equals": "equals",
+        "includes": "includes",
+        "judge": "a judge",
+    }[match]
     return CaseFile(
         format="dataset",
         path=path,

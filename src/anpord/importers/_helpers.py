@@ -13,7 +13,7 @@ from __future__ import annotations
 
 __all__ = ["HELPERS", "RUN_HELPERS", "helper_source"]
 
-_TEXT_HAS = '''\
+_TEXT_HAS = """\
 def _text_has(
     text: str, needles: list[str], *, every: bool, ignore_case: bool, negate: bool = False
 ) -> _Check:
@@ -27,24 +27,24 @@ def _text_has(
         return not held if negate else held
 
     return _check(text, holds)
-'''
+"""
 
-_EQUALS = '''\
+_EQUALS = """\
 def _equals(text: str, expected: str, *, negate: bool = False, strip: bool = False) -> _Check:
     # strip: leading and trailing white space does not count, on either side.
     if strip:
         expected = expected.strip()
     return _check(text, lambda answer: ((answer.strip() if strip else answer) == expected) != negate)
-'''
+"""
 
-_ONE_OF = '''\
+_ONE_OF = """\
 def _one_of(text: str, expected: list[str]) -> _Check:
     # The answer, trimmed, is one of the expected texts, trimmed.
     allowed = {one.strip() for one in expected}
     return _check(text, lambda answer: answer.strip() in allowed)
-'''
+"""
 
-_EQUALS_JSON = '''\
+_EQUALS_JSON = """\
 def _equals_json(text: str, expected: str, *, negate: bool = False) -> _Check:
     # The expected value is an object: the answer must parse as JSON and equal it.
     import json
@@ -57,23 +57,23 @@ def _equals_json(text: str, expected: str, *, negate: bool = False) -> _Check:
         return same != negate
 
     return _check(text, holds)
-'''
+"""
 
-_STARTS_WITH = '''\
+_STARTS_WITH = """\
 def _starts_with(text: str, prefixes: list[str], *, negate: bool = False) -> _Check:
     return _check(text, lambda answer: any(answer.startswith(p) for p in prefixes) != negate)
-'''
+"""
 
-_REGEX = '''\
+_REGEX = """\
 def _regex(text: str, pattern: str, *, negate: bool = False) -> _Check:
     # Python's re, which reads the common JavaScript patterns the same way.
     import re
 
     compiled = re.compile(pattern)
     return _check(text, lambda answer: (compiled.search(answer) is not None) != negate)
-'''
+"""
 
-_IS_JSON = '''\
+_IS_JSON = """\
 def _is_json(text: str, *, negate: bool = False) -> _Check:
     import json
 
@@ -85,9 +85,9 @@ def _is_json(text: str, *, negate: bool = False) -> _Check:
         return not negate
 
     return _check(text, holds)
-'''
+"""
 
-_CONTAINS_JSON = '''\
+_CONTAINS_JSON = """\
 def _contains_json(text: str, *, negate: bool = False) -> _Check:
     # Some object or array in the answer parses as JSON (code fences and prose around it allowed).
     import json
@@ -105,17 +105,17 @@ def _contains_json(text: str, *, negate: bool = False) -> _Check:
         return negate
 
     return _check(text, holds)
-'''
+"""
 
-_LEVENSHTEIN = '''\
+_LEVENSHTEIN = """\
 def _levenshtein(text: str, expected: str, most: int) -> _Check:
     # At most `most` single-character edits from the expected text.
     from anpord.expect import levenshtein
 
     return _check(text, lambda answer: levenshtein(answer, expected) <= most)
-'''
+"""
 
-_SIMILAR = '''\
+_SIMILAR = """\
 def _similar(text: str, expected: list[str], least: float, *, negate: bool = False) -> _Check:
     # anpord's similarity: a normalised Levenshtein ratio (0 to 1), local, not an embedding.
     from anpord.expect import similarity_ratio
@@ -125,9 +125,9 @@ def _similar(text: str, expected: list[str], least: float, *, negate: bool = Fal
         return held != negate
 
     return _check(text, holds)
-'''
+"""
 
-_FUZZY = '''\
+_FUZZY = """\
 def _fuzzy_match(text: str, ideals: list[str]) -> _Check:
     # OpenAI evals' FuzzyMatch: lowercased, punctuation, articles and extra spaces dropped, then
     # either text contains the other.
@@ -143,9 +143,9 @@ def _fuzzy_match(text: str, ideals: list[str]) -> _Check:
         return a == b if not a or not b else a in b or b in a
 
     return _check(text, lambda answer: any(close(answer, ideal) for ideal in ideals))
-'''
+"""
 
-_RUN_CHECK = '''\
+_RUN_CHECK = """\
 # A check on the run rather than the answer: it is handed the validate context too.
 _RunCheck = tuple[str, Callable[[str, Any], bool], bool]
 
@@ -168,9 +168,9 @@ def _run_checks(*checks: _Check | _RunCheck) -> Callable[[Any], Awaitable[tuple[
         return True, f"{len(checks)} of {len(checks)} checks held"
 
     return validate
-'''
+"""
 
-_LATENCY = '''\
+_LATENCY = """\
 def _latency(text: str, most_ms: float) -> _RunCheck:
     # From the first event of the trial to the last, in milliseconds.
     def holds(answer: str, context: Any) -> bool:
@@ -178,9 +178,9 @@ def _latency(text: str, most_ms: float) -> _RunCheck:
         return bool(stamps) and (max(stamps) - min(stamps)) * 1000 <= most_ms
 
     return _run_check(text, holds)
-'''
+"""
 
-_COST = '''\
+_COST = """\
 def _cost(text: str, most: float) -> _RunCheck:
     # The cost the harness reported in its usage events; a run that reported none fails.
     def holds(answer: str, context: Any) -> bool:
@@ -189,7 +189,7 @@ def _cost(text: str, most: float) -> _RunCheck:
         return bool(known) and sum(known) <= most
 
     return _run_check(text, holds)
-'''
+"""
 
 HELPERS: dict[str, str] = {
     "_text_has": _TEXT_HAS,

@@ -51,7 +51,10 @@ def _evals(path: str, data: Any) -> list[_Eval]:
     """The evals a spec file defines: each ``<name>: {id}`` whose id names a ``{class}`` entry,
     or (a file of bare ids) each ``{class}`` entry itself."""
     if not isinstance(data, dict):
-        raise _refuse(path, f"Expected a mapping of eval names to {{id}} and {{class, args}}, actual {describe_actual(data)}")
+        raise _refuse(
+            path,
+            f"Expected a mapping of eval names to {{id}} and {{class, args}}, actual {describe_actual(data)}",
+        )
     out: list[_Eval] = []
     named = {field_name(key): value for key, value in data.items() if isinstance(value, dict)}
     pointed: set[str] = set()
@@ -68,7 +71,10 @@ def _evals(path: str, data: Any) -> list[_Eval]:
     ]
     if not out:
         found = listing(list(named)) or "nothing"
-        raise _refuse(path, f"no eval in it names a class (found {found}); expected <name>: {{id: <id>}} and <id>: {{class: ..., args: {{samples_jsonl: ...}}}}")
+        raise _refuse(
+            path,
+            f"no eval in it names a class (found {found}); expected <name>: {{id: <id>}} and <id>: {{class: ..., args: {{samples_jsonl: ...}}}}",
+        )
     return out
 
 
@@ -101,7 +107,10 @@ def _samples(path: str) -> list[tuple[int, dict[str, Any]]]:
     out = []
     for number, value in jsonl_values(path, text, CaseFileNotOpenAIEvals):
         if not isinstance(value, dict):
-            raise _refuse(path, f"line {number}: Expected an object with input and ideal, actual {describe_actual(value)}")
+            raise _refuse(
+                path,
+                f"line {number}: Expected an object with input and ideal, actual {describe_actual(value)}",
+            )
         out.append((number, value))
     return out
 
@@ -111,7 +120,10 @@ def _prompt(path: str, number: int, value: Any) -> tuple[str, str | None]:
         return value, None
     if is_chat(value):
         return chat_text(value)
-    raise _refuse(path, f"line {number}, input: Expected a string or a list of chat messages, actual {describe_actual(value)}")
+    raise _refuse(
+        path,
+        f"line {number}, input: Expected a string or a list of chat messages, actual {describe_actual(value)}",
+    )
 
 
 def _ideals(path: str, number: int, sample: dict[str, Any], required: bool) -> list[str] | None:
@@ -127,7 +139,10 @@ def _ideals(path: str, number: int, sample: dict[str, Any], required: bool) -> l
     if isinstance(ideal, list) and ideal and all(isinstance(one, str) for one in ideal):
         return list(ideal)
     if required:
-        raise _refuse(path, f"line {number}, ideal: Expected a string or a list of strings, actual {describe_actual(ideal)}")
+        raise _refuse(
+            path,
+            f"line {number}, ideal: Expected a string or a list of strings, actual {describe_actual(ideal)}",
+        )
     return None
 
 
@@ -137,7 +152,10 @@ def _graded_prompt(spec_path: str, name: Any) -> tuple[str | None, str]:
         return None, f"modelgraded_spec is {describe_actual(name)}"
     found = _find(spec_path, f"{name}.yaml", "modelgraded")
     if found is None:
-        return None, f"the modelgraded spec {name}.yaml is not in the registry's modelgraded/ folder"
+        return (
+            None,
+            f"the modelgraded spec {name}.yaml is not in the registry's modelgraded/ folder",
+        )
     try:
         data = load_yaml(read_text(found, CaseFileNotYaml))
     except YamlUnreadable as error:
@@ -159,41 +177,76 @@ class _Checker:
         self.rubric: str | None = None
         self.rubric_note = ""
         if ev is not None and ev.cls == _MODELGRADED:
-            self.rubric, self.rubric_note = _graded_prompt(spec_path, ev.args.get("modelgraded_spec"))
+            self.rubric, self.rubric_note = _graded_prompt(
+                spec_path, ev.args.get("modelgraded_spec")
+            )
 
-    def checks(self, prompt: str, ideals: list[str] | None) -> tuple[tuple[Check, ...], tuple[Judged, ...]]:
+    def checks(
+        self, prompt: str, ideals: list[str] | None
+    ) -> tuple[tuple[Check, ...], tuple[Judged, ...]]:
         ev = self.ev
         shown = render(ideals if ideals and len(ideals) > 1 else (ideals or [""])[0], 300)
         if ev is None:
-            return (Unwritten(f"The samples file does not say how the answer is compared with the ideal answer, {shown}: import the registry spec that names its class, or write the check."),), ()
+            return (
+                Unwritten(
+                    f"The samples file does not say how the answer is compared with the ideal answer, {shown}: import the registry spec that names its class, or write the check."
+                ),
+            ), ()
         if ev.cls == "Match" and ideals:
-            return (Coded("_starts_with", f"Match: the answer starts with {shown}", (tuple(ideals),)),), ()
+            return (
+                Coded("_starts_with", f"Match: the answer starts with {shown}", (tuple(ideals),)),
+            ), ()
         if ev.cls == "Includes" and ideals:
             ignore = ev.args.get("ignore_case") is True
-            return (Coded("_text_has", f"Includes: the answer contains {shown}", (tuple(ideals),), (("every", False), ("ignore_case", ignore))),), ()
+            return (
+                Coded(
+                    "_text_has",
+                    f"Includes: the answer contains {shown}",
+                    (tuple(ideals),),
+                    (("every", False), ("ignore_case", ignore)),
+                ),
+            ), ()
         if ev.cls == "FuzzyMatch" and ideals:
             return (Coded("_fuzzy_match", f"FuzzyMatch: {shown}", (tuple(ideals),)),), ()
         if ev.cls == _MODELGRADED and self.rubric is not None:
             rubric = self.rubric.replace("{input}", prompt)
             if ideals:
                 rubric = rubric.replace("{ideal}", "\n".join(ideals))
-            notes = (f"The prompt of {self.rubric_note}, with the sample's input and ideal filled in; the judge reads the answer itself where it says {{completion}}.",)
-            return (), (Judged(name=str(ev.args.get("modelgraded_spec", "modelgraded")), rubric=rubric, notes=notes),)
+            notes = (
+                f"The prompt of {self.rubric_note}, with the sample's input and ideal filled in; the judge reads the answer itself where it says {{completion}}.",
+            )
+            return (), (
+                Judged(
+                    name=str(ev.args.get("modelgraded_spec", "modelgraded")),
+                    rubric=rubric,
+                    notes=notes,
+                ),
+            )
         why = self.rubric_note if ev.cls == _MODELGRADED else f"anpord has no {ev.cls}"
-        return (Unwritten(f"Write the check the eval class {ev.spec} makes ({why}); the ideal answer is {shown}"),), ()
+        return (
+            Unwritten(
+                f"Write the check the eval class {ev.spec} makes ({why}); the ideal answer is {shown}"
+            ),
+        ), ()
 
 
 def read_openai_evals(path: str) -> CaseFile:
     """Read a registry spec and its samples, or a samples JSONL; refuse rather than guess."""
     if not os.path.isfile(path):
-        reason = "it is a folder: name the spec YAML or the samples JSONL" if os.path.isdir(path) else "No such file or directory"
+        reason = (
+            "it is a folder: name the spec YAML or the samples JSONL"
+            if os.path.isdir(path)
+            else "No such file or directory"
+        )
         raise CaseFileUnreadable(path, reason)
     notes: list[str] = []
     plan: list[tuple[_Eval | None, str]] = []
     missing: list[tuple[str, str]] = []  # (eval, samples) whose samples are not there
     if path.lower().endswith((".jsonl", ".json")):
         plan.append((None, path))
-        notes.append(f"{path} is samples alone: each case gets a placeholder naming its ideal answer, since only the registry spec says how it is compared.")
+        notes.append(
+            f"{path} is samples alone: each case gets a placeholder naming its ideal answer, since only the registry spec says how it is compared."
+        )
     else:
         text = read_text(path, CaseFileNotYaml)
         refuse_lfs_pointer(path, text)
@@ -206,7 +259,10 @@ def read_openai_evals(path: str) -> CaseFile:
         for ev in _evals(path, data):
             samples = ev.args.get("samples_jsonl")
             if not isinstance(samples, str):
-                raise _refuse(path, f"{ev.name}: args.samples_jsonl: Expected a path, actual {describe_actual(samples)}")
+                raise _refuse(
+                    path,
+                    f"{ev.name}: args.samples_jsonl: Expected a path, actual {describe_actual(samples)}",
+                )
             found = _find(path, samples, "data")
             if found is None:
                 missing.append((ev.name, samples))
@@ -214,12 +270,19 @@ def read_openai_evals(path: str) -> CaseFile:
             plan.append((ev, found))
             for key, value in ev.args.items():
                 if key not in ("samples_jsonl", "modelgraded_spec", "ignore_case"):
-                    notes.append(f"Not imported, from {ev.name}'s args: {field_name(key)} = {render(value, 200)}")
+                    notes.append(
+                        f"Not imported, from {ev.name}'s args: {field_name(key)} = {render(value, 200)}"
+                    )
     if missing and not plan:
         name, samples = missing[0]
-        raise CaseFileUnreadable(samples, f"named by {name} in {path}; looked in the registry's data/ folder and beside the spec")
+        raise CaseFileUnreadable(
+            samples,
+            f"named by {name} in {path}; looked in the registry's data/ folder and beside the spec",
+        )
     for name, samples in missing:
-        notes.append(f"Skipped {name}: its samples {samples} are not in the registry's data/ folder.")
+        notes.append(
+            f"Skipped {name}: its samples {samples} are not in the registry's data/ folder."
+        )
     cases: list[ImportedCase] = []
     for ev, samples_path in plan:
         checker = _Checker(path, ev)
@@ -242,11 +305,24 @@ def read_openai_evals(path: str) -> CaseFile:
             if chat_note is not None:
                 case_notes.append(chat_note)
             if not custom:
-                case_notes += [f"Not imported, from the sample: {field_name(k)} = {render(v, 300)}" for k, v in sample.items() if k not in _SAMPLE]
-            cases.append(ImportedCase(
-                own_id=f"{label} {number}", name=None, prompt=prompt, checks=checks,
-                notes=tuple(case_notes), source_note=_SOURCE, judges=judges,
-            ))
+                case_notes += [
+                    f"Not imported, from the sample: {field_name(k)} = {render(v, 300)}"
+                    for k, v in sample.items()
+                    if k not in _SAMPLE
+                ]
+            cases.append(
+                ImportedCase(
+                    own_id=f"{label} {number}",
+                    name=None,
+                    prompt=prompt,
+                    checks=checks,
+                    notes=tuple(case_notes),
+                    source_note=_SOURCE,
+                    judges=judges,
+                )
+            )
     if not cases:
         raise CaseFileEmpty(path)
-    return CaseFile(format="openai-evals", path=path, cases=tuple(cases), notes=tuple(dict.fromkeys(notes)))
+    return CaseFile(
+        format="openai-evals", path=path, cases=tuple(cases), notes=tuple(dict.fromkeys(notes))
+    )

@@ -150,7 +150,7 @@ class _Reader:
             raise self.refuse(f"{where}: Expected a string, actual {describe_actual(item)}")
         ref = item.strip()
         is_file = ref.startswith("file://") or (
-            "\n" not in ref and os.path.isfile(self.resolve(ref)) and not ref.endswith(_CODE_SUFFIXES[1:])
+            "\n" not in ref and os.path.isfile(self.resolve(ref))
         )
         if not is_file:
             return [_Prompt(label or item, item)]
@@ -161,11 +161,15 @@ class _Reader:
         if any(ch in path_part for ch in "*?["):
             matches = sorted(glob.glob(self.resolve(path_part)))
             if not matches:
-                self.notes.append(f"{where} names {ref}, which matches no file; it is kept as written.")
+                self.notes.append(
+                    f"{where} names {ref}, which matches no file; it is kept as written."
+                )
                 return [_Prompt(label or ref, ref)]
             found: list[_Prompt] = []
             for match in matches:
-                found.extend(self.prompt_file(match, os.path.relpath(match, self.base), None, where))
+                found.extend(
+                    self.prompt_file(match, os.path.relpath(match, self.base), None, where)
+                )
             return found
         return self.prompt_file(self.resolve(path_part), name, label, where)
 
@@ -179,7 +183,9 @@ class _Reader:
             )
             return [_Prompt(label or name, f"file://{name}", (note,))]
         if not os.path.isfile(bare):
-            self.notes.append(f"{where} names file://{name}, which is not there; it is kept as written.")
+            self.notes.append(
+                f"{where} names file://{name}, which is not there; it is kept as written."
+            )
             return [_Prompt(label or name, f"file://{name}")]
         text = read_text(bare, CaseFileNotYaml)
         refuse_lfs_pointer(bare, text)
@@ -187,16 +193,18 @@ class _Reader:
             return [_Prompt(label or name, text, chat=True)]
         if lower.endswith(".jsonl"):
             return [
-                _Prompt(f"{label or name} line {number}", json.dumps(value, ensure_ascii=False), chat=True)
+                _Prompt(
+                    f"{label or name} line {number}",
+                    json.dumps(value, ensure_ascii=False),
+                    chat=True,
+                )
                 for number, value in jsonl_values(bare, text, CaseFileNotPromptfoo)
             ]
         parts = [part for part in re.split(r"^---$", text, flags=re.MULTILINE)]
         parts = [part.strip("\n") for part in parts if part.strip()]
         if len(parts) <= 1:
             return [_Prompt(label or name, text.strip("\n"))]
-        return [
-            _Prompt(f"{label or name} #{n + 1}", part) for n, part in enumerate(parts)
-        ]
+        return [_Prompt(f"{label or name} #{n + 1}", part) for n, part in enumerate(parts)]
 
     # --- tests ---------------------------------------------------------------------------
 
@@ -227,7 +235,9 @@ class _Reader:
         if any(ch in name for ch in "*?["):
             paths = sorted(os.path.abspath(one) for one in glob.glob(self.resolve(name)))
             if not paths:
-                raise CaseFileUnreadable(self.resolve(name), f"named by {where} in {self.path}, matches no file")
+                raise CaseFileUnreadable(
+                    self.resolve(name), f"named by {where} in {self.path}, matches no file"
+                )
         else:
             paths = [os.path.abspath(self.resolve(name))]
         out: list[_Test] = []
@@ -255,13 +265,17 @@ class _Reader:
                 loaded = self.load(scenario, f"scenarios[{n}]", required=True)
                 scenario = loaded[0] if isinstance(loaded, list) and len(loaded) == 1 else loaded
             if not isinstance(scenario, dict):
-                raise self.refuse(f"scenarios[{n}]: Expected a mapping, actual {describe_actual(scenario)}")
+                raise self.refuse(
+                    f"scenarios[{n}]: Expected a mapping, actual {describe_actual(scenario)}"
+                )
             configs = scenario.get("config") or [{}]
             if isinstance(configs, str):
                 configs = self.load(configs, f"scenarios[{n}].config", required=True)
             if not isinstance(configs, list):
                 configs = [configs]
-            tests = self.tests(scenario.get("tests"), f"scenarios[{n}].tests") or [_Test({}, f"scenarios[{n}]")]
+            tests = self.tests(scenario.get("tests"), f"scenarios[{n}].tests") or [
+                _Test({}, f"scenarios[{n}]")
+            ]
             label = scenario.get("description")
             for c, config in enumerate(configs):
                 config = config if isinstance(config, dict) else {}
@@ -292,7 +306,11 @@ class _Reader:
                 out[name] = self.var_file(value, f"{where}.vars.{name}")
             elif isinstance(value, list):
                 out[name] = [
-                    self.var_file(item, f"{where}.vars.{name}") if isinstance(item, str) and item.startswith("file://") else item
+                    (
+                        self.var_file(item, f"{where}.vars.{name}")
+                        if isinstance(item, str) and item.startswith("file://")
+                        else item
+                    )
                     for item in value
                 ]
             else:
@@ -323,7 +341,9 @@ class _Reader:
         else:
             target = None
         if not isinstance(target, dict):
-            self.notes.append(f"{where}: $ref {ref} names nothing in this config; it is kept as written.")
+            self.notes.append(
+                f"{where}: $ref {ref} names nothing in this config; it is kept as written."
+            )
             return item
         rest = {key: value for key, value in item.items() if key != "$ref"}
         return {**target, **rest}
@@ -331,8 +351,12 @@ class _Reader:
     def var_file(self, ref: str, where: str) -> Any:
         name = ref[len("file://") :]
         lower = name.lower()
-        if lower.endswith(_CODE_SUFFIXES) or lower.endswith((".png", ".jpg", ".jpeg", ".gif", ".pdf", ".webp")):
-            self.notes.append(f"{where} is {ref}, which anpord does not read; it is kept as written.")
+        if lower.endswith(_CODE_SUFFIXES) or lower.endswith(
+            (".png", ".jpg", ".jpeg", ".gif", ".pdf", ".webp")
+        ):
+            self.notes.append(
+                f"{where} is {ref}, which anpord does not read; it is kept as written."
+            )
             return ref
         text = self.read(ref, where)
         return ref if text is None else text
@@ -399,7 +423,10 @@ def _merge(default: dict[str, Any], test: dict[str, Any]) -> dict[str, Any]:
             merged[key] = {**a, **b}
     a, b = default.get("assert"), test.get("assert")
     if isinstance(a, list) or isinstance(b, list):
-        merged["assert"] = [*(a if isinstance(a, list) else []), *(b if isinstance(b, list) else [])]
+        merged["assert"] = [
+            *(a if isinstance(a, list) else []),
+            *(b if isinstance(b, list) else []),
+        ]
     return merged
 
 
@@ -466,12 +493,15 @@ def read_promptfoo(path: str) -> CaseFile:
         raise CaseFileEmpty(config)
     if not isinstance(data, dict):
         raise CaseFileNotPromptfoo(
-            config, f"Expected a mapping with prompts, providers and tests, actual {describe_actual(data)}"
+            config,
+            f"Expected a mapping with prompts, providers and tests, actual {describe_actual(data)}",
         )
     if not any(key in data for key in _CASES_KEYS):
         found = listing([field_name(key) for key in data]) or "nothing"
         hint = " (it holds an evals list: is it --format evals-json?)" if "evals" in data else ""
-        raise CaseFileNotPromptfoo(config, f"it has none of prompts, tests, providers (found {found}){hint}")
+        raise CaseFileNotPromptfoo(
+            config, f"it has none of prompts, tests, providers (found {found}){hint}"
+        )
     reader = _Reader(config, os.path.dirname(config) or ".")
     reader.document = data
     for key in _repeated_keys(text):
@@ -481,7 +511,9 @@ def read_promptfoo(path: str) -> CaseFile:
         )
     for key in data:
         if key not in _TOP:
-            reader.notes.append(f"Not imported: {json.dumps(field_name(key), ensure_ascii=False)} (top level).")
+            reader.notes.append(
+                f"Not imported: {json.dumps(field_name(key), ensure_ascii=False)} (top level)."
+            )
         elif key in ("redteam", "extensions", "nunjucksFilters", "derivedMetrics", "env"):
             reader.notes.append(f"Not imported: {key} = {render(data[key], 200)}")
 
@@ -519,7 +551,9 @@ def read_promptfoo(path: str) -> CaseFile:
     )
 
 
-def _cases(reader: _Reader, prompts: list[_Prompt], default: dict[str, Any], tests: list[_Test]) -> list[ImportedCase]:
+def _cases(
+    reader: _Reader, prompts: list[_Prompt], default: dict[str, Any], tests: list[_Test]
+) -> list[ImportedCase]:
     cases: list[ImportedCase] = []
     many = len(prompts) > 1
     for number, test in enumerate(tests, 1):
@@ -539,7 +573,9 @@ def _cases(reader: _Reader, prompts: list[_Prompt], default: dict[str, Any], tes
             expanded = [variables]
         asserts = raw.get("assert")
         if asserts is not None and not isinstance(asserts, list):
-            raise reader.refuse(f"{test.where}.assert: Expected a list, actual {describe_actual(asserts)}")
+            raise reader.refuse(
+                f"{test.where}.assert: Expected a list, actual {describe_actual(asserts)}"
+            )
         asserts = [reader.dereference(item, test.where) for item in asserts or []]
         description = raw.get("description")
         name = description if isinstance(description, str) and description.strip() else None
@@ -561,7 +597,10 @@ def _cases(reader: _Reader, prompts: list[_Prompt], default: dict[str, Any], tes
             if len(expanded) > 1:
                 base_id += f" ({e + 1} of {len(expanded)})"
             for k, prompt in enumerate(prompts):
-                notes = [f"From {test.where} of {os.path.basename(reader.path)}" + (f", prompt {_short(prompt.label)}" if many else "")]
+                notes = [
+                    f"From {test.where} of {os.path.basename(reader.path)}"
+                    + (f", prompt {_short(prompt.label)}" if many else "")
+                ]
                 notes += prompt.notes
                 text, failed, flattened = _render(prompt, one)
                 if failed is not None:

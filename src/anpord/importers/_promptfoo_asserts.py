@@ -154,15 +154,27 @@ def _mechanical(kind: str, negate: bool, a: _Assertion) -> Check | None:
     if kind == "equals":
         if isinstance(value, (dict, list)):
             text = json.dumps(value, ensure_ascii=False)
-            return Coded("_equals_json", f"{shown}: {render(value, 300)}", (text,), _negated(negate))
+            return Coded(
+                "_equals_json", f"{shown}: {render(value, 300)}", (text,), _negated(negate)
+            )
         if value is None:
             return None
-        return Coded("_equals", f"{shown}: {render(_js_string(value), 300)}", (_js_string(value),), _negated(negate))
+        return Coded(
+            "_equals",
+            f"{shown}: {render(_js_string(value), 300)}",
+            (_js_string(value),),
+            _negated(negate),
+        )
     if kind == "starts-with":
         needles = _needles(value, split=False)
         if needles is None:
             return None
-        return Coded("_starts_with", f"{shown}: {render(needles[0], 300)}", (tuple(needles),), _negated(negate))
+        return Coded(
+            "_starts_with",
+            f"{shown}: {render(needles[0], 300)}",
+            (tuple(needles),),
+            _negated(negate),
+        )
     if kind == "regex":
         if not isinstance(value, str):
             return None
@@ -247,7 +259,10 @@ def _code(raw: dict[str, Any], kind: str, label: Any, read_code: CodeReader | No
     if code is None:
         return _unwritten(raw, why, label)
     shown = code if len(code) <= _SHOWN else code[: _SHOWN - 1] + "…"
-    return Unwritten(f"{why}: {_spec_text(raw)}\n{value} holds:\n{shown}", label if isinstance(label, str) else None)
+    return Unwritten(
+        f"{why}: {_spec_text(raw)}\n{value} holds:\n{shown}",
+        label if isinstance(label, str) else None,
+    )
 
 
 def _one(
@@ -287,7 +302,9 @@ def _one(
         if check is not None:
             comments = a.finish()
             return check._replace(notes=comments) if comments else check
-        return _unwritten(raw, f"Write this {kind} check (its value is not one it can convert)", label)
+        return _unwritten(
+            raw, f"Write this {kind} check (its value is not one it can convert)", label
+        )
     if base in ("javascript", "python"):
         return _code(raw, kind, label, read_code)
     if not kind:

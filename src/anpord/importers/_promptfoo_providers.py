@@ -97,7 +97,9 @@ def _spec(ident: str, label: str, config: dict[str, Any]) -> VariantSpec:
         if setting is not None and literal is not None:
             options.append((setting, literal))
         elif name not in _BASE_URL_KEYS and name != "apiKeyEnvar":
-            notes.append(f"Not imported, from the provider's config: {name} = {describe_actual(value)}")
+            notes.append(
+                f"Not imported, from the provider's config: {name} = {describe_actual(value)}"
+            )
     return VariantSpec(
         label=label,
         harness=f"openai:{model}",
