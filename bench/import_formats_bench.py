@@ -12,7 +12,9 @@ Figures, each the median of ``--runs`` runs after one warm-up:
 Each is timed two ways: in-process (``anpord.importers.import_cases``: read, convert, render),
 and as ``anpord eval import ... --out`` in a fresh subprocess, which adds the interpreter's
 start-up and the write. CPU time (user + system) is printed beside the wall time, since a busy
-machine disturbs it less.
+machine disturbs it less. For scale, the same run first times the evals-json import of
+``bench/import_bench.py``'s 10,000 cases in-process (its target: ≤ 0.5 s with start-up), since
+on a shared machine every figure moves together.
 """
 
 from __future__ import annotations
@@ -123,6 +125,16 @@ def main() -> int:
         folder = Path(tmp)
         config = promptfoo_config(folder, args.tests)
         jsonl, table = dataset(folder, args.rows)
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from import_bench import case as evals_json_case
+
+        reference = folder / "evals.json"
+        cases_json = {"skill_name": "x", "evals": [evals_json_case(i) for i in range(10_000)]}
+        reference.write_text(json.dumps(cases_json), encoding="utf-8")
+        wall, cpu = median_run(
+            lambda: import_cases("evals-json", str(reference)), args.runs, child=False
+        )
+        report("reference: evals-json 10,000 cases, in-process", wall, cpu, 0.5)
         suite = import_cases("promptfoo", str(config))
         print(
             f"promptfoo: {args.tests} tests x 3 prompts = {suite.tally.cases} cases, "
