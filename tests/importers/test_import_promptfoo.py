@@ -437,3 +437,16 @@ def test_cli_flags_of_dataset_belong_to_dataset(tmp_path: Path) -> None:
     assert done.stderr.splitlines()[-1].startswith(
         "Read 1 case, converted 0 assertions. 1 assertion"
     )
+
+
+def test_tests_from_a_folder(tmp_path: Path) -> None:
+    suite, ns = _suite(
+        tmp_path,
+        "prompts: ['{{ q }}']\ntests: file://cases/\n",
+        **{
+            "cases/a.yaml": "- vars: {q: one}\n",
+            "cases/b.csv": "q,__expected\ntwo,contains:2\n",
+            "cases/notes.md": "not a test file",
+        },
+    )
+    assert [case.prompt for case in ns["_cases"]] == ["one", "two"]

@@ -52,6 +52,7 @@ _MAX_EXPANSION = 1000  # cases one test's array vars may expand into
 _SHOWN = 500
 _TOP_KEY = re.compile(r"^([A-Za-z_$][\w$-]*)\s*:", re.MULTILINE)
 _CODE_SUFFIXES = (".py", ".js", ".cjs", ".mjs", ".ts")
+_TEST_SUFFIXES = (".yaml", ".yml", ".json", ".jsonl", ".csv")
 
 
 class _Prompt(NamedTuple):
@@ -238,6 +239,17 @@ class _Reader:
                 raise CaseFileUnreadable(
                     self.resolve(name), f"named by {where} in {self.path}, matches no file"
                 )
+        elif os.path.isdir(self.resolve(name)):
+            # A folder: every test file in it, as promptfoo loads one.
+            folder = os.path.abspath(self.resolve(name))
+            paths = sorted(
+                os.path.join(folder, entry)
+                for entry in os.listdir(folder)
+                if entry.lower().endswith(_TEST_SUFFIXES)
+                and os.path.isfile(os.path.join(folder, entry))
+            )
+            if not paths:
+                raise CaseFileUnreadable(folder, f"named by {where} in {self.path}, holds no tests")
         else:
             paths = [os.path.abspath(self.resolve(name))]
         out: list[_Test] = []
