@@ -62,7 +62,11 @@ def build_parser() -> Parser:
         help="dataset: how the answer is compared with the expected value (default: a "
         "placeholder naming it, since a dataset does not say)",
     )
-    parser.add_argument("path", metavar="PATH", help="the case file (or, for yaml, a directory)")
+    parser.add_argument(
+        "path",
+        metavar="PATH",
+        help="the case file (or, for yaml, a directory; for promptfoo, a folder holding its config)",
+    )
     parser.add_argument(
         "--out",
         metavar="FILE",
