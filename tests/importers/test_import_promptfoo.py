@@ -450,3 +450,13 @@ def test_tests_from_a_folder(tmp_path: Path) -> None:
         },
     )
     assert [case.prompt for case in ns["_cases"]] == ["one", "two"]
+
+
+def test_a_template_cannot_blow_up(tmp_path: Path) -> None:
+    suite, ns = _suite(
+        tmp_path,
+        "prompts: ['{{ \"a\" * 10**9 }}', '{{ 2 ** 100000000 }}', '{{ \"ab\" * 3 }}']\n",
+    )
+    prompts = [case.prompt for case in ns["_cases"]]
+    assert prompts == ['{{ "a" * 10**9 }}', "{{ 2 ** 100000000 }}", "ababab"]
+    assert "is not rendered" in suite.source

@@ -41,13 +41,34 @@ def _dump(value: Any, indent: int | None = None) -> str:
     return json.dumps(value, ensure_ascii=False, indent=indent, default=str)
 
 
+# What one template may make by repetition: `{{ "a" * 10**9 }}` would take the machine.
+_MAX_REPEAT = 100_000
+_MAX_EXPONENT = 1_000
+
+
 @functools.cache
 def _environment() -> Any:
     from jinja2 import ChainableUndefined
-    from jinja2.sandbox import SandboxedEnvironment
+    from jinja2.sandbox import SandboxedEnvironment, SecurityError
+
+    class Bounded(SandboxedEnvironment):  # type: ignore[misc]
+        intercepted_binops = frozenset({"*", "**"})
+
+        def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
+            if operator == "**" and isinstance(right, (int, float)) and abs(right) > _MAX_EXPONENT:
+                raise SecurityError(f"an exponent over {_MAX_EXPONENT:,} is not rendered")
+            if operator == "*":
+                sized = [v for v in (left, right) if isinstance(v, (str, list, tuple))]
+                counts = [v for v in (left, right) if isinstance(v, int)]
+                if sized and counts and len(sized[0]) * max(counts[0], 0) > _MAX_REPEAT:
+                    raise SecurityError(f"a repetition over {_MAX_REPEAT:,} items is not rendered")
+            return super().call_binop(context, operator, left, right)
 
     # ChainableUndefined: `{{ missing.x }}` prints nothing, as in Nunjucks, where Jinja raises.
-    env = SandboxedEnvironment(
+    # optimized=False: Jinja's compiler would fold constant expressions (`2 ** 10**8`) itself,
+    # before the sandbox sees them.
+    env = Bounded(
+        optimized=False,
         autoescape=False,
         finalize=_finalize,
         keep_trailing_newline=True,
