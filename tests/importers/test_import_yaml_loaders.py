@@ -14,11 +14,12 @@ from importers_support import FIXTURES, load, run_anpord
 
 from anpord.importers import import_cases
 from anpord.importers._yaml_load import (
+    _DISAGREE,
     YamlUnreadable,
-    _fast_is_safe,
     _load,
     _loaders,
     _reason,
+    _shallow,
     load_yaml,
 )
 
@@ -27,7 +28,7 @@ YAML_FILES = sorted(p for p in FIXTURES.rglob("*") if p.suffix.lower() in (".yam
 
 def outcome_of_pure(text: str) -> tuple[str, Any]:
     """What the pure-Python loader alone makes of the text (after YAML's own line-break rule)."""
-    _, pure = _loaders()
+    _, _, pure = _loaders()
     try:
         return "value", _load(pure, text.replace("\r\n", "\n").replace("\r", "\n"))
     except yaml.YAMLError as error:
@@ -48,19 +49,51 @@ def same(a: tuple[str, Any], b: tuple[str, Any]) -> bool:
 
 
 def test_the_c_loader_is_built_when_libyaml_is_there() -> None:
-    fast, pure = _loaders()
+    fast, events, pure = _loaders()
     assert pure is not None
-    assert (fast is not None) is bool(yaml.__with_libyaml__)
+    assert (fast is not None) is bool(yaml.__with_libyaml__) is (events is not None)
 
 
 @pytest.mark.parametrize("path", YAML_FILES, ids=lambda p: str(p.relative_to(FIXTURES)))
 def test_every_yaml_fixture_reads_the_same_with_both_loaders(path: Path) -> None:
     text = path.read_text(encoding="utf-8")
     assert same(outcome(text), outcome_of_pure(text))
-    fast, _ = _loaders()
+    fast, events, _ = _loaders()
     if fast is not None and outcome(text)[0] == "value":
-        assert _fast_is_safe(text)  # ordinary case files take the fast path
+        assert _shallow(text) and not _DISAGREE.search(text)  # ordinary files take the fast path
         assert repr(_load(fast, text)) == repr(outcome(text)[1])
+        assert repr(_load(events, text)) == repr(outcome(text)[1])
+
+
+def outcome_of_events(text: str) -> tuple[str, Any]:
+    """What libyaml's parser with the Python composer makes of the text: the loader a text
+    too nested for the C composer gets."""
+    _, events, _ = _loaders()
+    try:
+        return "value", _load(events, text.replace("\r\n", "\n").replace("\r", "\n"))
+    except yaml.YAMLError:
+        return "refused", None
+    except RecursionError:
+        return "refused", "nested too deeply to read"
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(["a", "b", "- ", ": ", "[", "]", "{", "}", ", ", "\n", "\n  ", "&x ", "*x", "<<: ", "'q'", '"d"', "1", "~"]), min_size=1, max_size=40).map("".join))
+def test_the_event_loader_reads_what_the_pure_loader_reads(text: str) -> None:
+    if not yaml.__with_libyaml__ or _DISAGREE.search(text):
+        return
+    pure = outcome_of_pure(text)
+    events = outcome_of_events(text)
+    if pure[0] == "value":
+        assert same(events, pure)
+    else:
+        assert events[0] == "refused"  # load_yaml then asks the pure loader for the words
+
+
+def test_a_long_file_takes_the_event_loader_and_reads_the_same() -> None:
+    text = "".join(f"- {{a: [{i}, {{b: c}}], d: x{i}}}\n" for i in range(2000))
+    assert not _shallow(text)
+    assert same(outcome(text), outcome_of_pure(text))
 
 
 # Pieces of YAML syntax, so random texts reach the places the two parsers treat differently.

@@ -1,4 +1,5 @@
-"""``anpord eval import --format evals-json|yaml PATH [--out FILE] [--force]``.
+"""``anpord eval import --format FORMAT PATH [--out FILE] [--force]`` (and, for ``dataset``,
+``--input-column``, ``--expected-column``, ``--match``).
 
 Reads a case file a team already wrote and writes a ``*.eval.py`` suite from it: to stdout, or
 atomically to ``--out``. Notes and the one-line summary go to stderr. A refusal is exit 2 with
@@ -19,10 +20,16 @@ formats:
   evals-json  one JSON file holding every case ({"skill_name", "evals": [...]})
   yaml        one YAML file per case (name, task, judge_context, max_steps), or a directory
               of them, read in sorted order
+  promptfoo   a promptfooconfig.yaml (or a folder holding one): prompts x tests, vars,
+              defaultTest, file:// and CSV tests, assertions, providers as variants
+  openai-evals
+              an OpenAI evals registry spec YAML (samples read from the registry's data/),
+              or a samples JSONL of {"input", "ideal"}
+  dataset     a JSONL or CSV file with an input column and an expected one
 
-Structured assertions (content_contains_any/all/none) convert exactly. Prose assertions and
-judge context become placeholders that always fail, so the suite stays red until you write
-the checks they describe.
+Mechanical assertions convert exactly; a check the author gave a model grader becomes a judge
+with their words verbatim. Prose, code in another language and anything else become
+placeholders that always fail, so the suite stays red until you write the checks they describe.
 """
 
 
@@ -36,10 +43,30 @@ def build_parser() -> Parser:
     parser.add_argument(
         "--format",
         required=True,
-        choices=("evals-json", "yaml"),
+        choices=("evals-json", "yaml", "promptfoo", "openai-evals", "dataset"),
         help="the shape of the case file",
     )
-    parser.add_argument("path", metavar="PATH", help="the case file (or, for yaml, a directory)")
+    parser.add_argument(
+        "--input-column",
+        metavar="NAME",
+        help="dataset: the column holding the prompt (default: input, question, prompt, ...)",
+    )
+    parser.add_argument(
+        "--expected-column",
+        metavar="NAME",
+        help="dataset: the column holding the expected answer (default: target, answer, ...)",
+    )
+    parser.add_argument(
+        "--match",
+        choices=("equals", "includes", "judge"),
+        help="dataset: how the answer is compared with the expected value (default: a "
+        "placeholder naming it, since a dataset does not say)",
+    )
+    parser.add_argument(
+        "path",
+        metavar="PATH",
+        help="the case file (or, for yaml, a directory; for promptfoo, a folder holding its config)",
+    )
     parser.add_argument(
         "--out",
         metavar="FILE",
@@ -75,8 +102,22 @@ def main(argv: list[str]) -> int:
     from anpord.importers import ImportRefusal, import_cases, summary_of, write_suite
     from anpord.importers._text import one_line
 
+    options = {
+        key: value
+        for key, value in (
+            ("input_column", args.input_column),
+            ("expected_column", args.expected_column),
+            ("match", args.match),
+        )
+        if value is not None
+    }
+    if options and args.format != "dataset":
+        flags = ", ".join("--" + key.replace("_", "-") for key in options)
+        verb = "applies" if len(options) == 1 else "apply"
+        _say(f"anpord eval import: error: {flags} {verb} only to --format dataset")
+        return 2
     try:
-        suite = import_cases(args.format, args.path)
+        suite = import_cases(args.format, args.path, **options)
         if args.out is not None:
             write_suite(args.out, suite, force=args.force)
     except ImportRefusal as refusal:

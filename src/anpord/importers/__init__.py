@@ -15,8 +15,12 @@ from ._errors import (
     CaseDirectoryEmpty,
     CaseDirectoryUnreadable,
     CaseFileEmpty,
+    CaseFileIsLfsPointer,
+    CaseFileNotDataset,
     CaseFileNotEvalsJson,
     CaseFileNotJson,
+    CaseFileNotOpenAIEvals,
+    CaseFileNotPromptfoo,
     CaseFileNotYaml,
     CaseFileNotYamlCase,
     CaseFileUnreadable,
@@ -28,6 +32,9 @@ from ._errors import (
 from ._evals_json import read_evals_json
 from ._files import write_atomic
 from ._model import CaseFile, ImportedSuite, Tally, summary_of, tally_of
+from ._dataset import read_dataset
+from ._openai_evals import read_openai_evals
+from ._promptfoo import read_promptfoo
 from ._yaml_cases import read_yaml_cases
 
 __all__ = [
@@ -36,8 +43,12 @@ __all__ = [
     "CaseDirectoryEmpty",
     "CaseDirectoryUnreadable",
     "CaseFileEmpty",
+    "CaseFileIsLfsPointer",
+    "CaseFileNotDataset",
     "CaseFileNotEvalsJson",
     "CaseFileNotJson",
+    "CaseFileNotOpenAIEvals",
+    "CaseFileNotPromptfoo",
     "CaseFileNotYaml",
     "CaseFileNotYamlCase",
     "CaseFileUnreadable",
@@ -48,7 +59,10 @@ __all__ = [
     "SuiteFolderMissing",
     "Tally",
     "import_cases",
+    "import_dataset",
     "import_evals_json",
+    "import_openai_evals",
+    "import_promptfoo",
     "import_yaml_cases",
     "summary_of",
     "write_suite",
@@ -70,21 +84,52 @@ def import_yaml_cases(path: str) -> ImportedSuite:
     return _suite_of(read_yaml_cases(path))
 
 
-FORMATS: dict[str, Callable[[str], ImportedSuite]] = {
+def import_promptfoo(path: str) -> ImportedSuite:
+    """A promptfoo config, or a folder holding promptfooconfig.yaml."""
+    return _suite_of(read_promptfoo(path))
+
+
+def import_openai_evals(path: str) -> ImportedSuite:
+    """An OpenAI evals registry spec YAML (its samples read from the registry's data/), or a
+    samples JSONL."""
+    return _suite_of(read_openai_evals(path))
+
+
+def import_dataset(
+    path: str,
+    *,
+    input_column: str | None = None,
+    expected_column: str | None = None,
+    match: str | None = None,
+) -> ImportedSuite:
+    """A JSONL, JSON or CSV dataset; ``match`` is ``equals``, ``includes``, ``judge`` or None
+    (a placeholder naming the expected value)."""
+    return _suite_of(
+        read_dataset(
+            path, input_column=input_column, expected_column=expected_column, match=match
+        )
+    )
+
+
+FORMATS: dict[str, Callable[..., ImportedSuite]] = {
     "evals-json": import_evals_json,
     "yaml": import_yaml_cases,
+    "promptfoo": import_promptfoo,
+    "openai-evals": import_openai_evals,
+    "dataset": import_dataset,
 }
 
 
-def import_cases(format: str, path: str) -> ImportedSuite:
-    """Import ``path`` read as ``format`` (a key of ``FORMATS``)."""
+def import_cases(format: str, path: str, **options: str) -> ImportedSuite:
+    """Import ``path`` read as ``format`` (a key of ``FORMATS``); ``options`` are the
+    format's own (``dataset``: ``input_column``, ``expected_column``, ``match``)."""
     try:
         reader = FORMATS[format]
     except KeyError:
         raise ValueError(
             f"unknown format {format!r}; expected one of {', '.join(FORMATS)}"
         ) from None
-    return reader(path)
+    return reader(path, **options)
 
 
 def write_suite(path: str, suite: ImportedSuite, *, force: bool = False) -> None:

@@ -10,7 +10,20 @@ suite pays on every load.
 
 from __future__ import annotations
 
-from ._model import CaseFile, Converted, ImportedCase, Unwritten, assign_keys
+import math
+
+from ._helpers import HELPERS, RUN_HELPERS, helper_source
+from ._model import (
+    Arg,
+    CaseFile,
+    Check,
+    Coded,
+    Converted,
+    ImportedCase,
+    Judged,
+    VariantSpec,
+    assign_keys,
+)
 from ._text import comment_lines, py_str, py_str_list
 
 __all__ = ["DEFAULT_HARNESS", "render_module"]
@@ -131,7 +144,56 @@ def _comment(out: list[str], text: str, indent: str) -> None:
         out.extend(comment_lines(text, indent))
 
 
-def _check_lines(check: Converted | Unwritten) -> list[str]:
+def py_value(value: Arg) -> str:
+    """An exact literal for a value a reader passed to a helper (text, numbers, flags, lists)."""
+    if type(value) is str:  # the common case first
+        return py_str(value)
+    if isinstance(value, str):
+        return py_str(value)
+    if value is None or isinstance(value, bool):
+        return repr(value)
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return repr(value) if math.isfinite(value) else f'float("{value}")'
+    if isinstance(value, tuple):
+        return "[" + ", ".join(py_value(item) for item in value) + "]"
+    raise TypeError(f"no literal for {type(value).__name__}")  # a reader's bug, never a file's
+
+
+def _coded_lines(check: Coded) -> list[str]:
+    if check.helper not in HELPERS:
+        raise ValueError(f"unknown check helper {check.helper!r}")  # a reader's bug
+    out: list[str] = []
+    for note in check.notes:
+        _comment(out, note, _INDENT)
+    text = py_str(check.text)
+    if not text.isprintable() or "\\" in text:
+        # The literal escapes what it holds: the comment shows it as written.
+        _comment(out, check.text, _INDENT)
+    args = [text, *(py_value(arg) for arg in check.args)]
+    args += [f"{key}={py_value(value)}" for key, value in check.keywords]
+    out.append(f"{_INDENT}{check.helper}({', '.join(args)}),")
+    return out
+
+
+def _judge_lines(spec: Judged) -> list[str]:
+    out: list[str] = []
+    indent = " " * 12
+    for note in spec.notes:
+        _comment(out, note, indent)
+    args = [py_str(spec.name), py_str(spec.rubric)]
+    if spec.model is not None:
+        args.append(f"model={py_str(spec.model)}")
+    if spec.threshold != 1:
+        args.append(f"threshold={py_value(float(spec.threshold))}")
+    out.append(f"{indent}judge({', '.join(args)}),")
+    return out
+
+
+def _check_lines(check: Check) -> list[str]:
+    if isinstance(check, Coded):
+        return _coded_lines(check)
     out: list[str] = []
     if isinstance(check, Converted):
         _comment(out, check.text, _INDENT)
@@ -152,7 +214,7 @@ class _Writer:
 
     def __init__(self, out: list[str]) -> None:
         self.out = out
-        self.checks: dict[Converted | Unwritten, list[str]] = {}
+        self.checks: dict[Check, list[str]] = {}
         self.source_notes: dict[str, list[str]] = {}
 
     def case(self, case: ImportedCase, key: str) -> None:
@@ -168,7 +230,14 @@ class _Writer:
             folded = comment_lines(case.source_note, " " * 8, wrap=True)
             self.source_notes[case.source_note] = folded
         out.extend(folded)
-        out.append("        source=files({}),\n        validate=_checks(")
+        out.append("        source=files({}),")
+        if case.judges:
+            out.append("        judges=[")
+            for spec in case.judges:
+                out.extend(_judge_lines(spec))
+            out.append("        ],")
+        runs = any(isinstance(c, Coded) and c.helper in RUN_HELPERS for c in case.checks)
+        out.append(f"        validate={'_run_checks' if runs else '_checks'}(")
         for check in case.checks:
             lines = self.checks.get(check)
             if lines is None:
@@ -177,15 +246,68 @@ class _Writer:
         out.append("        ),\n    )\n)\n")
 
 
+_IMPORTS = "from anpord import Variant, define_eval, define_suite, directory, files, repo"
+_CASES = "_cases: list[Any] = []\n"
+
+
+def _prelude(cases: tuple[ImportedCase, ...]) -> str:
+    """The fixed prelude, with ``judge`` imported and the extra helpers written only when a
+    case uses them."""
+    used = {c.helper for case in cases for c in case.checks if isinstance(c, Coded)}
+    prelude = _PRELUDE
+    if any(case.judges for case in cases):
+        prelude = prelude.replace(_IMPORTS, _IMPORTS.replace("files,", "files, judge,"), 1)
+    if used:
+        prelude = prelude.replace(_CASES, helper_source(used) + "\n\n" + _CASES, 1)
+    return prelude
+
+
+def _variant_lines(variants: tuple[VariantSpec, ...]) -> list[str]:
+    out = [
+        "# The providers the file compared, one variant each. A provider anpord has no harness",
+        "# for is a commented placeholder naming it: point it at an agent, or delete it.",
+        "_VARIANTS: list[Variant] = [",
+    ]
+    live = 0
+    for spec in variants:
+        for note in spec.notes:
+            _comment(out, note, "    ")
+        if spec.harness is None:
+            _comment(out, f"anpord has no harness for the provider {spec.label}:", "    ")
+            out.append(f"    # Variant(harness=_HARNESS, name={py_str(spec.label)}),")
+            continue
+        live += 1
+        args = [f"harness={py_str(spec.harness)}", f"name={py_str(spec.label)}"]
+        if spec.secrets:
+            args.append(f"secrets={py_str_list(spec.secrets)}")
+        if spec.options:
+            pairs = ", ".join(f"{py_str(k)}: {py_value(v)}" for k, v in spec.options)
+            args.append(f"options={{{pairs}}}")
+        out.append(f"    Variant({', '.join(args)}),")
+    out.append("]")
+    if not live:
+        out.append("# None of them has an anpord harness yet, so the suite runs the one above.")
+        out.append("_VARIANTS.append(Variant(harness=_HARNESS, model=None, sandbox=None))")
+    return out + [""]
+
+
 def render_module(file: CaseFile) -> tuple[str, list[str]]:
     """The module's text, and notes about ids that had to be made unique."""
     keys, notes = assign_keys(file.cases)
     lines = [_HEADER]
     for line in (f"Format: {file.format}", f"Source: {file.path}", *file.about):
         lines += comment_lines(line)
-    lines += [_HEADER_TAIL, "", _PRELUDE]
+    lines += [_HEADER_TAIL, "", _prelude(file.cases)]
     writer = _Writer(lines)
     for case, key in zip(file.cases, keys):
         writer.case(case, key)
-    lines += ["", _SUITE]
+    lines.append("")
+    if file.variants:
+        lines += _variant_lines(file.variants)
+        lines.append(_SUITE.replace(_DEFAULT_VARIANTS, "variants=_VARIANTS,", 1))
+    else:
+        lines.append(_SUITE)
     return "\n".join(lines), notes
+
+
+_DEFAULT_VARIANTS = "variants=[Variant(harness=_HARNESS, model=None, sandbox=None)],"

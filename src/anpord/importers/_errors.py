@@ -11,8 +11,12 @@ __all__ = [
     "CaseDirectoryEmpty",
     "CaseDirectoryUnreadable",
     "CaseFileEmpty",
+    "CaseFileIsLfsPointer",
+    "CaseFileNotDataset",
     "CaseFileNotEvalsJson",
     "CaseFileNotJson",
+    "CaseFileNotOpenAIEvals",
+    "CaseFileNotPromptfoo",
     "CaseFileNotYaml",
     "CaseFileNotYamlCase",
     "CaseFileUnreadable",
@@ -72,6 +76,39 @@ class CaseFileEmpty(ImportRefusal):
 
     def _message(self) -> str:
         return f"{self.path} declares no cases, so there is nothing to import"
+
+
+class CaseFileNotPromptfoo(ImportRefusal):
+    """The file is YAML or JSON but not a promptfoo config, named by the field (or a folder
+    holds no promptfooconfig.yaml)."""
+
+    def _message(self) -> str:
+        return f"{self.path} is not a promptfoo config: {self.reason}"
+
+
+class CaseFileNotOpenAIEvals(ImportRefusal):
+    """The file is not an OpenAI evals registry spec or samples file, named by the field or
+    the sample's line."""
+
+    def _message(self) -> str:
+        return f"{self.path} is not an OpenAI evals file: {self.reason}"
+
+
+class CaseFileNotDataset(ImportRefusal):
+    """The file is not a JSONL or CSV dataset with input and expected columns."""
+
+    def _message(self) -> str:
+        return f"{self.path} is not a dataset: {self.reason}"
+
+
+class CaseFileIsLfsPointer(ImportRefusal):
+    """The file is a Git LFS pointer: the cases themselves were never fetched."""
+
+    def _message(self) -> str:
+        return (
+            f"{self.path} is a Git LFS pointer, not the file it stands for; "
+            "run `git lfs pull` in its repository, then import again"
+        )
 
 
 class CaseDirectoryUnreadable(ImportRefusal):

@@ -9,11 +9,14 @@ from ._text import plural, slug
 __all__ = [
     "CaseFile",
     "Check",
+    "Coded",
     "Converted",
     "ImportedCase",
+    "Judged",
     "ImportedSuite",
     "Tally",
     "Unwritten",
+    "VariantSpec",
     "assign_keys",
     "key_of",
     "summary_of",
@@ -40,7 +43,43 @@ class Unwritten(NamedTuple):
     label: str | None = None  # the assertion's own id or name, when the file gives one
 
 
-Check = Converted | Unwritten
+Arg = str | int | float | bool | None | tuple["Arg", ...]
+
+
+class Coded(NamedTuple):
+    """A mechanical assertion another format spells exactly: one of the generated module's own
+    check helpers (``helper`` names it; the code writer knows each), called with ``text`` (what
+    the author wrote, quoted in the failure) and ``args`` (values from the file, as literals)."""
+
+    helper: str
+    text: str
+    args: tuple[Arg, ...] = ()
+    keywords: tuple[tuple[str, Arg], ...] = ()
+    notes: tuple[str, ...] = ()  # comments above the call: threshold, weight, metric, …
+
+
+Check = Converted | Unwritten | Coded
+
+
+class Judged(NamedTuple):
+    """A check the author gave a model grader: a ``judge(...)`` gate with their words verbatim."""
+
+    name: str
+    rubric: str
+    model: str | None = None
+    threshold: float = 1.0
+    notes: tuple[str, ...] = ()
+
+
+class VariantSpec(NamedTuple):
+    """A provider the file compared: a ``Variant`` when anpord has the same agent (``harness``
+    set), else a commented placeholder naming it (``harness`` None). ``options`` are literals."""
+
+    label: str
+    harness: str | None
+    options: tuple[tuple[str, Arg], ...] = ()
+    secrets: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
 
 
 class ImportedCase(NamedTuple):
@@ -53,6 +92,7 @@ class ImportedCase(NamedTuple):
     notes: tuple[str, ...] = ()  # comments above the case: where from, expected output, budget
     source_note: str = ""  # the comment above ``source=files({})``
     fallback_key: str = "case"  # used when ``own_id`` slugs to nothing
+    judges: tuple[Judged, ...] = ()
 
 
 class CaseFile(NamedTuple):
@@ -63,6 +103,7 @@ class CaseFile(NamedTuple):
     cases: tuple[ImportedCase, ...]
     notes: tuple[str, ...] = ()
     about: tuple[str, ...] = ()  # extra header lines, e.g. the skill's name
+    variants: tuple[VariantSpec, ...] = ()  # none: the one default variant
 
 
 class Tally(NamedTuple):
@@ -81,8 +122,12 @@ class ImportedSuite(NamedTuple):
 
 def tally_of(cases: tuple[ImportedCase, ...]) -> Tally:
     checks = [check for case in cases for check in case.checks]
-    converted = sum(isinstance(check, Converted) for check in checks)
-    return Tally(cases=len(cases), converted=converted, needs_author=len(checks) - converted)
+    unwritten = sum(isinstance(check, Unwritten) for check in checks)
+    # A judge is converted: the author gave that check to a model grader, and it still has one.
+    judged = sum(len(case.judges) for case in cases)
+    return Tally(
+        cases=len(cases), converted=len(checks) - unwritten + judged, needs_author=unwritten
+    )
 
 
 def key_of(own_id: str) -> str:

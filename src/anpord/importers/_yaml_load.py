@@ -59,11 +59,14 @@ def load_yaml(text: str) -> Any:
     # value; doing that first makes a Windows file the very text its LF twin is.
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
-    fast, pure = _loaders()
+    fast, events, pure = _loaders()
     try:
-        if fast is not None and _fast_is_safe(text):
+        if fast is not None and not _DISAGREE.search(text):
+            # A text too nested for the C composer still gets libyaml's parser (a state
+            # machine, no recursion), composed by PyYAML's Python composer.
+            loader = fast if _shallow(text) else events
             try:
-                return _load(fast, text)
+                return _load(loader, text)
             except yaml.YAMLError:
                 pass  # the pure-Python loader decides, in its own words
         return _load(pure, text)
@@ -73,8 +76,8 @@ def load_yaml(text: str) -> Any:
         raise YamlUnreadable("nested too deeply to read") from None
 
 
-def _fast_is_safe(text: str) -> bool:
-    return sum(text.count(ch) for ch in _NESTING) <= _C_MAX_NESTING and not _DISAGREE.search(text)
+def _shallow(text: str) -> bool:
+    return sum(text.count(ch) for ch in _NESTING) <= _C_MAX_NESTING
 
 
 def _load(loader_class: Any, text: str) -> Any:
@@ -98,9 +101,10 @@ def _reason(error: Exception) -> str:
 
 
 @functools.cache
-def _loaders() -> tuple[Any, Any]:
-    """The C loader class (``None`` without libyaml) and the pure-Python one, both built on
-    the hardened constructor. Built on first use, so importing this module stays cheap."""
+def _loaders() -> tuple[Any, Any, Any]:
+    """The C loader class (``None`` without libyaml), the C parser with the Python composer
+    (``None`` likewise), and the pure-Python one, all built on the hardened constructor. Built
+    on first use, so importing this module stays cheap."""
     import yaml  # type: ignore[import-untyped]
     from yaml.constructor import ConstructorError, SafeConstructor  # type: ignore[import-untyped]
     from yaml.nodes import MappingNode, SequenceNode  # type: ignore[import-untyped]
@@ -204,7 +208,7 @@ def _loaders() -> tuple[Any, Any]:
     try:
         from yaml.cyaml import CParser as c_parser  # type: ignore[import-untyped]
     except ImportError:  # PyYAML built without libyaml
-        return None, PureLoader
+        return None, None, PureLoader
 
     class FastLoader(c_parser, Constructor, Resolver):  # type: ignore[misc, valid-type]
         def __init__(self, stream: str) -> None:
@@ -212,4 +216,13 @@ def _loaders() -> tuple[Any, Any]:
             Constructor.__init__(self)
             Resolver.__init__(self)
 
-    return FastLoader, PureLoader
+    class EventLoader(yaml.composer.Composer, c_parser, Constructor, Resolver):  # type: ignore[misc, valid-type]
+        # The Python composer first in the order: it takes libyaml's events one at a time, and
+        # its recursion is Python's, which stops at the recursion limit instead of the C stack.
+        def __init__(self, stream: str) -> None:
+            c_parser.__init__(self, stream)
+            yaml.composer.Composer.__init__(self)
+            Constructor.__init__(self)
+            Resolver.__init__(self)
+
+    return FastLoader, EventLoader, PureLoader
