@@ -26,6 +26,7 @@ from .._errors import exception_line
 from ..agent import SyncTurnContext, TurnCancelled, TurnContext
 from ..results._model import ErrorInfo
 from ..runner._contain import contains_exits
+from ..runner._loop import IGNORED_CANCELLATION, abandon, abandoned
 from ..events import (
     INPUT_REQUESTED,
     INPUT_RESOLVED,
@@ -43,7 +44,7 @@ from ._protocol import (
     TurnRequest,
 )
 
-__all__ = ["PythonHarness", "resolve", "load_agent", "CANCEL_GRACE"]
+__all__ = ["PythonHarness", "resolve", "load_agent", "CANCEL_GRACE", "IGNORED_CANCELLATION"]
 
 # How long a cancelled agent gets to unwind before the turn is reported cancelled regardless.
 CANCEL_GRACE = 1.0
@@ -293,17 +294,28 @@ class PythonSession:
         """Run the agent; never let its exceptions (even SystemExit) escape the task."""
         try:
             value = await self._invoke(turn)
-        except (asyncio.CancelledError, TurnCancelled):
-            return ("cancelled", None, None)
         except BaseException as exc:  # noqa: BLE001 - SystemExit/KeyboardInterrupt fail the trial only
+            if isinstance(exc, (asyncio.CancelledError, TurnCancelled)) and self._was_cancelled():
+                return ("cancelled", None, None)
             tb = "".join(traceback.format_exception(exc))
             self.ctx.log(f"agent raised:\n{tb}")
+            if isinstance(exc, (asyncio.CancelledError, TurnCancelled)):
+                # Raised by the agent itself: a crash, which must not read as a cancel (a test
+                # would take it for one it asked for).
+                message = f"agent raised {exception_line(exc)} although its turn was not cancelled"
+                return ("failed", None, ErrorInfo("agent", message, tb))
             if _is_model_outage(exc):
                 # The model endpoint gave no answer (down, rate limited, broken): nothing about
                 # the agent was measured.
                 return ("void", None, ErrorInfo("harness", f"the model call failed: {exception_line(exc)}", tb))
             return ("failed", None, ErrorInfo("agent", f"agent raised {exception_line(exc)}", tb))
         return ("completed", value, None)
+
+    def _was_cancelled(self) -> bool:
+        """Whether this turn's cancellation was asked for: by the test (``cancel``) or by the
+        runner cancelling the agent's task (a timeout, the session closing)."""
+        task = asyncio.current_task()
+        return self._cancel_requested or (task is not None and task.cancelling() > 0)
 
     async def _settle(self) -> TurnOutcome:
         assert self._task is not None
@@ -359,7 +371,7 @@ class PythonSession:
 
     async def _abort(self) -> None:
         task = self._task
-        if task is None or task.done():
+        if task is None or task.done() or task in abandoned():
             return
         if self._sync_ctx is not None:
             self._sync_ctx.cancelled = True
@@ -368,6 +380,11 @@ class PythonSession:
             await asyncio.wait_for(asyncio.shield(task), CANCEL_GRACE)
         except (asyncio.TimeoutError, asyncio.CancelledError, Exception):
             pass
+        if not task.done():
+            # It caught the CancelledError and carried on: left running, never waited for again
+            # (the run still ends, see runner._loop), and the trial says so.
+            abandon(task)
+            self.ctx.log(f"{IGNORED_CANCELLATION} for {CANCEL_GRACE:g}s: it was abandoned, still running")
 
     async def cancel(self) -> bool:
         task = self._task

@@ -32,6 +32,7 @@ from ._capture import CURRENT_LOG, flush_partial
 from ._deadlines import Deadlines
 from ._contain import CURRENT_EXITS, ExitLog, TaskExited, contains_exits
 from ._rewrite import CURRENT_RECORDER
+from ._loop import IGNORED_CANCELLATION
 from ._validate import SandboxHolder, ValidateError, run_declarative
 from ._verdict import decide_verdict
 
@@ -349,6 +350,9 @@ class _Trial:
             self.logs.append(blame)
             if verdict != "passed":
                 reason = f"{reason}; {blame}" if reason else blame
+        ignored = next((line for line in self.logs if line.startswith(IGNORED_CANCELLATION)), None)
+        if ignored is not None and verdict != "passed":
+            reason = f"{reason}; {ignored}" if reason else ignored
         events = state.events if state is not None else []
         soft = [r.score for r in self.recorder.records if r.kind == "soft"]
         result = TrialResult(
