@@ -14,7 +14,8 @@ Who it runs as (``Privileges``, probed once): never with a capability. When anpo
 as an unprivileged user of the host (uid 65534, or ``$ANPORD_SANDBOX_UID``): bwrap starts the
 program through ``setpriv``, which switches to that user and empties the bounding set, so even
 ``/proc/sys`` files that root owns are not writable, and the trial's folders are handed to that
-user. Without ``setpriv``, as that uid in a user namespace (still uid 0 to the host, hence the
+user. It has no user namespace of its own, so a seccomp filter (``_seccomp``) keeps it from
+making one, where it would regain every capability. Without ``setpriv``, as that uid in a user namespace (still uid 0 to the host, hence the
 read-only ``/proc``). When anpord does not run as root: as the caller, in a user namespace that
 cannot make further ones.
 """
@@ -34,6 +35,7 @@ from pathlib import Path
 from ._instance import BaseInstance, open_instance
 from ._ownership import Ownership
 from ._protocol import SandboxError, SandboxSpec
+from ._seccomp import userns_filter
 from ._size import size_cap
 
 __all__ = [
@@ -109,6 +111,9 @@ class Privileges:
     args: tuple[str, ...] = ()
     prefix: tuple[str, ...] = ()
     description: str = ""
+    # A seccomp filter (see _seccomp) that keeps it from making user namespaces: needed where
+    # bwrap's --disable-userns cannot be had (no user namespace of its own).
+    seccomp: bytes | None = None
 
 
 def _sandbox_uid() -> int:
@@ -153,6 +158,7 @@ def _candidates() -> list[Privileges]:
             "--bounding-set=-all",
             "--",
         )
+        no_userns = userns_filter()
         tried.append(
             Privileges(
                 "host-user",
@@ -161,7 +167,9 @@ def _candidates() -> list[Privileges]:
                 uid,
                 tuple(args),
                 prefix,
-                f"uid {uid} of the host, no capabilities",
+                f"uid {uid} of the host, no capabilities"
+                + (", no user namespaces" if no_userns is not None else ""),
+                no_userns,
             )
         )
     why = "setpriv could not switch users" if setpriv else "setpriv is not installed"
@@ -336,10 +344,12 @@ class BwrapInstance(BaseInstance):
         # and reaped with the command), then the program's exit code. No exit code means the
         # program never ran: bwrap's own set-up failed.
         read_fd, write_fd = os.pipe()
+        filter_fd = _filter_fd(self.privileges)
         try:
             wrapped = [
                 self.binary,
                 *self._args,
+                *(["--seccomp", str(filter_fd)] if filter_fd is not None else []),
                 "--json-status-fd",
                 str(write_fd),
                 "--chdir",
@@ -348,12 +358,15 @@ class BwrapInstance(BaseInstance):
                 *self.privileges.prefix,
                 *argv,
             ]
-            proc = await super()._start(wrapped, env, cwd, pass_fds=(write_fd,), **kwargs)
+            fds = (write_fd,) if filter_fd is None else (write_fd, filter_fd)
+            proc = await super()._start(wrapped, env, cwd, pass_fds=fds, **kwargs)
         except BaseException:
             os.close(read_fd)
             raise
         finally:
             os.close(write_fd)
+            if filter_fd is not None:
+                os.close(filter_fd)
         self._status[proc.pid] = _Status(proc.pid, read_fd, self._tracker.adopt)
         return proc
 
@@ -385,6 +398,21 @@ class BwrapInstance(BaseInstance):
             for status in self._status.values():
                 status.stop()
             self._status.clear()
+
+
+def _filter_fd(privileges: Privileges) -> int | None:
+    """A file descriptor holding the privileges' seccomp filter, read from the start (bwrap
+    reads it whole), or None when they need none."""
+    if privileges.seccomp is None:
+        return None
+    fd = os.memfd_create("anpord-seccomp", os.MFD_CLOEXEC)
+    try:
+        os.write(fd, privileges.seccomp)
+        os.lseek(fd, 0, os.SEEK_SET)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 # How long bwrap's status pipe may take to report after the command's exit.
@@ -508,10 +536,12 @@ class BwrapSandbox:
     async def _probe(self, privileges: Privileges) -> str | None:
         """Try once (namespaces may be disabled, setpriv missing); say why it fails.
         (No PID namespace here: its init would be left for this process to reap.)"""
+        filter_fd = _filter_fd(privileges)
         argv = [
             self.binary,
             *_isolation_args(False, privileges, pid_namespace=False),
             *_system_args(),
+            *(["--seccomp", str(filter_fd)] if filter_fd is not None else []),
             "--",
             *privileges.prefix,
             "cat",
@@ -523,10 +553,14 @@ class BwrapSandbox:
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
+                pass_fds=() if filter_fd is None else (filter_fd,),
             )
             out, err = await asyncio.wait_for(proc.communicate(), 30)
         except (TimeoutError, OSError) as exc:
             return str(exc) or type(exc).__name__
+        finally:
+            if filter_fd is not None:
+                os.close(filter_fd)
         if proc.returncode != 0:
             lines = err.decode("utf-8", "replace").strip().splitlines()
             return lines[-1] if lines else f"exit {proc.returncode}"
