@@ -35,6 +35,8 @@ from pathlib import Path
 from ._instance import BaseInstance, open_instance
 from ._ownership import Ownership
 from ._protocol import SandboxError, SandboxSpec
+from ._cgroup import TrialCgroup, memory_cap, pids_cap
+from ._cgroup import unavailable as cgroup_unavailable
 from ._seccomp import userns_filter
 from ._size import size_cap
 
@@ -261,9 +263,11 @@ class BwrapInstance(BaseInstance):
         mounts: Sequence[Path],
         privileges: Privileges,
         sized_tmp: bool = True,
+        cgroup: TrialCgroup | None = None,
     ):
         self.binary = binary
         self.privileges = privileges
+        self._cgroup = cgroup
         self._sized_tmp = sized_tmp
         self._status: dict[int, _Status] = {}  # by the pid of the bwrap that runs a command
         super().__init__(root, spec)
@@ -315,6 +319,23 @@ class BwrapInstance(BaseInstance):
     def _tmpdir(self) -> str:
         return "/tmp"
 
+    async def _ready(self) -> None:
+        await asyncio.to_thread(self._give_folders)
+        if self._cgroup is not None:
+            self._cgroup.watch(self._over_cgroup_cap)
+
+    def _over_cgroup_cap(self) -> None:
+        # A fork bomb held at the pids cap would spin until the timeout: the trial ends now.
+        if not self._closed and self._cgroup is not None:
+            self._tracker.kill_now()
+            self._cgroup.kill()
+
+    async def limit_exceeded(self) -> str | None:
+        size = await super().limit_exceeded()
+        if size is not None or self._cgroup is None:
+            return size
+        return self._cgroup.check()
+
     def _private_tmps(self) -> Callable[[], list[str]] | None:
         return self._running_tmps if self._sized_tmp else None
 
@@ -330,9 +351,6 @@ class BwrapInstance(BaseInstance):
         if self._ownership is not None:
             with self._ownership_lock:
                 self._ownership.apply()
-
-    async def _ready(self) -> None:
-        await asyncio.to_thread(self._give_folders)
 
     async def _start(
         self, argv: list[str], env: dict[str, str], cwd: Path, **kwargs: object
@@ -358,6 +376,8 @@ class BwrapInstance(BaseInstance):
                 *self.privileges.prefix,
                 *argv,
             ]
+            if self._cgroup is not None:
+                wrapped = self._cgroup.wrap(wrapped)
             fds = (write_fd,) if filter_fd is None else (write_fd, filter_fd)
             proc = await super()._start(wrapped, env, cwd, pass_fds=fds, **kwargs)
         except BaseException:
@@ -381,6 +401,8 @@ class BwrapInstance(BaseInstance):
             return None  # cannot tell: never claim a failure we did not see
         if self._guard is not None and self._guard.exceeded:
             return None  # it ran, and was killed for going over the size cap
+        if self._cgroup is not None and self._cgroup.check() is not None:
+            return None  # it ran, and was killed for going over the memory or pids cap
         if status.exit_code is not None:
             # setpriv, which drops to the sandbox user, ran; the program itself may not have.
             failed = [line for line in stderr.splitlines() if line.startswith("setpriv: failed to execute ")]
@@ -398,6 +420,10 @@ class BwrapInstance(BaseInstance):
             for status in self._status.values():
                 status.stop()
             self._status.clear()
+            if self._cgroup is not None:
+                self._cgroup.stop()
+                self._cgroup.kill()
+                await asyncio.to_thread(self._cgroup.remove)
 
 
 def _filter_fd(privileges: Privileges) -> int | None:
@@ -569,17 +595,33 @@ class BwrapSandbox:
     async def open(self, spec: SandboxSpec) -> BwrapInstance:
         privileges, sized_tmp = await self._setup()
         mounts = _resolve_mounts(spec)
-        inst = await open_instance(
-            BwrapInstance,
-            spec,
-            self.tmp_root,
-            binary=self.binary,
-            mounts=mounts,
-            privileges=privileges,
-            sized_tmp=sized_tmp,
-        )
+        try:
+            memory, pids = memory_cap(spec.variant.options), pids_cap(spec.variant.options)
+        except ValueError as exc:
+            raise SandboxError(str(exc)) from None
+        cgroup = TrialCgroup.create(memory, pids)
+        try:
+            inst = await open_instance(
+                BwrapInstance,
+                spec,
+                self.tmp_root,
+                binary=self.binary,
+                mounts=mounts,
+                privileges=privileges,
+                sized_tmp=sized_tmp,
+                cgroup=cgroup,
+            )
+        except BaseException:
+            if cgroup is not None:
+                await asyncio.to_thread(cgroup.remove)
+            raise
         assert isinstance(inst, BwrapInstance)
         return inst
+
+    def caps_unavailable(self) -> str | None:
+        """Why this machine's trials get no memory or pids cap (no cgroup can be made), once a
+        trial was opened; None while they do (or none was opened yet)."""
+        return cgroup_unavailable()
 
 
 def _held_back(status: str, privileges: Privileges) -> str | None:
