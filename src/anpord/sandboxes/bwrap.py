@@ -8,7 +8,7 @@ the variant's ``mounts`` (read-only). Never the host's HOME or the project folde
 The network is unshared (loopback only) unless ``Variant(network=True)``. Each command gets its
 own PID namespace and dies with the runner (``--die-with-parent``; the runner's watchdog kills
 what is left if the runner is killed): when a command's main process ends, everything it started
-ends.
+ends. Each trial's commands share a cgroup capping its memory and process count (``_cgroup``).
 
 Who it runs as (``Privileges``, probed once): never with a capability. When anpord runs as root,
 as an unprivileged user of the host (uid 65534, or ``$ANPORD_SANDBOX_UID``): bwrap starts the
