@@ -402,6 +402,16 @@ class PythonSession:
 
     async def close(self) -> None:
         await self._abort()
+        # Let go of the conversation now: the session sits in reference cycles (its emit and
+        # print sinks are bound methods), which only the cyclic collector's rare full passes
+        # free, and a long-lived server (anpord serve) would hold every deleted session's
+        # messages — large inputs included — until then.
+        self.messages.clear()
+        self._pending.clear()
+        self._emit = lambda e: None
+        self._sync_ctx = None
+        if self._task is not None and self._task.done():
+            self._task = None
 
 
 def resolve(spec: str, project_dir: Path | None = None) -> PythonHarness:
