@@ -272,7 +272,7 @@ class PythonSession:
                 emit(Event(INPUT_RESOLVED, {"session_id": self.session_id, **response.to_dict()}))
                 future.set_result(answer)
         else:
-            if self._task is not None and not self._task.done():
+            if self._task is not None and not self._task.done() and self._task not in abandoned():
                 return TurnOutcome(
                     "failed", error="the session is waiting on input requests; answer them with t.respond()"
                 )
@@ -345,6 +345,9 @@ class PythonSession:
             finally:
                 task.remove_done_callback(on_done)
         if not self._task.done():
+            if self._task in abandoned():
+                # It ignored the cancel: the turn ends without it (see _give_up).
+                return TurnOutcome("cancelled", error=f"cancelled; {IGNORED_CANCELLATION}")
             return TurnOutcome("waiting")
         if self._task.cancelled():
             # Cancelled before it ran a step: _guarded never saw the CancelledError to report it.
@@ -380,11 +383,19 @@ class PythonSession:
             await asyncio.wait_for(asyncio.shield(task), CANCEL_GRACE)
         except (asyncio.TimeoutError, asyncio.CancelledError, Exception):
             pass
-        if not task.done():
-            # It caught the CancelledError and carried on: left running, never waited for again
-            # (the run still ends, see runner._loop), and the trial says so.
-            abandon(task)
-            self.ctx.log(f"{IGNORED_CANCELLATION} for {CANCEL_GRACE:g}s: it was abandoned, still running")
+        self._give_up(task)
+
+    def _give_up(self, task: asyncio.Task[Any]) -> None:
+        """If ``task`` is still running after its cancel and the grace period, it caught the
+        CancelledError and carried on: it is left running, never waited for again (the run
+        still ends, see runner._loop), a turn waiting on it ends ``cancelled``, and the trial's
+        log says so."""
+        if task.done() or task in abandoned() or task is not self._task:
+            return
+        abandon(task)
+        self.ctx.log(f"{IGNORED_CANCELLATION} for {CANCEL_GRACE:g}s: it was abandoned, still running")
+        if self._parked is not None and not self._parked.done():
+            self._parked.set_result(None)
 
     async def cancel(self) -> bool:
         task = self._task
@@ -398,6 +409,7 @@ class PythonSession:
         # The CancelledError reaches the agent's coroutine inside _guarded, which reports the turn
         # cancelled; a task cancelled before its first step is reported so by _settle.
         task.cancel()
+        asyncio.get_running_loop().call_later(CANCEL_GRACE, self._give_up, task)
         return True
 
     async def close(self) -> None:

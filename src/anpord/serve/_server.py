@@ -15,6 +15,7 @@ from .._net import allowed_hosts, bind, url_of
 from ..harnesses.python import PythonHarness
 from ..runner._capture import captured_output
 from ..runner._contain import task_factory
+from ..runner._loop import run_bounded
 from ..runner._verdict import exception_line
 
 __all__ = ["ServeError", "bind", "serve", "url_of"]
@@ -46,7 +47,9 @@ def serve(
 
     with captured_output():
         try:
-            return asyncio.run(
+            # Not asyncio.run: an agent task that ignores its cancellation must not keep the
+            # server from exiting (see runner._loop).
+            return run_bounded(
                 _main(harness, sock, name=name, idle_timeout=idle_timeout, out=out, log=log, token=token)
             )
         except ServeError as exc:

@@ -56,6 +56,23 @@ def test_an_agent_that_swallows_its_cancellation_is_abandoned_and_the_run_ends(m
     assert run.run_json()["status"] == "finished"
 
 
+def test_a_cancel_the_test_asks_for_ends_the_turn_even_if_the_agent_ignores_it(make_project: Any) -> None:
+    project = _project(make_project, "swallow", 60)
+    project.write({"evals/one.eval.py": eval_file(f"""
+        @define_eval
+        async def test(t):
+            live = await t.start("hi")
+            while not Path("started").exists():
+                await asyncio.sleep(0.01)
+            t.check(await live.cancel(), equals(True)).label("accepted")
+            t.check((await live.result()).status, equals("cancelled")).label("settles cancelled")
+            {END}
+    """)})
+    run = project.run(timeout=60)
+    assert run.result("one")["verdict"] == "passed", run.output
+    assert any(line.startswith("the agent ignored its cancellation") for line in run.trial("one")["logs"])
+
+
 def test_sigterm_ends_a_run_whose_agent_swallows_its_cancellation(make_project: Any) -> None:
     project = _project(make_project, "swallow", 300)
     proc = project.popen()
