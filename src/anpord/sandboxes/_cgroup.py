@@ -108,9 +108,10 @@ def unavailable() -> str | None:
 # -- where the groups go -------------------------------------------------------------------------
 
 
-def _mounts() -> dict[str, str]:
-    """Cgroup mount points by controller (v1), and ``""`` for the v2 hierarchy."""
-    found: dict[str, str] = {}
+def _mounts() -> dict[str, tuple[str, str]]:
+    """(mount point, the hierarchy's folder mounted there) by controller (v1), and ``""`` for
+    the v2 hierarchy. A container often mounts only its own part of a hierarchy."""
+    found: dict[str, tuple[str, str]] = {}
     try:
         lines = Path("/proc/self/mountinfo").read_text().splitlines()
     except OSError:
@@ -124,10 +125,17 @@ def _mounts() -> dict[str, str]:
         if kind == "cgroup":
             for controller in ("memory", "pids"):
                 if controller in options:
-                    found.setdefault(controller, fields[4])
+                    found.setdefault(controller, (fields[4], fields[3]))
         elif kind == "cgroup2":
-            found.setdefault("", fields[4])
+            found.setdefault("", (fields[4], fields[3]))
     return found
+
+
+def _folder(mount: tuple[str, str], own: str) -> Path:
+    """Where the cgroup ``own`` (a path in its hierarchy) is under ``mount``."""
+    point, root = mount
+    relative = os.path.relpath(own, root) if own.startswith(root) else own.lstrip("/")
+    return Path(point) if relative in (".", "") else Path(point) / relative
 
 
 def _own_paths() -> dict[str, str]:
@@ -151,9 +159,9 @@ def _parents() -> dict[str, Path] | str:
     both on v2), or why there is none."""
     mounts, own = _mounts(), _own_paths()
     if "memory" in mounts and "pids" in mounts:
-        return {c: Path(mounts[c] + own.get(c, "/").rstrip("/")) for c in ("memory", "pids")}
+        return {c: _folder(mounts[c], own.get(c, "/")) for c in ("memory", "pids")}
     if "" in mounts:
-        parent = Path(mounts[""] + own.get("", "/").rstrip("/"))
+        parent = _folder(mounts[""], own.get("", "/"))
         try:
             delegated = (parent / "cgroup.subtree_control").read_text().split()
         except OSError as exc:
