@@ -202,6 +202,19 @@ def _alive(pid: int) -> bool:
 _swept: set[Path] = set()
 
 
+def _count(path: Path, key: str) -> int:
+    """The ``key N`` line's N in a cgroup's flat-keyed file (0 when it cannot be read)."""
+    try:
+        text = path.read_text()
+    except OSError:
+        return 0
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) == 2 and parts[0] == key and parts[1].isdigit():
+            return int(parts[1])
+    return 0
+
+
 class TrialCgroup:
     """One trial's groups: commands are started in them, breaches are watched for."""
 
@@ -280,22 +293,8 @@ class TrialCgroup:
 
     def _counters(self) -> tuple[int, int]:
         """(processes the kernel killed for memory, forks refused for the pids cap)."""
-        oom = forks = 0
-        for folder in self.dirs:
-            for name, key in (("memory.oom_control", "oom_kill"), ("memory.events", "oom_kill"),
-                              ("pids.events", "max")):
-                try:
-                    text = (folder / name).read_text()
-                except OSError:
-                    continue
-                for line in text.splitlines():
-                    parts = line.split()
-                    if len(parts) == 2 and parts[0] == key and parts[1].isdigit():
-                        if name == "pids.events":
-                            forks += int(parts[1])
-                        else:
-                            oom += int(parts[1])
-        return oom, forks
+        memory = self.dirs[0] / ("memory.events" if self.v2 else "memory.oom_control")
+        return _count(memory, "oom_kill"), _count(self.dirs[-1] / "pids.events", "max")
 
     def check(self) -> str | None:
         """The breach, if there was one (remembered once seen)."""
