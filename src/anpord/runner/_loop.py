@@ -32,6 +32,8 @@ def abandon(task: asyncio.Future[Any]) -> None:
         # Private flag of asyncio.Task: asked for on purpose, the "destroyed but pending" report
         # at the process's exit would only repeat what the trial already says.
         task._log_destroy_pending = False  # type: ignore[attr-defined]
+        # Those that ended since are let go: a long-lived server abandons one per stubborn turn.
+        _ABANDONED[:] = [t for t in _ABANDONED if not t.done()]
         _ABANDONED.append(task)
 
 
