@@ -40,14 +40,16 @@ def test_a_trial_over_its_size_cap_fails_with_that_reason(make_project: Any, san
     assert run.code == 0, run.output
 
 
-# Bounded even if no cap held them: at most 300 sleeping processes, at most 1 GiB.
+# Bounded even if no cap held them: a fork bomb of 9 generations (each process forks twice,
+# at most 1023 processes, each gone within a minute), a hog of at most 1 GiB.
 FORKER = """python3 -c '
-import os, time
-for i in range(300):
-    if os.fork() == 0:
-        time.sleep(60)
-        os._exit(0)
-print("forked them all")
+import os, sys, time
+for generation in range(9):
+    if os.fork() and os.fork():
+        break  # a parent of two: sits with them
+else:
+    sys.stdout.write("forked them all\\n")
+time.sleep(60)
 '"""
 HOG = """python3 -c '
 chunks = [b"x" * (16 << 20) for _ in range(64)]
