@@ -98,13 +98,14 @@ class Reply:
 
 
 def request(url: str, method: str, path: str, body: Any = None, *, raw: bytes | None = None,
-            timeout: float = 20) -> Reply:
-    """One request with ``http.client`` (no library of the code under test)."""
+            timeout: float = 20, headers: Mapping[str, str] | None = None) -> Reply:
+    """One request with ``http.client`` (no library of the code under test); ``headers`` are
+    added to (or replace) its ``Content-Type: application/json``."""
     host, port = url.removeprefix("http://").split(":")
     conn = http.client.HTTPConnection(host, int(port), timeout=timeout)
     try:
         data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
-        conn.request(method, path, body=data, headers={"Content-Type": "application/json"})
+        conn.request(method, path, body=data, headers={"Content-Type": "application/json", **(headers or {})})
         resp = conn.getresponse()
         return Reply(resp.status, resp.getheader("Content-Type") or "", resp.read())
     finally:

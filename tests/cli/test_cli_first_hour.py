@@ -191,3 +191,25 @@ def test_a_suite_whose_agent_program_is_missing_says_so_before_running(make_proj
     assert "no-such-agent-cli is not installed here, so the 3 trial(s)" in notes[0]
     assert "--harness" in notes[0]
     assert json.loads(run.stdout)["totals"]["void"] == 3  # the trials stay void, as before
+
+
+def test_a_subshell_or_a_command_list_is_looked_into_for_its_program(make_project: Any) -> None:
+    # `(setsid …); …` starts with setsid, which is installed: no note. A missing program inside
+    # a group is still named, by its own name.
+    project = make_project({"evals/imported.eval.py": eval_file("""
+        from anpord import Variant
+
+        suite = define_suite(
+            cases=[define_eval(prompt="hi", validate=lambda c: True)],
+            variants=[
+                Variant(name="sub", harness="command:(setsid true); echo done"),
+                Variant(name="list", harness="command:true;echo done"),
+                Variant(name="group", harness="command:{ no-such-agent-cli -p x; }"),
+            ],
+        )
+    """)})
+    run = project.run("--json")
+    notes = [line for line in run.stderr.splitlines() if "note:" in line]
+    assert len(notes) == 1, run.stderr
+    assert "note: no-such-agent-cli is not installed here" in notes[0]
+    assert "variant group will be void" in notes[0]

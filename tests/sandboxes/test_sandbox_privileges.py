@@ -133,7 +133,49 @@ def test_as_root_the_probe_says_who_programs_run_as() -> None:
         DEFAULT_SANDBOX_UID,
         DEFAULT_SANDBOX_UID,
     )
-    assert privileges.description == f"uid {DEFAULT_SANDBOX_UID} of the host, no capabilities"
+    assert privileges.description == (
+        f"uid {DEFAULT_SANDBOX_UID} of the host, no capabilities, no user namespaces"
+    )
+
+
+# Each line a way to regain capabilities in a user namespace of one's own; only successes print.
+NESTED = r"""
+unshare -Urn true 2>/dev/null && echo NESTED unshare -Urn
+unshare -U true 2>/dev/null && echo NESTED unshare -U
+unshare -Ur sh -c 'grep CapEff /proc/self/status' 2>/dev/null
+python3 - <<'PY'
+import ctypes, os, signal
+libc = ctypes.CDLL(None, use_errno=True)
+print("NESTED ctypes unshare" if libc.unshare(0x10000000) == 0 else f"refused {os.strerror(ctypes.get_errno())}", flush=True)
+pid = libc.syscall(56, 0x10000000 | signal.SIGCHLD, 0, 0, 0, 0)  # clone(2) itself, x86_64
+if pid == 0:
+    os.write(1, b"NESTED raw clone\n")
+    os._exit(0)
+print(f"refused {os.strerror(ctypes.get_errno())}" if pid < 0 else f"clone {os.waitpid(pid, 0)[1]}", flush=True)
+PY
+python3 -c 'import os; pid = os.fork(); os._exit(0) if pid == 0 else print("fork", os.waitpid(pid, 0)[1])'
+sh -c 'echo threads and children still work' &
+wait
+echo probed
+"""
+
+
+def test_as_root_a_sandboxed_program_cannot_make_a_user_namespace(shm_root: Path) -> None:
+    # In a user namespace of its own a program holds every capability again (raw and netfilter
+    # sockets, mounts). As root there is no --disable-userns (the program has no user namespace
+    # to disable them in): a seccomp filter refuses them.
+    async def go() -> str:
+        inst = await BwrapSandbox(tmp_root=shm_root).open(spec())
+        try:
+            return (await inst.exec(NESTED)).stdout
+        finally:
+            await inst.close()
+
+    out = run(go())
+    assert "NESTED" not in out and "CapEff" not in out, out
+    assert out.endswith("threads and children still work\nprobed\n"), out
+    assert out.count("refused Operation not permitted") == 2, out
+    assert "fork 0" in out
 
 
 def test_as_root_the_sandbox_user_is_configurable(

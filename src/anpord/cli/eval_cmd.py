@@ -362,11 +362,40 @@ _SHELL_WORDS = frozenset(
 )
 
 
+def _first_program(command: str) -> str | None:
+    """The program a shell command line starts with, when it can be told without running it:
+    ``(setsid prog …); …`` and ``{ prog; }`` start with ``setsid``/``prog``, not ``(setsid``.
+    None for a path, a variable, an assignment, a builtin or keyword (the shell decides), or a
+    line the shell lexer cannot read."""
+    import shlex
+
+    lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
+    try:
+        for word in lexer:
+            if word in _GROUPING:
+                continue  # a subshell, a group or a negation: its first command decides
+            if word.strip("();&|<>") == "":
+                return None  # starts with an operator or a redirection: leave it to the shell
+            if word.isdigit():
+                return None  # a redirection's descriptor (``2>/dev/null prog``)
+            if "/" in word or "$" in word or "=" in word or "`" in word or word in _SHELL_WORDS:
+                return None
+            return word
+    except ValueError:
+        return None
+    return None
+
+
+# Words that open a compound command before its first program (punctuation_chars keeps "((" one
+# token: arithmetic, not a program).
+_GROUPING = frozenset({"(", "{", "!"})
+
+
 def _note_missing_programs(plan: Any) -> None:
     """Say once, before running, when a variant's agent program is not installed here (an imported
     suite defaults to `claude`): its trials will be void, and --harness points the suite at
     another agent. The trials stay void; this only says why up front."""
-    import shlex
     import shutil
 
     from ..harnesses import CODING_AGENTS
@@ -375,13 +404,9 @@ def _note_missing_programs(plan: Any) -> None:
         spec = variant.harness or ""
         program = None
         if spec.startswith("command:"):
-            try:
-                words = shlex.split(spec.removeprefix("command:"))
-            except ValueError:
+            program = _first_program(spec.removeprefix("command:"))
+            if program is None:
                 continue
-            program = words[0] if words else None
-            if program is None or "/" in program or "$" in program or "=" in program or program in _SHELL_WORDS:
-                continue  # a path, a variable, an assignment or a shell builtin: the shell decides
         elif spec in CODING_AGENTS and "executable" not in variant.options:
             program = spec
         if program is None or shutil.which(program, path=variant.env.get("PATH")):

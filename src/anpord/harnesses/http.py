@@ -12,6 +12,9 @@ this server, default 100), ``connect_timeout`` (seconds, default 10), ``cancel_g
 cancelled turn gets to end its stream before it is cut off, default 5); for traced trials,
 ``traces_port`` (where the server's spans are received, default 4318) and ``traces_wait`` (seconds
 a turn waits for them, default 10).
+
+A server that wants a bearer token (``anpord serve --token``) gets ``$ANPORD_HTTP_TOKEN``: when
+it is set, every request carries ``Authorization: Bearer <it>``.
 """
 
 from __future__ import annotations
@@ -61,7 +64,9 @@ if TYPE_CHECKING:
 
     from ._protocol import TurnStatus
 
-__all__ = ["HttpHarness", "HttpOptions", "HttpSession", "parse_base_url", "resolve"]
+__all__ = ["TOKEN_ENV", "HttpHarness", "HttpOptions", "HttpSession", "parse_base_url", "resolve"]
+
+TOKEN_ENV = "ANPORD_HTTP_TOKEN"
 
 INFO_TIMEOUT = 10.0  # the protocol check at the start of a run
 OPEN_TIMEOUT = 30.0  # creating a session
@@ -185,6 +190,9 @@ class HttpHarness:
         self._check_lock: asyncio.Lock | None = None
         self._control: aiohttp.ClientSession | None = None
         self._pools: dict[int, aiohttp.ClientSession] = {}
+        # Read once: every request of the run carries the same token.
+        token = os.environ.get(TOKEN_ENV, "")
+        self._headers = {"Authorization": f"Bearer {token}"} if token else {}
 
     def __repr__(self) -> str:
         return f"HttpHarness({self.spec!r})"
@@ -214,6 +222,7 @@ class HttpHarness:
             self._control = aiohttp.ClientSession(
                 connector=aiohttp.TCPConnector(limit=CONTROL_CONNECTIONS),
                 timeout=aiohttp.ClientTimeout(total=OPEN_TIMEOUT),
+                headers=self._headers,
             )
         return self._control
 
@@ -228,6 +237,7 @@ class HttpHarness:
                 timeout=aiohttp.ClientTimeout(
                     total=None
                 ),  # a turn lasts as long as the trial lets it
+                headers=self._headers,
             )
         return client
 
@@ -252,6 +262,10 @@ class HttpHarness:
         try:
             timeout = aiohttp.ClientTimeout(total=INFO_TIMEOUT)
             async with self.control().get(base + INFO_PATH, timeout=timeout) as resp:
+                if resp.status == 401:
+                    given = "was refused" if self._headers else f"is needed: set ${TOKEN_ENV}"
+                    return (f"the agent server at {base} answered HTTP 401 ({await _error_message(resp)}): "
+                            f"its bearer token {given}")
                 if resp.status != 200:
                     return f"{not_ours} HTTP {resp.status} ({await _error_message(resp)}){hint}"
                 raw = await resp.content.read(MAX_INFO)

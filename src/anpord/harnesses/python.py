@@ -26,6 +26,7 @@ from .._errors import exception_line
 from ..agent import SyncTurnContext, TurnCancelled, TurnContext
 from ..results._model import ErrorInfo
 from ..runner._contain import contains_exits
+from ..runner._loop import IGNORED_CANCELLATION, abandon, abandoned
 from ..events import (
     INPUT_REQUESTED,
     INPUT_RESOLVED,
@@ -43,7 +44,7 @@ from ._protocol import (
     TurnRequest,
 )
 
-__all__ = ["PythonHarness", "resolve", "load_agent", "CANCEL_GRACE"]
+__all__ = ["PythonHarness", "resolve", "load_agent", "CANCEL_GRACE", "IGNORED_CANCELLATION"]
 
 # How long a cancelled agent gets to unwind before the turn is reported cancelled regardless.
 CANCEL_GRACE = 1.0
@@ -271,7 +272,7 @@ class PythonSession:
                 emit(Event(INPUT_RESOLVED, {"session_id": self.session_id, **response.to_dict()}))
                 future.set_result(answer)
         else:
-            if self._task is not None and not self._task.done():
+            if self._task is not None and not self._task.done() and self._task not in abandoned():
                 return TurnOutcome(
                     "failed", error="the session is waiting on input requests; answer them with t.respond()"
                 )
@@ -293,17 +294,28 @@ class PythonSession:
         """Run the agent; never let its exceptions (even SystemExit) escape the task."""
         try:
             value = await self._invoke(turn)
-        except (asyncio.CancelledError, TurnCancelled):
-            return ("cancelled", None, None)
         except BaseException as exc:  # noqa: BLE001 - SystemExit/KeyboardInterrupt fail the trial only
+            if isinstance(exc, (asyncio.CancelledError, TurnCancelled)) and self._was_cancelled():
+                return ("cancelled", None, None)
             tb = "".join(traceback.format_exception(exc))
             self.ctx.log(f"agent raised:\n{tb}")
+            if isinstance(exc, (asyncio.CancelledError, TurnCancelled)):
+                # Raised by the agent itself: a crash, which must not read as a cancel (a test
+                # would take it for one it asked for).
+                message = f"agent raised {exception_line(exc)} although its turn was not cancelled"
+                return ("failed", None, ErrorInfo("agent", message, tb))
             if _is_model_outage(exc):
                 # The model endpoint gave no answer (down, rate limited, broken): nothing about
                 # the agent was measured.
                 return ("void", None, ErrorInfo("harness", f"the model call failed: {exception_line(exc)}", tb))
             return ("failed", None, ErrorInfo("agent", f"agent raised {exception_line(exc)}", tb))
         return ("completed", value, None)
+
+    def _was_cancelled(self) -> bool:
+        """Whether this turn's cancellation was asked for: by the test (``cancel``) or by the
+        runner cancelling the agent's task (a timeout, the session closing)."""
+        task = asyncio.current_task()
+        return self._cancel_requested or (task is not None and task.cancelling() > 0)
 
     async def _settle(self) -> TurnOutcome:
         assert self._task is not None
@@ -333,6 +345,9 @@ class PythonSession:
             finally:
                 task.remove_done_callback(on_done)
         if not self._task.done():
+            if self._task in abandoned():
+                # It ignored the cancel: the turn ends without it (see _give_up).
+                return TurnOutcome("cancelled", error=f"cancelled; {IGNORED_CANCELLATION}")
             return TurnOutcome("waiting")
         if self._task.cancelled():
             # Cancelled before it ran a step: _guarded never saw the CancelledError to report it.
@@ -359,7 +374,7 @@ class PythonSession:
 
     async def _abort(self) -> None:
         task = self._task
-        if task is None or task.done():
+        if task is None or task.done() or task in abandoned():
             return
         if self._sync_ctx is not None:
             self._sync_ctx.cancelled = True
@@ -368,6 +383,19 @@ class PythonSession:
             await asyncio.wait_for(asyncio.shield(task), CANCEL_GRACE)
         except (asyncio.TimeoutError, asyncio.CancelledError, Exception):
             pass
+        self._give_up(task)
+
+    def _give_up(self, task: asyncio.Task[Any]) -> None:
+        """If ``task`` is still running after its cancel and the grace period, it caught the
+        CancelledError and carried on: it is left running, never waited for again (the run
+        still ends, see runner._loop), a turn waiting on it ends ``cancelled``, and the trial's
+        log says so."""
+        if task.done() or task in abandoned() or task is not self._task:
+            return
+        abandon(task)
+        self.ctx.log(f"{IGNORED_CANCELLATION} for {CANCEL_GRACE:g}s: it was abandoned, still running")
+        if self._parked is not None and not self._parked.done():
+            self._parked.set_result(None)
 
     async def cancel(self) -> bool:
         task = self._task
@@ -381,10 +409,21 @@ class PythonSession:
         # The CancelledError reaches the agent's coroutine inside _guarded, which reports the turn
         # cancelled; a task cancelled before its first step is reported so by _settle.
         task.cancel()
+        asyncio.get_running_loop().call_later(CANCEL_GRACE, self._give_up, task)
         return True
 
     async def close(self) -> None:
         await self._abort()
+        # Let go of the conversation now: the session sits in reference cycles (its emit and
+        # print sinks are bound methods), which only the cyclic collector's rare full passes
+        # free, and a long-lived server (anpord serve) would hold every deleted session's
+        # messages — large inputs included — until then.
+        self.messages.clear()
+        self._pending.clear()
+        self._emit = lambda e: None
+        self._sync_ctx = None
+        if self._task is not None and self._task.done():
+            self._task = None
 
 
 def resolve(spec: str, project_dir: Path | None = None) -> PythonHarness:

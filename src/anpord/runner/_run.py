@@ -29,6 +29,7 @@ from ..results._run_record import CellRecord, RunRecord
 from ..results.artifacts import Redactor, RunWriter, new_run_id
 from ._capture import captured_output
 from ._executor import Executor
+from ._loop import run_bounded
 from ._planning import FAIL_ON, Plan, RunOptions, build_plan, trial_seed
 from ._spec import TrialSpec
 from ._unawaited import unawaited_calls_fail
@@ -525,7 +526,9 @@ def execute(plan: Plan, opts: RunOptions, reporters: Sequence[Any], *,
                         run.fan.call("on_trial_end", r)
                 try:
                     if signals.first is None:
-                        asyncio.run(run.drive())
+                        # Not asyncio.run: an agent task that ignores its cancellation must not
+                        # keep the run from ending (see _loop).
+                        run_bounded(run.drive())
                 finally:
                     if run.writer is not None:
                         run.writer.close()

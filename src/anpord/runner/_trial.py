@@ -34,6 +34,7 @@ from ._deadlines import Deadlines
 from ._contain import CURRENT_EXITS, ExitLog, TaskExited, contains_exits
 from ._rewrite import CURRENT_RECORDER
 from ._services import ServiceContext, TrialServices, deliver
+from ._loop import IGNORED_CANCELLATION
 from ._validate import SandboxHolder, ValidateError, run_declarative
 from ._verdict import decide_verdict
 
@@ -372,6 +373,9 @@ class _Trial:
             self.logs.append(blame)
             if verdict != "passed":
                 reason = f"{reason}; {blame}" if reason else blame
+        ignored = next((line for line in self.logs if line.startswith(IGNORED_CANCELLATION)), None)
+        if ignored is not None and verdict != "passed":
+            reason = f"{reason}; {ignored}" if reason else ignored
         soft = [r.score for r in self.recorder.records if r.kind == "soft"]
         result = TrialResult(
             case_id=case.id,

@@ -8,13 +8,14 @@ the variant's ``mounts`` (read-only). Never the host's HOME or the project folde
 The network is unshared (loopback only) unless ``Variant(network=True)``. Each command gets its
 own PID namespace and dies with the runner (``--die-with-parent``; the runner's watchdog kills
 what is left if the runner is killed): when a command's main process ends, everything it started
-ends.
+ends. Each trial's commands share a cgroup capping its memory and process count (``_cgroup``).
 
 Who it runs as (``Privileges``, probed once): never with a capability. When anpord runs as root,
 as an unprivileged user of the host (uid 65534, or ``$ANPORD_SANDBOX_UID``): bwrap starts the
 program through ``setpriv``, which switches to that user and empties the bounding set, so even
 ``/proc/sys`` files that root owns are not writable, and the trial's folders are handed to that
-user. Without ``setpriv``, as that uid in a user namespace (still uid 0 to the host, hence the
+user. It has no user namespace of its own, so a seccomp filter (``_seccomp``) keeps it from
+making one, where it would regain every capability. Without ``setpriv``, as that uid in a user namespace (still uid 0 to the host, hence the
 read-only ``/proc``). When anpord does not run as root: as the caller, in a user namespace that
 cannot make further ones.
 """
@@ -34,6 +35,9 @@ from pathlib import Path
 from ._instance import BaseInstance, open_instance
 from ._ownership import Ownership
 from ._protocol import SandboxError, SandboxSpec
+from ._cgroup import TrialCgroup, memory_cap, pids_cap
+from ._cgroup import unavailable as cgroup_unavailable
+from ._seccomp import userns_filter
 from ._size import size_cap
 
 __all__ = [
@@ -109,6 +113,9 @@ class Privileges:
     args: tuple[str, ...] = ()
     prefix: tuple[str, ...] = ()
     description: str = ""
+    # A seccomp filter (see _seccomp) that keeps it from making user namespaces: needed where
+    # bwrap's --disable-userns cannot be had (no user namespace of its own).
+    seccomp: bytes | None = None
 
 
 def _sandbox_uid() -> int:
@@ -153,6 +160,7 @@ def _candidates() -> list[Privileges]:
             "--bounding-set=-all",
             "--",
         )
+        no_userns = userns_filter()
         tried.append(
             Privileges(
                 "host-user",
@@ -161,7 +169,9 @@ def _candidates() -> list[Privileges]:
                 uid,
                 tuple(args),
                 prefix,
-                f"uid {uid} of the host, no capabilities",
+                f"uid {uid} of the host, no capabilities"
+                + (", no user namespaces" if no_userns is not None else ""),
+                no_userns,
             )
         )
     why = "setpriv could not switch users" if setpriv else "setpriv is not installed"
@@ -253,9 +263,11 @@ class BwrapInstance(BaseInstance):
         mounts: Sequence[Path],
         privileges: Privileges,
         sized_tmp: bool = True,
+        cgroup: TrialCgroup | None = None,
     ):
         self.binary = binary
         self.privileges = privileges
+        self._cgroup = cgroup
         self._sized_tmp = sized_tmp
         self._status: dict[int, _Status] = {}  # by the pid of the bwrap that runs a command
         super().__init__(root, spec)
@@ -325,6 +337,23 @@ class BwrapInstance(BaseInstance):
     def _tmpdir(self) -> str:
         return "/tmp"
 
+    async def _ready(self) -> None:
+        await asyncio.to_thread(self._give_folders)
+        if self._cgroup is not None:
+            self._cgroup.watch(self._over_cgroup_cap)
+
+    def _over_cgroup_cap(self) -> None:
+        # A fork bomb held at the pids cap would spin until the timeout: the trial ends now.
+        if not self._closed and self._cgroup is not None:
+            self._tracker.kill_now()
+            self._cgroup.kill()
+
+    async def limit_exceeded(self) -> str | None:
+        size = await super().limit_exceeded()
+        if size is not None or self._cgroup is None:
+            return size
+        return self._cgroup.check()
+
     def _private_tmps(self) -> Callable[[], list[str]] | None:
         return self._running_tmps if self._sized_tmp else None
 
@@ -341,9 +370,6 @@ class BwrapInstance(BaseInstance):
             with self._ownership_lock:
                 self._ownership.apply()
 
-    async def _ready(self) -> None:
-        await asyncio.to_thread(self._give_folders)
-
     async def _start(
         self, argv: list[str], env: dict[str, str], cwd: Path, **kwargs: object
     ) -> asyncio.subprocess.Process:
@@ -354,10 +380,12 @@ class BwrapInstance(BaseInstance):
         # and reaped with the command), then the program's exit code. No exit code means the
         # program never ran: bwrap's own set-up failed.
         read_fd, write_fd = os.pipe()
+        filter_fd = _filter_fd(self.privileges)
         try:
             wrapped = [
                 self.binary,
                 *self._args,
+                *(["--seccomp", str(filter_fd)] if filter_fd is not None else []),
                 "--json-status-fd",
                 str(write_fd),
                 "--chdir",
@@ -367,12 +395,17 @@ class BwrapInstance(BaseInstance):
                 *self._bridge,
                 *argv,
             ]
-            proc = await super()._start(wrapped, env, cwd, pass_fds=(write_fd,), **kwargs)
+            if self._cgroup is not None:
+                wrapped = self._cgroup.wrap(wrapped)
+            fds = (write_fd,) if filter_fd is None else (write_fd, filter_fd)
+            proc = await super()._start(wrapped, env, cwd, pass_fds=fds, **kwargs)
         except BaseException:
             os.close(read_fd)
             raise
         finally:
             os.close(write_fd)
+            if filter_fd is not None:
+                os.close(filter_fd)
         self._status[proc.pid] = _Status(proc.pid, read_fd, self._tracker.adopt)
         return proc
 
@@ -387,6 +420,8 @@ class BwrapInstance(BaseInstance):
             return None  # cannot tell: never claim a failure we did not see
         if self._guard is not None and self._guard.exceeded:
             return None  # it ran, and was killed for going over the size cap
+        if self._cgroup is not None and self._cgroup.check() is not None:
+            return None  # it ran, and was killed for going over the memory or pids cap
         if status.exit_code is not None:
             # setpriv, which drops to the sandbox user, ran; the program itself may not have.
             failed = [line for line in stderr.splitlines() if line.startswith("setpriv: failed to execute ")]
@@ -404,6 +439,25 @@ class BwrapInstance(BaseInstance):
             for status in self._status.values():
                 status.stop()
             self._status.clear()
+            if self._cgroup is not None:
+                self._cgroup.stop()
+                self._cgroup.kill()
+                await asyncio.to_thread(self._cgroup.remove)
+
+
+def _filter_fd(privileges: Privileges) -> int | None:
+    """A file descriptor holding the privileges' seccomp filter, read from the start (bwrap
+    reads it whole), or None when they need none."""
+    if privileges.seccomp is None:
+        return None
+    fd = os.memfd_create("anpord-seccomp", os.MFD_CLOEXEC)
+    try:
+        os.write(fd, privileges.seccomp)
+        os.lseek(fd, 0, os.SEEK_SET)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 # How long bwrap's status pipe may take to report after the command's exit.
@@ -527,10 +581,12 @@ class BwrapSandbox:
     async def _probe(self, privileges: Privileges) -> str | None:
         """Try once (namespaces may be disabled, setpriv missing); say why it fails.
         (No PID namespace here: its init would be left for this process to reap.)"""
+        filter_fd = _filter_fd(privileges)
         argv = [
             self.binary,
             *_isolation_args(False, privileges, pid_namespace=False),
             *_system_args(),
+            *(["--seccomp", str(filter_fd)] if filter_fd is not None else []),
             "--",
             *privileges.prefix,
             "cat",
@@ -542,10 +598,14 @@ class BwrapSandbox:
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
+                pass_fds=() if filter_fd is None else (filter_fd,),
             )
             out, err = await asyncio.wait_for(proc.communicate(), 30)
         except (TimeoutError, OSError) as exc:
             return str(exc) or type(exc).__name__
+        finally:
+            if filter_fd is not None:
+                os.close(filter_fd)
         if proc.returncode != 0:
             lines = err.decode("utf-8", "replace").strip().splitlines()
             return lines[-1] if lines else f"exit {proc.returncode}"
@@ -554,17 +614,33 @@ class BwrapSandbox:
     async def open(self, spec: SandboxSpec) -> BwrapInstance:
         privileges, sized_tmp = await self._setup()
         mounts = _resolve_mounts(spec)
-        inst = await open_instance(
-            BwrapInstance,
-            spec,
-            self.tmp_root,
-            binary=self.binary,
-            mounts=mounts,
-            privileges=privileges,
-            sized_tmp=sized_tmp,
-        )
+        try:
+            memory, pids = memory_cap(spec.variant.options), pids_cap(spec.variant.options)
+        except ValueError as exc:
+            raise SandboxError(str(exc)) from None
+        cgroup = TrialCgroup.create(memory, pids)
+        try:
+            inst = await open_instance(
+                BwrapInstance,
+                spec,
+                self.tmp_root,
+                binary=self.binary,
+                mounts=mounts,
+                privileges=privileges,
+                sized_tmp=sized_tmp,
+                cgroup=cgroup,
+            )
+        except BaseException:
+            if cgroup is not None:
+                await asyncio.to_thread(cgroup.remove)
+            raise
         assert isinstance(inst, BwrapInstance)
         return inst
+
+    def caps_unavailable(self) -> str | None:
+        """Why this machine's trials get no memory or pids cap (no cgroup can be made), once a
+        trial was opened; None while they do (or none was opened yet)."""
+        return cgroup_unavailable()
 
 
 def _held_back(status: str, privileges: Privileges) -> str | None:

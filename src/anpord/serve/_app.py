@@ -4,9 +4,10 @@ Python agent. Routes read top to bottom in the order a client calls them."""
 from __future__ import annotations
 
 import asyncio
+import hmac
 import json
 import traceback
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from pathlib import Path
 from typing import Any
 
@@ -281,18 +282,57 @@ def _describe(exc: web.HTTPException, request: web.Request) -> tuple[str, str]:
     return exc.reason.lower().replace(" ", "_"), exc.reason
 
 
+def _guard(
+    allowed_hosts: Collection[str] | None, token: str | None
+) -> Callable[[web.Request, Callable[[web.Request], Awaitable[web.StreamResponse]]], Awaitable[web.StreamResponse]]:
+    """Who may drive the agent: requests addressed to the server by its own name (no DNS
+    rebinding), never a browser page of another site, and, with a token, only its holders."""
+    expected = f"Bearer {token}".encode() if token else None
+
+    @web.middleware
+    async def guard(
+        request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+    ) -> web.StreamResponse:
+        if allowed_hosts is not None and request.host.lower() not in allowed_hosts:
+            return _error(403, "forbidden", "this agent server answers only requests addressed to it by its own URL")
+        # A browser says where a request comes from; the protocol's clients are programs, which
+        # do not. Even a "simple" text/plain POST that a page sends without CORS carries Origin.
+        origin = request.headers.get("Origin")
+        site = request.headers.get("Sec-Fetch-Site")
+        if (origin is not None and origin.lower() != f"http://{request.host.lower()}") or (
+            site is not None and site.lower() not in ("same-origin", "none")
+        ):
+            return _error(403, "forbidden", "this agent server does not answer pages of other sites")
+        if expected is not None:
+            given = request.headers.get("Authorization", "").encode("utf-8", "replace")
+            if not hmac.compare_digest(given, expected):
+                response = _error(
+                    401, "unauthorized", "this agent server needs its token: Authorization: Bearer TOKEN"
+                )
+                response.headers["WWW-Authenticate"] = "Bearer"
+                return response
+        return await handler(request)
+
+    return guard
+
+
 def create_app(
     harness: PythonHarness,
     *,
     name: str,
     log: Callable[[str], None],
     idle_timeout: float | None = None,
+    allowed_hosts: Collection[str] | None = None,
+    token: str | None = None,
 ) -> web.Application:
     """The application serving ``harness``'s agent; ``idle_timeout`` seconds without a turn
-    close a session (None: never)."""
+    close a session (None: never). ``allowed_hosts``: the ``Host`` header values answered (None:
+    any); ``token``: the bearer token every request must carry (None: no token)."""
     table = SessionTable(harness, log)
     routes = _Routes(harness, name, table)
-    app = web.Application(middlewares=[_json_errors], client_max_size=MAX_REQUEST_BYTES)
+    app = web.Application(
+        middlewares=[_guard(allowed_hosts, token), _json_errors], client_max_size=MAX_REQUEST_BYTES
+    )
     app.router.add_get(INFO_PATH, routes.info)
     app.router.add_post(SESSIONS_PATH, routes.create_session)
     app.router.add_post(SESSIONS_PATH + "/{session_id}/turns", routes.run_turn)

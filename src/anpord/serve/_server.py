@@ -11,10 +11,11 @@ import sys
 from collections.abc import Callable
 from typing import TextIO
 
-from .._net import bind, url_of
+from .._net import allowed_hosts, bind, url_of
 from ..harnesses.python import PythonHarness
 from ..runner._capture import captured_output
 from ..runner._contain import task_factory
+from ..runner._loop import run_bounded
 from ..runner._verdict import exception_line
 
 __all__ = ["ServeError", "bind", "serve", "url_of"]
@@ -34,8 +35,10 @@ def serve(
     name: str,
     idle_timeout: float | None,
     out: TextIO | None = None,
+    token: str | None = None,
 ) -> int:
-    """Serve ``harness``'s agent on ``sock`` until SIGINT/SIGTERM; returns the exit code."""
+    """Serve ``harness``'s agent on ``sock`` until SIGINT/SIGTERM; returns the exit code. With
+    ``token``, every request must carry ``Authorization: Bearer <token>``."""
     out = out or sys.stdout
     err = sys.stderr
 
@@ -44,8 +47,10 @@ def serve(
 
     with captured_output():
         try:
-            return asyncio.run(
-                _main(harness, sock, name=name, idle_timeout=idle_timeout, out=out, log=log)
+            # Not asyncio.run: an agent task that ignores its cancellation must not keep the
+            # server from exiting (see runner._loop).
+            return run_bounded(
+                _main(harness, sock, name=name, idle_timeout=idle_timeout, out=out, log=log, token=token)
             )
         except ServeError as exc:
             print(f"anpord serve: {exc}", file=err)
@@ -60,6 +65,7 @@ async def _main(
     idle_timeout: float | None,
     out: TextIO,
     log: Callable[[str], None],
+    token: str | None = None,
 ) -> int:
     from aiohttp import web
 
@@ -84,7 +90,8 @@ async def _main(
             await harness.setup()
         except Exception as exc:  # noqa: BLE001 - the agent's own hook: one line, exit 1
             raise ServeError(f"the agent's setup hook failed: {exception_line(exc)}") from None
-        app = create_app(harness, name=name, log=log, idle_timeout=idle_timeout)
+        app = create_app(harness, name=name, log=log, idle_timeout=idle_timeout,
+                         allowed_hosts=allowed_hosts(sock), token=token)
         runner = web.AppRunner(
             app, handler_cancellation=True, access_log=None, shutdown_timeout=SHUTDOWN_GRACE
         )

@@ -3,38 +3,18 @@
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import signal
 import socket
 import sys
 from pathlib import Path
 from typing import TextIO
 
-from .._net import bind, url_of
+from .._net import allowed_hosts, bind, is_loopback, url_of
 from ._data import ViewData
 
 __all__ = ["allowed_hosts", "bind", "is_loopback", "serve_view", "url_of", "warm_up"]
 
 SHUTDOWN_GRACE = 2.0
-LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]")
-
-
-def is_loopback(sock: socket.socket) -> bool:
-    try:
-        return ipaddress.ip_address(sock.getsockname()[0]).is_loopback
-    except ValueError:
-        return False
-
-
-def allowed_hosts(sock: socket.socket) -> frozenset[str] | None:
-    """The ``Host`` headers a loopback view answers: its own address and ``localhost``, with its
-    port. None (any) when it listens on another address: then whoever started it chose to be
-    reachable by other names."""
-    if not is_loopback(sock):
-        return None
-    port = sock.getsockname()[1]
-    own = url_of(sock).removeprefix("http://").rsplit(":", 1)[0]
-    return frozenset(f"{name}:{port}" for name in {own, *LOOPBACK_NAMES})
 
 
 def warm_up(data: ViewData) -> None:
