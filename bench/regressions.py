@@ -14,7 +14,7 @@ Figures (printed, not asserted):
    pass rate dropped by ≥ 0.2, or it lost determinism) would have given on the same runs.
    Target: the gate holds in ≥ 95% of runs.
 2. **Speed.** ``anpord --help`` (median of ``--repeat`` fresh processes) and a 10,000-trial run
-   (``bench/runner_overhead.py --cases 10000 --no-cli --parked 0``'s trials per second), for this
+   (``bench/runner_overhead.py``'s trials scenario: trials per second and CPU time a trial), for this
    checkout and, with ``--compare-src``, for another checkout's ``src`` (say the main branch),
    alternating so that machine load falls on both alike. Target: no slower.
 """
@@ -130,20 +130,18 @@ def _help_time(src: Path) -> float:
     return time.perf_counter() - started
 
 
-def _trials_per_s(src: Path) -> float:
+def _run_figures(src: Path) -> tuple[float, float]:
+    """(trials per second of wall time, CPU µs per trial) of a 10,000-trial run: the runner API
+    on trivial cases, as ``bench/runner_overhead.py`` times it. CPU time is the steadier figure
+    on a loaded machine."""
     proc = subprocess.run(
-        [sys.executable, str(HERE / "runner_overhead.py"), "--cases", "10000", "--no-cli",
-         "--parked", "0"],
+        [sys.executable, str(HERE / "runner_overhead.py"), "--child", "trials", "--n", "10000"],
         env=_env(src), capture_output=True, text=True, timeout=1200, check=False,
     )
-    for line in proc.stdout.splitlines():
-        if "trials/s" in line:
-            for word in line.replace(",", "").split():
-                try:
-                    return float(word)
-                except ValueError:
-                    continue
-    raise SystemExit(f"runner_overhead.py printed no trials/s figure:\n{proc.stdout}\n{proc.stderr}")
+    if proc.returncode != 0:
+        raise SystemExit(f"runner_overhead.py failed:\n{proc.stderr[-2000:]}")
+    d = json.loads(proc.stdout.strip().splitlines()[-1])
+    return d["n"] / d["execute_s"], (d["user_s"] + d["sys_s"]) / d["n"] * 1e6
 
 
 def speed(repeat: int, other: Path | None) -> None:
@@ -155,13 +153,15 @@ def speed(repeat: int, other: Path | None) -> None:
     for name, times in helps.items():
         print(f"anpord --help, {name}: median {statistics.median(times) * 1000:.0f} ms "
               f"of {repeat}")
-    rates: dict[str, list[float]] = {k: [] for k in sources}
+    runs: dict[str, list[tuple[float, float]]] = {k: [] for k in sources}
     for _ in range(max(1, repeat // 2)):
         for name, src in sources.items():
-            rates[name].append(_trials_per_s(src))
-    for name, values in rates.items():
-        print(f"10,000-trial run, {name}: median {statistics.median(values):,.0f} trials/s "
-              f"of {len(values)}")
+            runs[name].append(_run_figures(src))
+    for name, values in runs.items():
+        rate = statistics.median(v[0] for v in values)
+        cpu = statistics.median(v[1] for v in values)
+        print(f"10,000-trial run, {name}: median {rate:,.0f} trials/s, {cpu:,.0f} µs CPU a "
+              f"trial, of {len(values)}")
 
 
 def main() -> None:
