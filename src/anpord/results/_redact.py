@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 from urllib.parse import quote, quote_plus
 
-__all__ = ["MIN_SECRET_LENGTH", "Redactor", "spellings"]
+__all__ = ["MIN_SECRET_LENGTH", "PARTIAL_LENGTH", "Redactor", "redact_value", "secret_parts", "spellings"]
 
 REDACTED = "[REDACTED]"
 
@@ -179,39 +180,162 @@ def _node_pattern(node: dict) -> str:  # type: ignore[type-arg]
         return "".join(out)
 
 
+# A secret longer than this also has its cut-off ends redacted: a prefix or suffix of at least this
+# many characters, which a cut somewhere (a preview, a clipped value) may have left behind.
+PARTIAL_LENGTH = 16
+
+
+def secret_parts(value: str) -> list[str]:
+    """The values redacted for one declared secret: the value, and each line of a multi-line one
+    (a program printing it in one call has it stored line by line, in its log lines)."""
+    core = value.strip()
+    parts = [value]
+    if "\n" in core or "\r" in core:
+        parts += [line.strip() for line in core.splitlines() if len(line.strip()) >= MIN_SECRET_LENGTH]
+    return parts
+
+
+def _partial_forms(core: str) -> list[str]:
+    """The spellings whose cut-off ends are looked for: as it is, and escaped once for JSON (with
+    and without \\uXXXX) or by ``repr`` (a preview quotes the part it keeps)."""
+    forms = dict.fromkeys([
+        core,
+        json.dumps(core)[1:-1],
+        json.dumps(core, ensure_ascii=False)[1:-1],
+        repr(core)[1:-1],
+    ])
+    return [f for f in forms if len(f) > PARTIAL_LENGTH]
+
+
+class _Partials:
+    """Redacts a prefix or a suffix of at least ``PARTIAL_LENGTH`` characters of a secret: what a
+    cut leaves of it. Found by the first (last) ``PARTIAL_LENGTH`` characters, then extended as
+    far as the text goes on matching the secret."""
+
+    def __init__(self, forms: list[str]):
+        self._heads: dict[str, list[str]] = {}
+        self._tails: dict[str, list[str]] = {}
+        for form in forms:
+            self._heads.setdefault(form[:PARTIAL_LENGTH], []).append(form)
+            self._tails.setdefault(form[-PARTIAL_LENGTH:], []).append(form)
+        ends = sorted(set(self._heads) | set(self._tails), key=len, reverse=True)
+        self._pattern = re.compile("|".join(re.escape(e) for e in ends))
+
+    def __call__(self, text: str) -> str:
+        spans: list[tuple[int, int]] = []
+        for m in self._pattern.finditer(text):
+            spans.append(self._span(text, m.start(), m.group()))
+        if not spans:
+            return text
+        out, at = [], 0
+        for start, end in sorted(spans):
+            if end <= at:
+                continue  # inside the span before
+            out.append(text[at : max(start, at)])
+            out.append(REDACTED)
+            at = end
+        out.append(text[at:])
+        return "".join(out)
+
+    def _span(self, text: str, at: int, end: str) -> tuple[int, int]:
+        start, stop = at, at + PARTIAL_LENGTH
+        for form in self._heads.get(end, ()):
+            k = PARTIAL_LENGTH
+            while k < len(form) and at + k < len(text) and text[at + k] == form[k]:
+                k += 1
+            stop = max(stop, at + k)
+        for form in self._tails.get(end, ()):
+            i, k = at, len(form) - PARTIAL_LENGTH
+            while k > 0 and i > 0 and text[i - 1] == form[k - 1]:
+                i, k = i - 1, k - 1
+            start = min(start, i)
+        return start, stop
+
+
 class Redactor:
     """Replaces declared secret values (in every spelling of ``spellings``) and key-shaped strings
-    with ``[REDACTED]`` in text. Text that holds none of them costs a few substring searches."""
+    with ``[REDACTED]`` in text. Text that holds none of them costs a few substring searches.
+
+    ``value`` redacts a decoded JSON value (its strings and keys): records are redacted that way,
+    before they are encoded, so a secret that looks like JSON syntax (``1796``, ``true``) never
+    turns a record into something that does not parse."""
 
     def __init__(self, secret_values: Iterable[str] = ()):
         words: list[list[Token]] = []
         anchors: list[str] = []
+        partial: list[str] = []
         always = False  # a secret with no plain run: no cheap test can rule it out
-        for value in dict.fromkeys(secret_values):
+        values = [part for value in secret_values for part in secret_parts(value)]
+        for value in dict.fromkeys(values):
             spelled = spellings(value)
             if not spelled:
                 continue
             words += spelled
-            anchor = _anchor(value)
-            if anchor is None:
-                always = True
-            else:
-                anchors.append(anchor)
+            forms = _partial_forms(value.strip())
+            partial += forms
+            # Every spelling of a secret holds its anchor, and every cut-off end its end's.
+            for piece in [value, *(f[:PARTIAL_LENGTH] for f in forms), *(f[-PARTIAL_LENGTH:] for f in forms)]:
+                anchor = _anchor(piece)
+                if anchor is None:
+                    always = True
+                else:
+                    anchors.append(anchor)
         self._secrets = re.compile(_trie_pattern(words)) if words else None
-        # Every spelling of a secret holds its anchor: text holding no anchor holds no secret.
+        self._partials = _Partials(list(dict.fromkeys(partial))) if partial else None
+        # Text holding no anchor holds no secret, whole or cut.
         self._anchors: tuple[str, ...] | None = None if always else tuple(dict.fromkeys(anchors))
+        self._anchor_bytes = None if always else tuple(a.encode() for a in self._anchors or ())
 
     def may_change(self, data: bytes) -> bool:
-        """Whether redacting this UTF-8 text could change it: a secret is declared, or it holds
-        a key prefix. Lets a writer skip decoding bytes it would write unchanged."""
-        return self._secrets is not None or _has_key_prefix_bytes(data)
+        """Whether redacting this UTF-8 text could change it: it holds a declared secret's
+        anchor, or a key prefix. Lets a writer skip decoding bytes it would write unchanged."""
+        if self._secrets is not None and (
+            self._anchor_bytes is None or any(a in data for a in self._anchor_bytes)
+        ):
+            return True
+        return _has_key_prefix_bytes(data)
 
     def __call__(self, text: str) -> str:
         if self._secrets is not None and (
             self._anchors is None or any(anchor in text for anchor in self._anchors)
         ):
             text = self._secrets.sub(REDACTED, text)
+            if self._partials is not None:
+                text = self._partials(text)
         # Literal prefix checks are far cheaper than running the pattern over every artifact.
         if _has_key_prefix(text):
             text = _KEY_SHAPES.sub(REDACTED, text)
         return text
+
+    def value(self, value: Any) -> Any:
+        """A decoded JSON value with every string in it redacted (see ``redact_value``)."""
+        return redact_value(value, self)
+
+
+def redact_value(value: Any, redact: Callable[[str], str]) -> Any:
+    """A decoded JSON value with ``redact`` applied to every string in it, keys too; numbers,
+    booleans and nulls as they are. Containers are changed in place."""
+    if isinstance(value, str):
+        return redact(value)
+    stack = [value]
+    while stack:  # a loop, not recursion: an agent's data may nest deeply
+        node = stack.pop()
+        if isinstance(node, dict):
+            renamed = False
+            for key, item in node.items():
+                if isinstance(item, str):
+                    node[key] = redact(item)
+                elif isinstance(item, (dict, list)):
+                    stack.append(item)
+                renamed = renamed or (isinstance(key, str) and redact(key) != key)
+            if renamed:
+                items = list(node.items())
+                node.clear()
+                node.update((redact(k) if isinstance(k, str) else k, v) for k, v in items)
+        elif isinstance(node, list):
+            for i, item in enumerate(node):
+                if isinstance(item, str):
+                    node[i] = redact(item)
+                elif isinstance(item, (dict, list)):
+                    stack.append(item)
+    return value

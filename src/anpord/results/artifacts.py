@@ -25,7 +25,7 @@ from typing import Sequence
 
 from .._fs import write_atomic
 from ..events import Event
-from ._encode import encode
+from ._encode import decode, encode
 from ._model import FORMAT_VERSION, EventsRef, TrialResult
 from ._redact import Redactor
 from ._run_record import RunRecord
@@ -101,9 +101,11 @@ class RunWriter:
         import json
 
         data = record.to_dict()
+        if self.redact.may_change(encoded := encode(data)):
+            data = self.redact.value(decode(encoded))  # a copy: the record's own lists stay
         text = json.dumps(data, ensure_ascii=False, indent=2) if len(record.cells) <= 500 else None
         text = text if text is not None else encode(data).decode("utf-8", "surrogatepass")
-        write_atomic(self.run_dir / "run.json", self.redact(text) + "\n")
+        write_atomic(self.run_dir / "run.json", text + "\n")
 
     def _spill(self, result: TrialResult, what: str, text: str) -> str:
         if self._trials_dir is None:
@@ -136,19 +138,22 @@ class RunWriter:
         # the dataclass: no intermediate dicts on the runner's hottest path.
         line = _VERSION_PREFIX + encode(inline)[1:]
         if self.redact.may_change(block + line):
-            block, line = self._redact_bytes(block), self._redact_bytes(line)
+            block = b"".join([self._redact_json(x) + b"\n" for x in block.splitlines()])
+            line = self._redact_json(line)
             ref = EventsRef(self._offset, len(block), len(events))
             if ref != result.events:  # redaction changed the block's length: point at what is written
                 inline.events = result.events = ref
-                line = self._redact_bytes(_VERSION_PREFIX + encode(inline)[1:])
+                line = self._redact_json(_VERSION_PREFIX + encode(inline)[1:])
         _write_all(self._events, block)
         self._offset += len(block)
         _write_all(self._results, line + b"\n")
 
-    def _redact_bytes(self, data: bytes) -> bytes:
+    def _redact_json(self, data: bytes) -> bytes:
+        """One JSON document redacted in its decoded strings, never in its encoded text: a
+        secret such as ``1796`` or ``true`` is also JSON syntax, and the document must stay JSON."""
         if not self.redact.may_change(data):
             return data  # the usual case: no secret declared, nothing key-shaped
-        return self.redact(data.decode("utf-8", "surrogatepass")).encode("utf-8", "surrogatepass")
+        return encode(self.redact.value(decode(data)))
 
     def close(self) -> None:
         for fd in (self._results, self._events):

@@ -12,13 +12,16 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
+import os
 import time
 import traceback
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 from .._errors import exception_line
+from .._render import CURRENT_REDACT
 from ..assertions import GateFailed, Recorder
 from ..authoring._config import Variant
 from ..drive import Skipped, T, TrialState
@@ -374,8 +377,22 @@ class _Trial:
         return result, events
 
 
+@functools.lru_cache(maxsize=32)
+def _redactor(values: tuple[str, ...]) -> Callable[[str], str]:
+    from ..results._redact import Redactor
+
+    return Redactor(values)
+
+
+def trial_redactor(variant: Variant) -> Callable[[str], str]:
+    """What the trial's values are redacted with before a cut shortens them (a preview, a clipped
+    ``actual``): its variant's declared secrets, as the run's writers redact them."""
+    return _redactor(tuple(os.environ[n] for n in variant.secrets if os.environ.get(n)))
+
+
 async def run_trial(job: TrialJob, env: TrialEnv) -> tuple[TrialResult, list[Event]]:
     trial = _Trial(job, env)
+    redacting = CURRENT_REDACT.set(trial_redactor(job.spec.variant))
     tokens = (
         CURRENT_RECORDER.set(trial.recorder),
         CURRENT_LOG.set(trial.log),
@@ -405,4 +422,5 @@ async def run_trial(job: TrialJob, env: TrialEnv) -> tuple[TrialResult, list[Eve
             CURRENT_RECORDER.reset(tokens[0])
             CURRENT_LOG.reset(tokens[1])
             CURRENT_EXITS.reset(tokens[2])
+            CURRENT_REDACT.reset(redacting)
     return trial.decide(body)
