@@ -29,6 +29,7 @@ from ..events import USAGE, Event
 from ..harnesses import Harness, HarnessContext, HarnessStartError
 from ..judges import JudgeEnv
 from ..results._model import ErrorInfo, TrialResult
+from ..results._usage import sum_usage
 from ..sandboxes._protocol import SandboxError, SandboxInstance, SandboxSpec
 from ..users import UserSimulationError
 from ._capture import CURRENT_LOG, flush_partial
@@ -95,23 +96,10 @@ class _Exited(Exception):
         self.original = original
 
 
-def _usage(events: list[Event]) -> dict[str, float | None]:
-    total: dict[str, float | None] = {}
-    for e in events:
-        if e.type != USAGE:
-            continue
-        for key in ("input_tokens", "output_tokens"):
-            v = e.data.get(key)
-            if isinstance(v, (int, float)) and not isinstance(v, bool):
-                total[key] = (total.get(key) or 0) + v
-        # Cost: unknown (None) as soon as one model call has no known price.
-        cost = e.data.get("cost")
-        known = isinstance(cost, (int, float)) and not isinstance(cost, bool)
-        if "cost" not in total:
-            total["cost"] = cost if known else None
-        elif total["cost"] is not None:
-            total["cost"] = total["cost"] + cost if known else None  # type: ignore[operator]
-    return total
+def _usage(events: list[Event]) -> tuple[dict[str, float | None], list[str]]:
+    """The trial's usage totals (implausible numbers left out, see results._usage) and a log line
+    for each number left out."""
+    return sum_usage(e.data for e in events if e.type == USAGE)
 
 
 def _where(exc: BaseException, case: Case) -> str | None:
@@ -353,6 +341,8 @@ class _Trial:
             if verdict != "passed":
                 reason = f"{reason}; {blame}" if reason else blame
         events = state.events if state is not None else []
+        usage, usage_notes = _usage(events)
+        self.logs.extend(usage_notes)
         soft = [r.score for r in self.recorder.records if r.kind == "soft"]
         result = TrialResult(
             case_id=case.id,
@@ -367,7 +357,7 @@ class _Trial:
             score=sum(soft) / len(soft) if soft else None,
             error=error,
             logs=self.logs,
-            usage=_usage(events),
+            usage=usage,
             tags=case.tags,
             file=str(case.file.path),
             seed=spec.seed,
