@@ -14,7 +14,12 @@ from typing import Any
 
 from ..events import _json_default
 
-__all__ = ["encode", "encode_text", "decode"]
+__all__ = ["MAX_DEPTH", "encode", "encode_text", "decode"]
+
+# How deep a JSON document may nest when read back: as deep as orjson encodes, so whatever is
+# read can be written again.
+MAX_DEPTH = 255
+_TOO_DEEP = f"JSON nested more than {MAX_DEPTH} levels deep"
 
 try:
     import orjson as _orjson
@@ -62,9 +67,40 @@ def encode_text(value: Any) -> str:
 
 
 def decode(data: bytes | str) -> Any:
+    """The value of a JSON document. ``ValueError`` for one that does not parse, or that nests
+    deeper than ``MAX_DEPTH`` levels: a record anpord writes never does, and a hostile one would
+    exhaust the stack of whatever walks it next (a ``repr``, a page's template)."""
     if _orjson is not None:
         try:
-            return _orjson.loads(data)
-        except _orjson.JSONDecodeError:
-            pass  # let json say what is wrong, with its usual error
-    return json.loads(data)
+            value = _orjson.loads(data)
+        except _orjson.JSONDecodeError as exc:
+            if "depth" in str(exc) or "recursion" in str(exc):
+                raise ValueError(_TOO_DEEP) from None
+            value = _stdlib_loads(data)  # let json say what is wrong, with its usual error
+    else:
+        value = _stdlib_loads(data)
+    # Nesting needs an opening bracket per level: counting them is far cheaper than walking.
+    raw = data if isinstance(data, bytes) else data.encode("utf-8", "surrogatepass")
+    if raw.count(b"[") + raw.count(b"{") > MAX_DEPTH and _deeper_than(value, MAX_DEPTH):
+        raise ValueError(_TOO_DEEP)
+    return value
+
+
+def _stdlib_loads(data: bytes | str) -> Any:
+    try:
+        return json.loads(data)
+    except RecursionError:
+        raise ValueError(_TOO_DEEP) from None
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    if not isinstance(value, (dict, list)):
+        return False
+    stack = [(value, 1)]
+    while stack:  # a loop, not recursion: the point is not to need the stack
+        node, depth = stack.pop()
+        if depth > limit:
+            return True
+        children = node.values() if isinstance(node, dict) else node
+        stack.extend((c, depth + 1) for c in children if isinstance(c, (dict, list)))
+    return False
