@@ -80,8 +80,11 @@ def decode(data: bytes | str) -> Any:
     else:
         value = _stdlib_loads(data)
     # Nesting needs an opening bracket per level: counting them is far cheaper than walking.
-    raw = data if isinstance(data, bytes) else data.encode("utf-8", "surrogatepass")
-    if raw.count(b"[") + raw.count(b"{") > MAX_DEPTH and _deeper_than(value, MAX_DEPTH):
+    if isinstance(data, str):
+        brackets = data.count("[") + data.count("{")
+    else:
+        brackets = data.count(b"[") + data.count(b"{")
+    if brackets > MAX_DEPTH and _deeper_than(value, MAX_DEPTH):
         raise ValueError(_TOO_DEEP)
     return value
 
