@@ -75,14 +75,18 @@ class NotAFile(OSError):
 
     def __init__(self, path: str | os.PathLike[str], what: str):
         super().__init__(f"{os.fspath(path)}: {what}")
+        self.what = what  # "is a FIFO, not a file"
 
 
-def open_regular(path: str | os.PathLike[str]) -> int:
+def open_regular(path: str | os.PathLike[str], *, follow_links: bool = False) -> int:
     """A read-only descriptor for ``path`` if it is a regular file. A symlink is not followed (a
     run folder's files never are links: one would lead anywhere, ``/etc/shadow`` included), and
     a FIFO is opened without waiting for a writer, then refused: reading one would hang.
-    ``FileNotFoundError`` when there is nothing there; ``NotAFile`` for anything else."""
-    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    ``FileNotFoundError`` when there is nothing there; ``NotAFile`` for anything else.
+    ``follow_links`` reads through a link, for a path a person gave."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    if not follow_links:
+        flags |= os.O_NOFOLLOW
     try:
         fd = os.open(path, flags)
     except OSError as exc:
@@ -98,10 +102,12 @@ def open_regular(path: str | os.PathLike[str]) -> int:
     return fd
 
 
-def read_regular(path: str | os.PathLike[str], limit: int | None = None) -> bytes:
+def read_regular(
+    path: str | os.PathLike[str], limit: int | None = None, *, follow_links: bool = False
+) -> bytes:
     """The bytes of a regular file (see ``open_regular``), at most ``limit`` of them: a larger
     file is refused (``NotAFile``) rather than read whole."""
-    fd = open_regular(path)
+    fd = open_regular(path, follow_links=follow_links)
     try:
         chunks: list[bytes] = []
         size = 0
