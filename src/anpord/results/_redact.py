@@ -28,8 +28,16 @@ _KEY_SHAPES = re.compile(
     r"|AKIA[0-9A-Z]{16}|xox[abprs]-[A-Za-z0-9-]{10,}|AIza[0-9A-Za-z_-]{30,})"
 )
 
+# The same, without the word boundary: in a record's encoded text an escape (\\n) may stand
+# right before a key that starts a line of the decoded string.
+_KEY_SHAPES_LOOSE = re.compile(_KEY_SHAPES.pattern.removeprefix(r"\b"))
+
 # Characters every spelling keeps as they are (JSON, repr and URL encoding leave them alone).
 _PLAIN_RUN = re.compile(r"[A-Za-z0-9_.~-]+")
+
+
+# The exact prefixes of _KEY_SHAPES.
+_KEY_PREFIXES = ("sk-", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "AKIA", "xox", "AIza")
 
 
 def _has_key_prefix(text: str) -> bool:
@@ -221,6 +229,9 @@ class _Partials:
         ends = sorted(set(self._heads) | set(self._tails), key=len, reverse=True)
         self._pattern = re.compile("|".join(re.escape(e) for e in ends))
 
+    def search(self, text: str) -> bool:
+        return self._pattern.search(text) is not None
+
     def __call__(self, text: str) -> str:
         spans: list[tuple[int, int]] = []
         for m in self._pattern.finditer(text):
@@ -252,6 +263,22 @@ class _Partials:
         return start, stop
 
 
+def _anchors(pieces: Iterable[str], shortest: int) -> tuple[str, ...] | None:
+    """Each piece's longest plain run; ``None`` (no cheap test) when one has none ``shortest``
+    characters long."""
+    found = []
+    for piece in pieces:
+        anchor = _anchor(piece)
+        if anchor is None or len(anchor) < shortest:
+            return None
+        found.append(anchor)
+    return tuple(dict.fromkeys(found))
+
+
+def _holds(text: str, anchors: tuple[str, ...] | None) -> bool:
+    return anchors is None or any(anchor in text for anchor in anchors)
+
+
 class Redactor:
     """Replaces declared secret values (in every spelling of ``spellings``) and key-shaped strings
     with ``[REDACTED]`` in text. Text that holds none of them costs a few substring searches.
@@ -262,29 +289,31 @@ class Redactor:
 
     def __init__(self, secret_values: Iterable[str] = ()):
         words: list[list[Token]] = []
-        anchors: list[str] = []
         partial: list[str] = []
-        always = False  # a secret with no plain run: no cheap test can rule it out
+        kept: list[str] = []  # the values redacted (not too short)
         values = [part for value in secret_values for part in secret_parts(value)]
         for value in dict.fromkeys(values):
             spelled = spellings(value)
-            if not spelled:
-                continue
-            words += spelled
-            forms = _partial_forms(value.strip())
-            partial += forms
-            # Every spelling of a secret holds its anchor, and every cut-off end its end's.
-            for piece in [value, *(f[:PARTIAL_LENGTH] for f in forms), *(f[-PARTIAL_LENGTH:] for f in forms)]:
-                anchor = _anchor(piece)
-                if anchor is None:
-                    always = True
-                else:
-                    anchors.append(anchor)
+            if spelled:
+                kept.append(value)
+                words += spelled
+                partial += _partial_forms(value.strip())
+        partial = list(dict.fromkeys(partial))
         self._secrets = re.compile(_trie_pattern(words)) if words else None
-        self._partials = _Partials(list(dict.fromkeys(partial))) if partial else None
-        # Text holding no anchor holds no secret, whole or cut.
-        self._anchors: tuple[str, ...] | None = None if always else tuple(dict.fromkeys(anchors))
-        self._anchor_bytes = None if always else tuple(a.encode() for a in self._anchors or ())
+        self._partials = _Partials(partial) if partial else None
+        # Text holding none of the anchors holds no secret (every spelling holds its value's
+        # anchor), nor a cut-off end of one (each holds its end's). An end with no plain run of
+        # 4 characters has no anchor worth testing: then the ends are always looked for.
+        self._anchors = _anchors(kept, 1)
+        ends = [f[:PARTIAL_LENGTH] for f in partial] + [f[-PARTIAL_LENGTH:] for f in partial]
+        self._end_anchors = _anchors(ends, MIN_SECRET_LENGTH)
+        both = None if self._anchors is None or self._end_anchors is None else self._anchors + self._end_anchors
+        self._anchor_bytes = None if both is None else tuple(a.encode() for a in dict.fromkeys(both))
+        # One search telling whether a string may change (an anchor or a key prefix in it): a
+        # record's strings are mostly field names and short values, which this rules out in C.
+        self._gate = None if both is None else re.compile(
+            "|".join(re.escape(a) for a in sorted(set(both) | set(_KEY_PREFIXES), key=len, reverse=True))
+        )
 
     def may_change(self, data: bytes) -> bool:
         """Whether redacting this UTF-8 text could change it: it holds a declared secret's
@@ -295,12 +324,23 @@ class Redactor:
             return True
         return _has_key_prefix_bytes(data)
 
+    def finds(self, text: str) -> bool:
+        """Whether ``text`` holds anything redacted: a secret, a cut-off end of one, something
+        key-shaped. On a record's encoded text, whether its decoded strings need redacting (each
+        spelling in a string is one more escaping layer in the text, which the patterns allow;
+        key shapes are looked for without their word boundary, which an escape can hide)."""
+        if self._secrets is not None:
+            if _holds(text, self._anchors) and self._secrets.search(text):
+                return True
+            if self._partials is not None and _holds(text, self._end_anchors) and self._partials.search(text):
+                return True
+        return _has_key_prefix(text) and _KEY_SHAPES_LOOSE.search(text) is not None
+
     def __call__(self, text: str) -> str:
-        if self._secrets is not None and (
-            self._anchors is None or any(anchor in text for anchor in self._anchors)
-        ):
-            text = self._secrets.sub(REDACTED, text)
-            if self._partials is not None:
+        if self._secrets is not None:
+            if _holds(text, self._anchors):
+                text = self._secrets.sub(REDACTED, text)
+            if self._partials is not None and _holds(text, self._end_anchors):
                 text = self._partials(text)
         # Literal prefix checks are far cheaper than running the pattern over every artifact.
         if _has_key_prefix(text):
@@ -309,14 +349,19 @@ class Redactor:
 
     def value(self, value: Any) -> Any:
         """A decoded JSON value with every string in it redacted (see ``redact_value``)."""
-        return redact_value(value, self)
+        return redact_value(value, self, None if self._gate is None else self._gate.search)
 
 
-def redact_value(value: Any, redact: Callable[[str], str]) -> Any:
+def redact_value(
+    value: Any, redact: Callable[[str], str], needs: Callable[[str], object] | None = None
+) -> Any:
     """A decoded JSON value with ``redact`` applied to every string in it, keys too; numbers,
-    booleans and nulls as they are. Containers are changed in place."""
+    booleans and nulls as they are. Containers are changed in place. ``needs``, when given,
+    tells the strings ``redact`` could change: the others are left without a call."""
+    always: Callable[[str], object] = lambda _text: True  # noqa: E731
+    check = needs or always
     if isinstance(value, str):
-        return redact(value)
+        return redact(value) if check(value) else value
     stack = [value]
     while stack:  # a loop, not recursion: an agent's data may nest deeply
         node = stack.pop()
@@ -324,10 +369,12 @@ def redact_value(value: Any, redact: Callable[[str], str]) -> Any:
             renamed = False
             for key, item in node.items():
                 if isinstance(item, str):
-                    node[key] = redact(item)
+                    if check(item):
+                        node[key] = redact(item)
                 elif isinstance(item, (dict, list)):
                     stack.append(item)
-                renamed = renamed or (isinstance(key, str) and redact(key) != key)
+                if isinstance(key, str) and check(key) and redact(key) != key:
+                    renamed = True
             if renamed:
                 items = list(node.items())
                 node.clear()
@@ -335,7 +382,8 @@ def redact_value(value: Any, redact: Callable[[str], str]) -> Any:
         elif isinstance(node, list):
             for i, item in enumerate(node):
                 if isinstance(item, str):
-                    node[i] = redact(item)
+                    if check(item):
+                        node[i] = redact(item)
                 elif isinstance(item, (dict, list)):
                     stack.append(item)
     return value

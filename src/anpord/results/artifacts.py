@@ -101,7 +101,8 @@ class RunWriter:
         import json
 
         data = record.to_dict()
-        if self.redact.may_change(encoded := encode(data)):
+        encoded = encode(data)
+        if self.redact.may_change(encoded) and self.redact.finds(encoded.decode("utf-8", "surrogatepass")):
             data = self.redact.value(decode(encoded))  # a copy: the record's own lists stay
         text = json.dumps(data, ensure_ascii=False, indent=2) if len(record.cells) <= 500 else None
         text = text if text is not None else encode(data).decode("utf-8", "surrogatepass")
@@ -139,11 +140,11 @@ class RunWriter:
         line = _VERSION_PREFIX + encode(inline)[1:]
         if self.redact.may_change(block + line):
             block = b"".join([self._redact_json(x) + b"\n" for x in block.splitlines()])
-            line = self._redact_json(line)
             ref = EventsRef(self._offset, len(block), len(events))
             if ref != result.events:  # redaction changed the block's length: point at what is written
                 inline.events = result.events = ref
-                line = self._redact_json(_VERSION_PREFIX + encode(inline)[1:])
+                line = _VERSION_PREFIX + encode(inline)[1:]
+            line = self._redact_json(line)  # its numbers, the events' place among them, stay
         _write_all(self._events, block)
         self._offset += len(block)
         _write_all(self._results, line + b"\n")
@@ -153,6 +154,8 @@ class RunWriter:
         secret such as ``1796`` or ``true`` is also JSON syntax, and the document must stay JSON."""
         if not self.redact.may_change(data):
             return data  # the usual case: no secret declared, nothing key-shaped
+        if not self.redact.finds(data.decode("utf-8", "surrogatepass")):
+            return data  # the next most usual: no secret in this record, whatever it may hold
         return encode(self.redact.value(decode(data)))
 
     def close(self) -> None:
