@@ -135,3 +135,22 @@ def test_what_each_damage_reads_as(project: Project) -> None:
     assert deep.returncode == 0 and "nested more than 255 levels deep" in deep.stdout + deep.stderr
     events = show("events-fifo", "w")
     assert "is a FIFO, not a file" in events.stdout + events.stderr, events
+
+
+def test_the_view_answers_every_damaged_run(project: Project) -> None:
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "view"))
+    from view_support import trial_path, view_server
+
+    runs = sorted(p.name for p in (project.folder / ".anpord" / "runs").iterdir())
+    with view_server(project.folder) as server:
+        status, _, body = server.get("/")
+        assert status == 200 and "Ou7Zx" not in body
+        for run_id in runs:
+            for target in (f"/runs/{run_id}", trial_path(run_id, "w", "python:agents.kit:agent/default", 0)):
+                status, _, body = server.get(target, timeout=30)
+                assert status in (200, 404), (target, status, body[:300])
+                assert "Ou7Zx" not in body and "Traceback" not in body
+        # The undamaged run's trial page is there: the paths above are the right ones.
+        assert server.get(trial_path(runs[0], "w", "python:agents.kit:agent/default", 0))[0] == 200
