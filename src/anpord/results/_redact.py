@@ -204,13 +204,16 @@ def secret_parts(value: str) -> list[str]:
 
 
 def _partial_forms(core: str) -> list[str]:
-    """The spellings whose cut-off ends are looked for: as it is, and escaped once for JSON (with
-    and without \\uXXXX) or by ``repr`` (a preview quotes the part it keeps)."""
+    """The spellings whose cut-off ends are looked for: as it is, escaped once for JSON (with
+    and without \\uXXXX) or by ``repr`` (a preview quotes the part it keeps), and escaped for JSON
+    twice (that preview, in a record's encoded text)."""
+    once = json.dumps(core, ensure_ascii=False)[1:-1]
     forms = dict.fromkeys([
         core,
         json.dumps(core)[1:-1],
-        json.dumps(core, ensure_ascii=False)[1:-1],
+        once,
         repr(core)[1:-1],
+        json.dumps(once, ensure_ascii=False)[1:-1],
     ])
     return [f for f in forms if len(f) > PARTIAL_LENGTH]
 
