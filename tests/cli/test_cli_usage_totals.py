@@ -122,3 +122,14 @@ def test_history_reads_a_run_folder_holding_implausible_numbers(make_project: An
         done = _history(project, *args)
         assert done.returncode == 0, (args, done.stderr)
         assert "Traceback" not in done.stderr
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "view"))
+    from view_support import view_server
+
+    with view_server(project.folder) as server:
+        for target in ("/", f"/runs/{run.run_dir.name}"):
+            status, _, body = server.get(target)
+            assert status == 200, (target, body[:300])
+            assert "inf" not in body.replace("info", "") and "000,000,000,000" not in body, target
