@@ -101,11 +101,13 @@ class RunWriter:
         import json
 
         data = record.to_dict()
-        encoded = encode(data)
-        if self.redact.may_change(encoded) and self.redact.finds(encoded.decode("utf-8", "surrogatepass")):
-            data = self.redact.value(decode(encoded))  # a copy: the record's own lists stay
         text = json.dumps(data, ensure_ascii=False, indent=2) if len(record.cells) <= 500 else None
         text = text if text is not None else encode(data).decode("utf-8", "surrogatepass")
+        if self.redact.may_change(text.encode("utf-8", "surrogatepass")) and self.redact.finds(text):
+            # In its strings only, so the record stays JSON: redacted decoded, written again.
+            redacted = self.redact.value(decode(text))
+            text = json.dumps(redacted, ensure_ascii=False, indent=2) if len(record.cells) <= 500 else None
+            text = text if text is not None else encode(redacted).decode("utf-8", "surrogatepass")
         write_atomic(self.run_dir / "run.json", text + "\n")
 
     def _spill(self, result: TrialResult, what: str, text: str) -> str:
@@ -154,7 +156,8 @@ class RunWriter:
         secret such as ``1796`` or ``true`` is also JSON syntax, and the document must stay JSON."""
         if not self.redact.may_change(data):
             return data  # the usual case: no secret declared, nothing key-shaped
-        if not self.redact.finds(data.decode("utf-8", "surrogatepass")):
+        text = data.decode("utf-8", "surrogatepass")
+        if not self.redact.finds(text):
             return data  # the next most usual: no secret in this record, whatever it may hold
         return encode(self.redact.value(decode(data)))
 
