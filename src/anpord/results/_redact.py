@@ -4,7 +4,12 @@
 A secret rarely reaches an output as itself. On its way it may be stripped by the agent, put in
 a JSON string (a tool output that is JSON text, inside a trial record that is JSON again), shown
 with ``repr`` (the console's ``actual:`` lines, an exception message), or URL-encoded. The
-``Redactor`` knows those spellings up front and finds them all in one pass of one pattern.
+``Redactor`` knows those spellings up front and finds them all in one pass of one pattern. It
+also knows each line of a multi-line secret (stored line by line as log lines) and finds what a
+cut left of a long one (a prefix or suffix of ``PARTIAL_LENGTH`` characters or more).
+
+Records are redacted in their decoded strings (``Redactor.value``), never in their encoded text:
+``1796`` or ``true`` is JSON syntax too, and a record must stay JSON.
 """
 
 from __future__ import annotations
