@@ -1,12 +1,14 @@
-"""Atomic file writes: a reader sees the old file or the new one, never half of either."""
+"""Atomic file writes (a reader sees the old file or the new one, never half of either), and
+reads that take only regular files."""
 
 from __future__ import annotations
 
 import errno
 import os
 import secrets
+import stat
 
-__all__ = ["write_atomic"]
+__all__ = ["NotAFile", "open_regular", "read_regular", "write_atomic"]
 
 
 def write_atomic(
@@ -65,3 +67,55 @@ def _link_new(temp: str, target: str) -> None:
         if os.path.lexists(target):
             raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), target) from None
         os.replace(temp, target)
+
+
+class NotAFile(OSError):
+    """A path that is there but is not a regular file (a link, a FIFO, a folder, a device), or is
+    larger than the reader takes. ``str()`` is one line naming the path."""
+
+    def __init__(self, path: str | os.PathLike[str], what: str):
+        super().__init__(f"{os.fspath(path)}: {what}")
+        self.what = what  # "is a FIFO, not a file"
+
+
+def open_regular(path: str | os.PathLike[str], *, follow_links: bool = False) -> int:
+    """A read-only descriptor for ``path`` if it is a regular file. A symlink is not followed (a
+    run folder's files never are links: one would lead anywhere, ``/etc/shadow`` included), and
+    a FIFO is opened without waiting for a writer, then refused: reading one would hang.
+    ``FileNotFoundError`` when there is nothing there; ``NotAFile`` for anything else.
+    ``follow_links`` reads through a link, for a path a person gave."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    if not follow_links:
+        flags |= os.O_NOFOLLOW
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise NotAFile(path, "is a link, which is not followed") from None
+        raise
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        kind = ("a folder" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode)
+                else "a socket" if stat.S_ISSOCK(mode) else "a device")
+        raise NotAFile(path, f"is {kind}, not a file")
+    return fd
+
+
+def read_regular(
+    path: str | os.PathLike[str], limit: int | None = None, *, follow_links: bool = False
+) -> bytes:
+    """The bytes of a regular file (see ``open_regular``), at most ``limit`` of them: a larger
+    file is refused (``NotAFile``) rather than read whole."""
+    fd = open_regular(path, follow_links=follow_links)
+    try:
+        chunks: list[bytes] = []
+        size = 0
+        while chunk := os.read(fd, 1 << 20):
+            size += len(chunk)
+            if limit is not None and size > limit:
+                raise NotAFile(path, f"is larger than {limit:,} bytes")
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)

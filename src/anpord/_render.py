@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from contextvars import ContextVar
 from dataclasses import asdict, is_dataclass
 from typing import Any
 
@@ -26,6 +27,15 @@ __all__ = [
 ]
 
 PREVIEW_LIMIT = 300
+
+# The running trial's redactor (set by the runner while its test runs). A long value is redacted
+# before it is cut: a cut made first could leave most of a secret, which no redactor would know.
+CURRENT_REDACT: ContextVar[Callable[[str], str] | None] = ContextVar("anpord_redact", default=None)
+
+
+def redact_before_cut(text: str) -> str:
+    redact = CURRENT_REDACT.get()
+    return redact(text) if redact is not None else text
 
 SCALARS = (str, int, float, bool, type(None))
 
@@ -64,12 +74,17 @@ def json_fallback(value: Any) -> Any:
 def clip(text: str, limit: int = PREVIEW_LIMIT) -> str:
     if len(text) <= limit:
         return text
+    text = redact_before_cut(text)
+    if len(text) <= limit:
+        return text
     return f"{text[:limit]}… (+{len(text) - limit} chars)"
 
 
 def preview(value: Any, limit: int = PREVIEW_LIMIT) -> str:
     """A short, quoted rendering of a value for messages: strings quoted, the rest as JSON."""
     if isinstance(value, str):
+        if len(value) > limit:
+            value = redact_before_cut(value)
         if len(value) > limit:  # quote only what is shown: a huge reply is not re-encoded whole
             return f"{json.dumps(value[:limit], ensure_ascii=False)}… (+{len(value) - limit} chars)"
         return json.dumps(value, ensure_ascii=False)

@@ -291,3 +291,9 @@ def test_short_and_blank_secrets_redact_nothing(runs: Runs) -> None:
     assert record["logs"] == ["abc abcdef and some spaces:  \t end"]
     assert "[REDACTED]" not in json.dumps(record)
     assert "✓ ordinary" in runs.plain.stdout or "+ ordinary" in runs.plain.stdout
+    # Said once at the start, by name: the short one only (a blank value has nothing to leak).
+    warnings = [line for line in runs.plain.stderr.splitlines() if "too short to redact" in line]
+    assert warnings == [
+        "anpord: warning: secret SECRET_SHORT is shorter than 4 characters, too short to redact "
+        "without hiding ordinary text: it is not redacted from the outputs"
+    ], runs.plain.stderr

@@ -402,3 +402,30 @@ def test_an_evals_json_file_read_as_yaml_gets_a_hint(tmp_path: Path) -> None:
         f"CaseFileNotYamlCase: {path} is not a yaml case: name: is missing; task: is missing "
         "(it holds an evals list: is it --format evals-json?)"
     )
+
+
+# -- paths that are not files ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fmt", ["evals-json", "yaml"])
+def test_a_fifo_a_device_or_a_huge_file_is_refused_at_once(tmp_path: Path, fmt: str) -> None:
+    """Read in a subprocess with a timeout: reading a FIFO or /dev/zero would hang or fill memory."""
+    from anpord.importers._files import CASE_FILE_LIMIT
+
+    os.mkfifo(tmp_path / "cases.fifo")
+    huge = tmp_path / "huge.json"
+    with open(huge, "wb") as f:
+        f.truncate(CASE_FILE_LIMIT + 1)  # sparse: nothing is written to disk
+    src = str(Path(__file__).resolve().parents[2] / "src")
+    expected = {
+        str(tmp_path / "cases.fifo"): "it is a FIFO, not a file",
+        "/dev/zero": "it is a device, not a file",
+        str(huge): f"it is larger than {CASE_FILE_LIMIT:,} bytes",
+    }
+    for path, reason in expected.items():
+        done = subprocess.run(
+            [sys.executable, "-m", "anpord", "eval", "import", "--format", fmt, path],
+            capture_output=True, text=True, timeout=30, env={**os.environ, "PYTHONPATH": src},
+        )
+        assert done.returncode == 2 and done.stdout == "", done
+        assert done.stderr == f"CaseFileUnreadable: Could not read {path}: {reason}\n"

@@ -33,8 +33,11 @@ json_leaf = st.none() | st.booleans() | st.integers(min_value=-(2**53), max_valu
 json_value = st.recursive(
     json_leaf, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(text, inner, max_size=4), max_leaves=12
 )
+# Usage as a record holds it: plausible numbers only (implausible ones read back as None, see
+# test_implausible_usage_reads_back_as_unknown).
+price = st.floats(min_value=0, max_value=1e6)
 usage = st.fixed_dictionaries(
-    {}, optional={"input_tokens": count, "output_tokens": count, "cost": st.none() | finite}
+    {}, optional={"input_tokens": count, "output_tokens": count, "cost": st.none() | price}
 )
 
 assertions = st.builds(
@@ -202,3 +205,10 @@ def test_a_record_from_a_newer_format_is_refused_not_misread() -> None:
 def test_a_malformed_trial_record_says_what_is_wrong(raw: Any, message: str) -> None:
     with pytest.raises(RecordError, match=message):
         TrialResult.from_dict(raw)
+
+
+@given(st.sampled_from(["input_tokens", "output_tokens", "cost"]),
+       st.sampled_from([float("inf"), float("nan"), -1, 1e30, 10**30, 1e308, True, "12"]))
+def test_implausible_usage_reads_back_as_unknown(key: str, value: object) -> None:
+    raw = TrialResult("a/b", "v", 0, "passed").to_dict() | {"usage": {key: value}}
+    assert TrialResult.from_dict(raw).usage == {key: None}

@@ -289,3 +289,42 @@ def test_reports_and_artifacts_get_an_ordinary_file_mode(tmp_path: Path) -> None
     assert set(modes) == {"junit.xml", "run.json", "results.jsonl", "events.ndjson"}
     assert set(modes.values()) == {0o640}, modes
     assert not [p for p in tmp_path.rglob("*.tmp")]
+
+
+# -- secrets that look like JSON, cut secrets, multi-line secrets --------------------------------
+
+
+@pytest.mark.parametrize("secret", ["1796", "true", "null", "1796,1"])
+def test_a_secret_that_is_also_json_syntax_leaves_every_record_json(tmp_path: Path, secret: str) -> None:
+    writer = RunWriter(tmp_path / "run", Redactor([secret]))
+    r = trial("c", "failed", reason=f"saw {secret}", logs=[f"took {secret} ms"],
+              assertions=[gate_failure("equals", 1796, [1796, True, None, 1], f"got {secret}")])
+    writer.write_trial(r, [Event("tool.called", {"input": {"pin": 1796, "ok": True, "x": None}})])
+    writer.write_run(RunRecord(run_id="r", status="finished", started_at=1796.0, note=f"n {secret}"))
+    writer.close()
+    line = json.loads((tmp_path / "run" / "results.jsonl").read_text())
+    assert line["reason"] == "saw [REDACTED]" and line["logs"] == ["took [REDACTED] ms"]
+    assert line["assertions"][0]["actual"] == [1796, True, None, 1]  # values, not text: kept
+    event = json.loads((tmp_path / "run" / "events.ndjson").read_text())
+    assert event["input"] == {"pin": 1796, "ok": True, "x": None}
+    record = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert record["note"] == "n [REDACTED]" and record["started_at"] == 1796.0
+
+
+def test_what_a_cut_leaves_of_a_secret_is_redacted_from_16_characters() -> None:
+    value = 'pa"ss\\word-' + "Zq8Jx" * 12
+    redact = Redactor([value])
+    for kept in (16, 17, 40, len(value) - 1):
+        head, tail = value[:kept], value[-kept:]
+        for text in (f"saw {head}… (+9 chars)", f"saw …{tail} end", f"saw {json.dumps(head)}…",
+                     json.dumps({"m": f"saw {json.dumps(head)}…"})):
+            out = redact(text)
+            assert "[REDACTED]" in out and "Zq8Jx" not in out, (kept, text, out)
+    assert redact(value[:15]) == value[:15]  # shorter than 16: not recognised
+
+
+def test_each_line_of_a_multi_line_secret_is_redacted() -> None:
+    key = "-----BEGIN KEY-----\nMIIEv-Ab3Kd-line-one\nMIIEv-Ab3Kd-line-two\nab\n-----END KEY-----\n"
+    redact = Redactor([key])
+    assert [redact(line) for line in key.splitlines()] == ["[REDACTED]"] * 3 + ["ab", "[REDACTED]"]
+    assert redact(key) == "[REDACTED]\n"

@@ -70,6 +70,8 @@ def test_a_session_id_is_made_up_when_none_is_given_and_unique_when_one_is(serve
         ("POST", "/v1/sessions/nope/cancel", None, 404, "no session 'nope'"),
         ("DELETE", "/v1/sessions/nope", None, 404, "no session 'nope'"),
         ("POST", "/v1/sessions", b"{not json", 400, "the body is not JSON"),
+        ("POST", "/v1/sessions", b'{"a":' + b"[" * 5000 + b"]" * 5000 + b"}", 400,
+         "the body is not JSON: JSON nested more than 255 levels deep"),
         ("POST", "/v1/sessions", [1], 400, "the body must be a JSON object, got list"),
         ("POST", "/v1/sessions", {"session_id": 7}, 400, "'session_id' must be a string or null, got int"),
         ("GET", "/v2/info", None, 404, "no route GET /v2/info on this anpord agent server"),

@@ -153,3 +153,27 @@ def test_a_store_that_hangs_never_holds_up_the_run_past_its_wait(tmp_path: Path)
     finally:
         stop.set()
         listener.close()
+
+
+def _pg_urls() -> list[str]:
+    port = free_port()
+    return [
+        f"postgresql://anpord@127.0.0.1:{port}/anpord?password=Pw9Query-secret",
+        f"postgresql://anpord@127.0.0.1:{port}/anpord?sslmode=disable&password=Pw9Query-secret",
+        f"postgresql://anpord:Pw9At@secret/with:odd@127.0.0.1:{port}/anpord",
+        f"postgresql://anpord:Pw9Odd?secret@127.0.0.1:{port}/anpord",
+        "postgresql://anpord:Pw9NoHost-secret",
+        f"anpord:Pw9NoScheme-secret@127.0.0.1:{port}/anpord",
+    ]
+
+
+def test_a_postgres_password_is_never_printed_however_it_is_given(tmp_path: Path) -> None:
+    project = history_project(tmp_path / "p")
+    for url in _pg_urls():
+        env = {"ANPORD_DB": url}
+        run = project.run(env=env)
+        listed = anpord(project, "runs", env=env)
+        for text in (run.stdout, run.stderr, listed.stdout, listed.stderr):
+            assert "Pw9" not in text, (url, text)
+        assert listed.returncode == 2 and listed.stderr.count("\n") == 1, listed.stderr
+        assert "***" in listed.stderr, listed.stderr

@@ -9,7 +9,7 @@ from typing import Any
 from .._errors import exception_line
 
 from ..expect import Matcher, MatchResult, equals, is_matcher
-from .._render import preview
+from .._render import preview, redact_before_cut
 from ..results._model import AssertionRecord, Judgment
 from ._handle import AssertionHandle, decide_status
 
@@ -31,6 +31,8 @@ class GateFailed(Exception):
 
 def clip_actual(value: Any) -> Any:
     """Cut a long string kept as evidence; the full text is in the trial's events."""
+    if isinstance(value, str) and len(value) > ACTUAL_LIMIT:
+        value = redact_before_cut(value)  # before the cut, which could leave part of a secret
     if isinstance(value, str) and len(value) > ACTUAL_LIMIT:
         return f"{value[:ACTUAL_LIMIT]}… (+{len(value) - ACTUAL_LIMIT} chars)"
     return value

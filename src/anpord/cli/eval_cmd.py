@@ -322,9 +322,11 @@ def _execute(args: argparse.Namespace, fail_on: str, out: TextIO, project: Any, 
              executor: Any, resume: Any = None) -> int:
     from ..results._redact import Redactor
     from ..results.console import ConsoleReporter
-    from ..runner._run import execute, late_signals, secret_values
+    from ..runner._run import execute, late_signals, secret_values, short_secret_warnings
 
     redact = Redactor(secret_values(plan))
+    for warning in short_secret_warnings(plan):
+        print(warning, file=sys.stderr)
     console_stream = sys.stderr if args.json else sys.stdout
     console = ConsoleReporter(console_stream, verbose=args.verbose, redact=redact)
     reporters = [console, *project.config.reporters]

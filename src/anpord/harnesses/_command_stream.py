@@ -12,11 +12,11 @@ again.
 from __future__ import annotations
 
 import itertools
-import json
 import re
 from typing import Any
 
 from ..events import INPUT_REQUESTED, LOG, MESSAGE_COMPLETED, TOOL_RESULT, Event, message_text
+from ..results._encode import decode
 from ._stream import TurnEnd
 
 __all__ = ["ANSWER_CAP", "CommandStreamParser", "request_options"]
@@ -53,7 +53,9 @@ class CommandStreamParser:
     def feed(self, line: str) -> list[Event]:
         if line.lstrip().startswith("{"):
             try:
-                obj = json.loads(line)
+                # Bounded nesting: a line nested past MAX_DEPTH is log, never an event a reader
+                # of the run could not take back (nor a RecursionError failing the trial).
+                obj = decode(line)
             except ValueError:
                 obj = None
             if isinstance(obj, dict) and isinstance(obj.get("type"), str) and obj["type"]:

@@ -48,6 +48,7 @@ from ..events import (
     message_text,
     to_jsonable,
 )
+from ..results._encode import decode
 from ..results._model import ErrorInfo
 from ._command_stream import request_options
 from ._protocol import (
@@ -168,7 +169,7 @@ async def _error_message(resp: aiohttp.ClientResponse) -> str:
     raw = await resp.content.read(4096)
     text = raw.decode("utf-8", "replace").strip()
     try:
-        body = json.loads(text)
+        body = decode(text)
     except ValueError:
         body = None
     if isinstance(body, dict) and isinstance(body.get("message"), str):
@@ -589,7 +590,7 @@ class _TurnReader:
             self._note(f"the agent server sent a line over {MAX_LINE} bytes: dropped")
             return False
         try:
-            obj = json.loads(line)
+            obj = decode(line)  # nesting bounded, as in run folders: deeper is not an event
         except ValueError:
             obj = None
         if not isinstance(obj, dict) or not isinstance(obj.get("type"), str) or not obj["type"]:

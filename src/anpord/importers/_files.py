@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import codecs
+import errno
 import os
 from collections.abc import Callable
 
@@ -15,7 +16,7 @@ from ._errors import (
     SuiteFolderMissing,
 )
 
-__all__ = ["read_text", "write_atomic"]
+__all__ = ["CASE_FILE_LIMIT", "read_text", "write_atomic"]
 
 
 def _reason(error: OSError) -> str:
@@ -33,12 +34,22 @@ _MARKS = (
 )
 
 
+# A case file larger than this is refused rather than read: no team writes 64 MB of cases, and
+# /dev/zero would otherwise be read until memory ran out.
+CASE_FILE_LIMIT = 64 << 20
+
+
 def read_text(path: str, not_text: Callable[[str, str], ImportRefusal]) -> str:
     """The file's text: UTF-8, or UTF-8, UTF-16 or UTF-32 announced by a byte-order mark
-    (dropped); ``not_text`` names a file that is neither, since no format can be anything else."""
+    (dropped); ``not_text`` names a file that is neither, since no format can be anything else.
+    Only a regular file (a link to one is followed) up to ``CASE_FILE_LIMIT`` bytes is read: a
+    FIFO, a device or a folder is ``CaseFileUnreadable`` at once, never waited on."""
     try:
-        with open(path, "rb") as handle:
-            data = handle.read()
+        data = _fs.read_regular(path, CASE_FILE_LIMIT, follow_links=True)
+    except _fs.NotAFile as error:
+        # A folder keeps the system's own words, as other unreadable paths do.
+        reason = os.strerror(errno.EISDIR) if "folder" in error.what else f"it {error.what}"
+        raise CaseFileUnreadable(path, reason) from None
     except OSError as error:
         raise CaseFileUnreadable(path, _reason(error)) from None
     encoding = next((name for mark, name in _MARKS if data.startswith(mark)), "utf-8")

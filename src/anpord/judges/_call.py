@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .._render import redact_before_cut
 from ._endpoint import Endpoint
 from ._prompts import SYSTEM_PROMPT, format_instructions
 
@@ -273,6 +274,8 @@ def read_answer(response: ChatResponse, choices: Sequence[str]) -> tuple[str, st
     if isinstance(reason, list):  # some models write their reasons as a list of steps
         reason = " ".join(str(r) for r in reason)
     reason = " ".join(str(reason or "").split())
+    if len(reason) > REASON_LIMIT:
+        reason = redact_before_cut(reason)
     if len(reason) > REASON_LIMIT:
         reason = reason[: REASON_LIMIT - 1] + "…"
     return choice, reason

@@ -14,7 +14,15 @@ from typing import Any
 
 from ..events import _json_default
 
-__all__ = ["encode", "encode_text", "decode"]
+__all__ = ["CUT_NOTE", "MAX_DEPTH", "encode", "encode_text", "decode"]
+
+# How deep a JSON document may nest when read back: as deep as orjson encodes, so whatever is
+# read can be written again.
+MAX_DEPTH = 255
+_TOO_DEEP = f"JSON nested more than {MAX_DEPTH} levels deep"
+# Written data is cut this deep, leaving room for the record around it.
+_KEPT_DEPTH = MAX_DEPTH - 5
+CUT_NOTE = f"[nested more than {_KEPT_DEPTH} levels deep: cut here]"
 
 try:
     import orjson as _orjson
@@ -29,6 +37,8 @@ _STDLIB = json.JSONEncoder(
 def _stdlib(value: Any) -> bytes:
     try:
         return _STDLIB(value).encode("utf-8", "surrogatepass")
+    except RecursionError:  # an agent's data nested thousands deep: cut, then written
+        return _stdlib(_clipped(value, _KEPT_DEPTH))
     except ValueError:  # NaN or infinity: JSON has neither, orjson writes null
         return json.dumps(
             _finite(value), ensure_ascii=False, default=_json_default, separators=(",", ":")
@@ -48,13 +58,45 @@ def _finite(value: Any) -> Any:
 
 
 def encode(value: Any) -> bytes:
-    """Compact JSON as UTF-8 bytes."""
+    """Compact JSON as UTF-8 bytes. Containers nested deeper than ``decode`` reads back are cut
+    (replaced by a note), so whatever is written can be read."""
     if _orjson is not None:
         try:
             return _orjson.dumps(value, default=_json_default)
-        except TypeError:
-            pass  # an integer past 64 bits, a non-string key, a lone surrogate: the slow path
+        except TypeError as exc:
+            # An integer past 64 bits, a non-string key, a lone surrogate: the slow path. Nesting
+            # past orjson's limit: cut to what decode reads back, first.
+            if "ecursion" in str(exc):
+                value = _clipped(value, _KEPT_DEPTH)
+                try:
+                    return _orjson.dumps(value, default=_json_default)
+                except TypeError:
+                    pass
     return _stdlib(value)
+
+
+def _clipped(value: Any, limit: int) -> Any:
+    """A copy of ``value`` with containers below ``limit`` levels replaced by ``CUT_NOTE``;
+    dataclasses become dicts of their fields (as orjson writes them). A loop, not recursion."""
+    from dataclasses import fields, is_dataclass
+
+    holder: list[Any] = [None]
+    stack: list[tuple[Any, Any, Any, int]] = [(value, holder, 0, 1)]
+    while stack:
+        node, parent, key, depth = stack.pop()
+        if is_dataclass(node) and not isinstance(node, type):
+            node = {f.name: getattr(node, f.name) for f in fields(node)}
+        if isinstance(node, (dict, list, tuple)) and depth > limit:
+            parent[key] = CUT_NOTE
+        elif isinstance(node, dict):
+            parent[key] = copy = dict.fromkeys(node)
+            stack.extend((v, copy, k, depth + 1) for k, v in node.items())
+        elif isinstance(node, (list, tuple)):
+            parent[key] = copy = [None] * len(node)  # type: ignore[assignment]
+            stack.extend((v, copy, i, depth + 1) for i, v in enumerate(node))
+        else:
+            parent[key] = node
+    return holder[0]
 
 
 def encode_text(value: Any) -> str:
@@ -62,9 +104,43 @@ def encode_text(value: Any) -> str:
 
 
 def decode(data: bytes | str) -> Any:
+    """The value of a JSON document. ``ValueError`` for one that does not parse, or that nests
+    deeper than ``MAX_DEPTH`` levels: a record anpord writes never does, and a hostile one would
+    exhaust the stack of whatever walks it next (a ``repr``, a page's template)."""
     if _orjson is not None:
         try:
-            return _orjson.loads(data)
-        except _orjson.JSONDecodeError:
-            pass  # let json say what is wrong, with its usual error
-    return json.loads(data)
+            value = _orjson.loads(data)
+        except _orjson.JSONDecodeError as exc:
+            if "depth" in str(exc) or "recursion" in str(exc):
+                raise ValueError(_TOO_DEEP) from None
+            value = _stdlib_loads(data)  # let json say what is wrong, with its usual error
+    else:
+        value = _stdlib_loads(data)
+    # Nesting needs an opening bracket per level: counting them is far cheaper than walking.
+    if isinstance(data, str):
+        brackets = data.count("[") + data.count("{")
+    else:
+        brackets = data.count(b"[") + data.count(b"{")
+    if brackets > MAX_DEPTH and _deeper_than(value, MAX_DEPTH):
+        raise ValueError(_TOO_DEEP)
+    return value
+
+
+def _stdlib_loads(data: bytes | str) -> Any:
+    try:
+        return json.loads(data)
+    except RecursionError:
+        raise ValueError(_TOO_DEEP) from None
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    if not isinstance(value, (dict, list)):
+        return False
+    stack = [(value, 1)]
+    while stack:  # a loop, not recursion: the point is not to need the stack
+        node, depth = stack.pop()
+        if depth > limit:
+            return True
+        children = node.values() if isinstance(node, dict) else node
+        stack.extend((c, depth + 1) for c in children if isinstance(c, (dict, list)))
+    return False

@@ -15,6 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Sequence
 
+from ._usage import clean_usage
+
 __all__ = [
     "FORMAT_VERSION",
     "Verdict",
@@ -158,7 +160,7 @@ class Judgment:
             threshold=raw.get("threshold"),
             reason=raw.get("reason", ""),
             error=raw.get("error"),
-            usage=dict(raw.get("usage") or {}),
+            usage=clean_usage(raw.get("usage")),
             cached=bool(raw.get("cached", False)),
         )
 
@@ -306,7 +308,7 @@ class TrialResult:
             error=ErrorInfo.from_dict(error) if error is not None else None,
             assertions=[AssertionRecord.from_dict(a) for a in raw.get("assertions") or ()],
             judgments=[Judgment.from_dict(j) for j in raw.get("judgments") or ()],
-            usage=dict(raw.get("usage") or {}),
+            usage=clean_usage(raw.get("usage")),
             logs=list(raw.get("logs") or ()),
             tags=tuple(raw.get("tags") or ()),
             file=raw.get("file"),

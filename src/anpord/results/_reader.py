@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Iterator
 
 from .._errors import UsageError
-from .._fs import write_atomic
+from .._fs import NotAFile, open_regular, read_regular, write_atomic
 from .._owner import owner_alive
 from ..events import Event
 from ._encode import decode, encode
@@ -85,7 +85,12 @@ class RunReading:
         ref = trial.events
         if ref is None or ref.length == 0:
             return []
-        with open(self.run_dir / "events.ndjson", "rb") as f:
+        path = self.run_dir / "events.ndjson"
+        try:
+            fd = open_regular(path)
+        except OSError as exc:
+            raise RecordError(f"{path}: cannot read: {_why(exc)}") from None
+        with open(fd, "rb") as f:
             f.seek(ref.offset)
             block = f.read(ref.length)
         if len(block) != ref.length:
@@ -102,7 +107,11 @@ class RunReading:
         path = (self.run_dir / rel).resolve()
         if not path.is_relative_to(self.run_dir.resolve()):
             raise RecordError(f"{trial.case_id} #{trial.trial}: {name} file {rel!r} is outside the run")
-        return path.read_text(encoding="utf-8", errors="replace")
+        try:
+            data = read_regular(self.run_dir / rel)
+        except OSError as exc:
+            raise RecordError(f"{trial.case_id} #{trial.trial}: {name} file: {_why(exc)}") from None
+        return data.decode("utf-8", errors="replace")
 
     def traceback(self, trial: TrialResult) -> str | None:
         if trial.error is not None and trial.error.traceback:
@@ -124,7 +133,9 @@ def list_run_dirs(project_folder: Path) -> list[Path]:
     """Run folders, oldest first (run ids start with their start time)."""
     runs = runs_folder(project_folder)
     try:
-        names = sorted(e.name for e in os.scandir(runs) if e.is_dir() and not e.name.startswith("."))
+        # A link in the runs folder is not a run: it could lead anywhere.
+        names = sorted(e.name for e in os.scandir(runs)
+                       if e.is_dir(follow_symlinks=False) and not e.name.startswith("."))
     except FileNotFoundError:
         return []
     return [runs / n for n in names]
@@ -150,6 +161,17 @@ def find_run(ref: str, project_folder: Path) -> Path:
     raise UsageError(f"unknown run {ref!r} (the latest runs are {recent}; or use `latest`)")
 
 
+# A run.json larger than this is not one anpord wrote (a 100,000-cell grid is about 60 MB).
+RECORD_LIMIT = 256 << 20
+
+
+def _why(exc: OSError) -> str:
+    """One line for a read that failed: ``NotAFile`` names the path and what it is."""
+    if isinstance(exc, NotAFile):
+        return str(exc).rpartition(": ")[2]
+    return exc.strerror or str(exc)
+
+
 def _project_folder() -> Path:
     from .._project import find_root
 
@@ -169,11 +191,11 @@ def read_run(ref: str | os.PathLike[str] = "latest", *, project: str | os.PathLi
 
 def _read_record(run_dir: Path) -> RunRecord:
     try:
-        raw = (run_dir / "run.json").read_bytes()
+        raw = read_regular(run_dir / "run.json", RECORD_LIMIT)
     except FileNotFoundError:
         raise UsageError(f"{run_dir}: not a run folder (no run.json)") from None
     except OSError as exc:
-        raise UsageError(f"{run_dir / 'run.json'}: cannot read: {exc.strerror or exc}") from None
+        raise UsageError(f"{run_dir / 'run.json'}: cannot read: {_why(exc)}") from None
     try:
         return RunRecord.from_dict(decode(raw))
     except ValueError as exc:  # RecordError, or JSON that does not parse
@@ -183,9 +205,11 @@ def _read_record(run_dir: Path) -> RunRecord:
 def _read_trials(run_dir: Path, problems: list[str]) -> list[TrialResult]:
     path = run_dir / "results.jsonl"
     try:
-        data = path.read_bytes()
+        data = read_regular(path)
     except FileNotFoundError:
         return []
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read: {_why(exc)}") from None
     lines = data.split(b"\n")
     torn = lines.pop() if lines else b""  # after the last newline: empty unless a write was cut
     trials: list[TrialResult] = []

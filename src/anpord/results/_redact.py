@@ -4,17 +4,23 @@
 A secret rarely reaches an output as itself. On its way it may be stripped by the agent, put in
 a JSON string (a tool output that is JSON text, inside a trial record that is JSON again), shown
 with ``repr`` (the console's ``actual:`` lines, an exception message), or URL-encoded. The
-``Redactor`` knows those spellings up front and finds them all in one pass of one pattern.
+``Redactor`` knows those spellings up front and finds them all in one pass of one pattern. It
+also knows each line of a multi-line secret (stored line by line as log lines) and finds what a
+cut left of a long one (a prefix or suffix of ``PARTIAL_LENGTH`` characters or more).
+
+Records are redacted in their decoded strings (``Redactor.value``), never in their encoded text:
+``1796`` or ``true`` is JSON syntax too, and a record must stay JSON.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 from urllib.parse import quote, quote_plus
 
-__all__ = ["MIN_SECRET_LENGTH", "Redactor", "spellings"]
+__all__ = ["MIN_SECRET_LENGTH", "PARTIAL_LENGTH", "Redactor", "redact_value", "secret_parts", "spellings"]
 
 REDACTED = "[REDACTED]"
 
@@ -27,8 +33,16 @@ _KEY_SHAPES = re.compile(
     r"|AKIA[0-9A-Z]{16}|xox[abprs]-[A-Za-z0-9-]{10,}|AIza[0-9A-Za-z_-]{30,})"
 )
 
+# The same, without the word boundary: in a record's encoded text an escape (\\n) may stand
+# right before a key that starts a line of the decoded string.
+_KEY_SHAPES_LOOSE = re.compile(_KEY_SHAPES.pattern.removeprefix(r"\b"))
+
 # Characters every spelling keeps as they are (JSON, repr and URL encoding leave them alone).
 _PLAIN_RUN = re.compile(r"[A-Za-z0-9_.~-]+")
+
+
+# The exact prefixes of _KEY_SHAPES.
+_KEY_PREFIXES = ("sk-", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "AKIA", "xox", "AIza")
 
 
 def _has_key_prefix(text: str) -> bool:
@@ -179,39 +193,220 @@ def _node_pattern(node: dict) -> str:  # type: ignore[type-arg]
         return "".join(out)
 
 
+# A secret longer than this also has its cut-off ends redacted: a prefix or suffix of at least this
+# many characters, which a cut somewhere (a preview, a clipped value) may have left behind.
+PARTIAL_LENGTH = 16
+
+
+def secret_parts(value: str) -> list[str]:
+    """The values redacted for one declared secret: the value, and each line of a multi-line one
+    (a program printing it in one call has it stored line by line, in its log lines)."""
+    core = value.strip()
+    parts = [value]
+    if "\n" in core or "\r" in core:
+        parts += [line.strip() for line in core.splitlines() if len(line.strip()) >= MIN_SECRET_LENGTH]
+    return parts
+
+
+def _partial_forms(core: str) -> list[str]:
+    """The spellings whose cut-off ends are looked for: as it is, escaped once for JSON (with
+    and without \\uXXXX) or by ``repr`` (a preview quotes the part it keeps), and escaped for JSON
+    twice (that preview, in a record's encoded text)."""
+    once = json.dumps(core, ensure_ascii=False)[1:-1]
+    forms = dict.fromkeys([
+        core,
+        json.dumps(core)[1:-1],
+        once,
+        repr(core)[1:-1],
+        json.dumps(once, ensure_ascii=False)[1:-1],
+    ])
+    return [f for f in forms if len(f) > PARTIAL_LENGTH]
+
+
+class _Partials:
+    """Redacts a prefix or a suffix of at least ``PARTIAL_LENGTH`` characters of a secret: what a
+    cut leaves of it. Found by the first (last) ``PARTIAL_LENGTH`` characters, then extended as
+    far as the text goes on matching the secret."""
+
+    def __init__(self, forms: list[str]):
+        self._heads: dict[str, list[str]] = {}
+        self._tails: dict[str, list[str]] = {}
+        for form in forms:
+            self._heads.setdefault(form[:PARTIAL_LENGTH], []).append(form)
+            self._tails.setdefault(form[-PARTIAL_LENGTH:], []).append(form)
+        # A trie of the ends (shared beginnings factored out), each branch starting with a literal
+        # character: an awkward secret's ends may have no plain run to test for first.
+        ends = sorted(set(self._heads) | set(self._tails))
+        self._pattern = re.compile(_trie_pattern([[(re.escape(c),) for c in e] for e in ends]))
+
+    def search(self, text: str) -> bool:
+        return self._pattern.search(text) is not None
+
+    def __call__(self, text: str) -> str:
+        spans: list[tuple[int, int]] = []
+        for m in self._pattern.finditer(text):
+            spans.append(self._span(text, m.start(), m.group()))
+        if not spans:
+            return text
+        out, at = [], 0
+        for start, end in sorted(spans):
+            if end <= at:
+                continue  # inside the span before
+            out.append(text[at : max(start, at)])
+            out.append(REDACTED)
+            at = end
+        out.append(text[at:])
+        return "".join(out)
+
+    def _span(self, text: str, at: int, end: str) -> tuple[int, int]:
+        start, stop = at, at + PARTIAL_LENGTH
+        for form in self._heads.get(end, ()):
+            k = PARTIAL_LENGTH
+            while k < len(form) and at + k < len(text) and text[at + k] == form[k]:
+                k += 1
+            stop = max(stop, at + k)
+        for form in self._tails.get(end, ()):
+            i, k = at, len(form) - PARTIAL_LENGTH
+            while k > 0 and i > 0 and text[i - 1] == form[k - 1]:
+                i, k = i - 1, k - 1
+            start = min(start, i)
+        return start, stop
+
+
+def _anchors(pieces: Iterable[str], shortest: int) -> tuple[str, ...] | None:
+    """Each piece's longest plain run; ``None`` (no cheap test) when one has none ``shortest``
+    characters long."""
+    found = []
+    for piece in pieces:
+        anchor = _anchor(piece)
+        if anchor is None or len(anchor) < shortest:
+            return None
+        found.append(anchor)
+    return tuple(dict.fromkeys(found))
+
+
+def _fewest(anchors: tuple[str, ...]) -> tuple[str, ...]:
+    """The anchors that hold no other one: text holding an anchor holds every anchor inside it,
+    so testing the inner one alone tells as much (a key-like value holds its own ends)."""
+    unique = sorted(set(anchors), key=len)
+    kept: list[str] = []
+    for anchor in unique:
+        if not any(inner in anchor for inner in kept):
+            kept.append(anchor)
+    return tuple(kept)
+
+
+def _holds(text: str, anchors: tuple[str, ...] | None) -> bool:
+    return anchors is None or any(anchor in text for anchor in anchors)
+
+
 class Redactor:
     """Replaces declared secret values (in every spelling of ``spellings``) and key-shaped strings
-    with ``[REDACTED]`` in text. Text that holds none of them costs a few substring searches."""
+    with ``[REDACTED]`` in text. Text that holds none of them costs a few substring searches.
+
+    ``value`` redacts a decoded JSON value (its strings and keys): records are redacted that way,
+    before they are encoded, so a secret that looks like JSON syntax (``1796``, ``true``) never
+    turns a record into something that does not parse."""
 
     def __init__(self, secret_values: Iterable[str] = ()):
         words: list[list[Token]] = []
-        anchors: list[str] = []
-        always = False  # a secret with no plain run: no cheap test can rule it out
-        for value in dict.fromkeys(secret_values):
+        partial: list[str] = []
+        kept: list[str] = []  # the values redacted (not too short)
+        values = [part for value in secret_values for part in secret_parts(value)]
+        for value in dict.fromkeys(values):
             spelled = spellings(value)
-            if not spelled:
-                continue
-            words += spelled
-            anchor = _anchor(value)
-            if anchor is None:
-                always = True
-            else:
-                anchors.append(anchor)
+            if spelled:
+                kept.append(value)
+                words += spelled
+                partial += _partial_forms(value.strip())
+        partial = list(dict.fromkeys(partial))
         self._secrets = re.compile(_trie_pattern(words)) if words else None
-        # Every spelling of a secret holds its anchor: text holding no anchor holds no secret.
-        self._anchors: tuple[str, ...] | None = None if always else tuple(dict.fromkeys(anchors))
+        self._partials = _Partials(partial) if partial else None
+        # Text holding none of the anchors holds no secret (every spelling holds its value's
+        # anchor), nor a cut-off end of one (each holds its end's). An end with no plain run of
+        # 4 characters has no anchor worth testing: then the ends are always looked for.
+        self._anchors = _anchors(kept, 1)
+        ends = [f[:PARTIAL_LENGTH] for f in partial] + [f[-PARTIAL_LENGTH:] for f in partial]
+        self._end_anchors = _anchors(ends, MIN_SECRET_LENGTH)
+        both = None if self._anchors is None or self._end_anchors is None else _fewest(self._anchors + self._end_anchors)
+        if both is not None:  # one test for both passes: fewer substring searches per text
+            self._anchors = self._end_anchors = both
+        self._anchor_bytes = None if both is None else tuple(a.encode() for a in dict.fromkeys(both))
+        # One search telling whether a string may change (an anchor or a key prefix in it): a
+        # record's strings are mostly field names and short values, which this rules out in C.
+        self._gate = None if both is None else re.compile(
+            "|".join(re.escape(a) for a in sorted(set(both) | set(_KEY_PREFIXES), key=len, reverse=True))
+        )
 
     def may_change(self, data: bytes) -> bool:
-        """Whether redacting this UTF-8 text could change it: a secret is declared, or it holds
-        a key prefix. Lets a writer skip decoding bytes it would write unchanged."""
-        return self._secrets is not None or _has_key_prefix_bytes(data)
+        """Whether redacting this UTF-8 text could change it: it holds a declared secret's
+        anchor, or a key prefix. Lets a writer skip decoding bytes it would write unchanged."""
+        if self._secrets is not None and (
+            self._anchor_bytes is None or any(a in data for a in self._anchor_bytes)
+        ):
+            return True
+        return _has_key_prefix_bytes(data)
+
+    def finds(self, text: str) -> bool:
+        """Whether ``text`` holds anything redacted: a secret, a cut-off end of one, something
+        key-shaped. On a record's encoded text, whether its decoded strings need redacting (each
+        spelling in a string is one more escaping layer in the text, which the patterns allow;
+        key shapes are looked for without their word boundary, which an escape can hide)."""
+        if self._secrets is not None:
+            if _holds(text, self._anchors) and self._secrets.search(text):
+                return True
+            if self._partials is not None and _holds(text, self._end_anchors) and self._partials.search(text):
+                return True
+        return _has_key_prefix(text) and _KEY_SHAPES_LOOSE.search(text) is not None
 
     def __call__(self, text: str) -> str:
-        if self._secrets is not None and (
-            self._anchors is None or any(anchor in text for anchor in self._anchors)
-        ):
-            text = self._secrets.sub(REDACTED, text)
+        if self._secrets is not None:
+            if _holds(text, self._anchors):
+                text = self._secrets.sub(REDACTED, text)
+            if self._partials is not None and _holds(text, self._end_anchors):
+                text = self._partials(text)
         # Literal prefix checks are far cheaper than running the pattern over every artifact.
         if _has_key_prefix(text):
             text = _KEY_SHAPES.sub(REDACTED, text)
         return text
+
+    def value(self, value: Any) -> Any:
+        """A decoded JSON value with every string in it redacted (see ``redact_value``)."""
+        return redact_value(value, self, None if self._gate is None else self._gate.search)
+
+
+def redact_value(
+    value: Any, redact: Callable[[str], str], needs: Callable[[str], object] | None = None
+) -> Any:
+    """A decoded JSON value with ``redact`` applied to every string in it, keys too; numbers,
+    booleans and nulls as they are. Containers are changed in place. ``needs``, when given,
+    tells the strings ``redact`` could change: the others are left without a call."""
+    always: Callable[[str], object] = lambda _text: True  # noqa: E731
+    check = needs or always
+    if isinstance(value, str):
+        return redact(value) if check(value) else value
+    stack = [value]
+    while stack:  # a loop, not recursion: an agent's data may nest deeply
+        node = stack.pop()
+        if isinstance(node, dict):
+            renamed = False
+            for key, item in node.items():
+                if isinstance(item, str):
+                    if check(item):
+                        node[key] = redact(item)
+                elif isinstance(item, (dict, list)):
+                    stack.append(item)
+                if isinstance(key, str) and check(key) and redact(key) != key:
+                    renamed = True
+            if renamed:
+                items = list(node.items())
+                node.clear()
+                node.update((redact(k) if isinstance(k, str) else k, v) for k, v in items)
+        elif isinstance(node, list):
+            for i, item in enumerate(node):
+                if isinstance(item, str):
+                    if check(item):
+                        node[i] = redact(item)
+                elif isinstance(item, (dict, list)):
+                    stack.append(item)
+    return value

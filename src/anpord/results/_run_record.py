@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ._model import FORMAT_VERSION, CellSummary, RecordError, _need, check_version
+from ._usage import clean_usage
 
 __all__ = ["DERIVED_KINDS", "RunStatus", "RUN_STATUSES", "CellRecord", "RunRecord"]
 
@@ -167,7 +168,7 @@ class RunRecord:
             variants=[dict(v) for v in raw.get("variants") or ()],
             cells=[CellRecord.from_dict(c) for c in raw.get("cells") or ()],
             totals=dict(raw.get("totals") or {}),
-            usage=dict(raw.get("usage") or {}),
+            usage=clean_usage(raw.get("usage"), run=True),
             exit_code=raw.get("exit_code"),
             forced=bool(raw.get("forced", False)),
             resumed_at=list(raw.get("resumed_at") or ()),

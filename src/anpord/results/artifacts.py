@@ -25,7 +25,7 @@ from typing import Sequence
 
 from .._fs import write_atomic
 from ..events import Event
-from ._encode import encode
+from ._encode import decode, encode
 from ._model import FORMAT_VERSION, EventsRef, TrialResult
 from ._redact import Redactor
 from ._run_record import RunRecord
@@ -103,7 +103,12 @@ class RunWriter:
         data = record.to_dict()
         text = json.dumps(data, ensure_ascii=False, indent=2) if len(record.cells) <= 500 else None
         text = text if text is not None else encode(data).decode("utf-8", "surrogatepass")
-        write_atomic(self.run_dir / "run.json", self.redact(text) + "\n")
+        if self.redact.may_change(text.encode("utf-8", "surrogatepass")) and self.redact.finds(text):
+            # In its strings only, so the record stays JSON: redacted decoded, written again.
+            redacted = self.redact.value(decode(text))
+            text = json.dumps(redacted, ensure_ascii=False, indent=2) if len(record.cells) <= 500 else None
+            text = text if text is not None else encode(redacted).decode("utf-8", "surrogatepass")
+        write_atomic(self.run_dir / "run.json", text + "\n")
 
     def _spill(self, result: TrialResult, what: str, text: str) -> str:
         if self._trials_dir is None:
@@ -136,19 +141,25 @@ class RunWriter:
         # the dataclass: no intermediate dicts on the runner's hottest path.
         line = _VERSION_PREFIX + encode(inline)[1:]
         if self.redact.may_change(block + line):
-            block, line = self._redact_bytes(block), self._redact_bytes(line)
+            block = b"".join([self._redact_json(x) + b"\n" for x in block.splitlines()])
             ref = EventsRef(self._offset, len(block), len(events))
             if ref != result.events:  # redaction changed the block's length: point at what is written
                 inline.events = result.events = ref
-                line = self._redact_bytes(_VERSION_PREFIX + encode(inline)[1:])
+                line = _VERSION_PREFIX + encode(inline)[1:]
+            line = self._redact_json(line)  # its numbers, the events' place among them, stay
         _write_all(self._events, block)
         self._offset += len(block)
         _write_all(self._results, line + b"\n")
 
-    def _redact_bytes(self, data: bytes) -> bytes:
+    def _redact_json(self, data: bytes) -> bytes:
+        """One JSON document redacted in its decoded strings, never in its encoded text: a
+        secret such as ``1796`` or ``true`` is also JSON syntax, and the document must stay JSON."""
         if not self.redact.may_change(data):
             return data  # the usual case: no secret declared, nothing key-shaped
-        return self.redact(data.decode("utf-8", "surrogatepass")).encode("utf-8", "surrogatepass")
+        text = data.decode("utf-8", "surrogatepass")
+        if not self.redact.finds(text):
+            return data  # the next most usual: no secret in this record, whatever it may hold
+        return encode(self.redact.value(decode(data)))
 
     def close(self) -> None:
         for fd in (self._results, self._events):

@@ -146,6 +146,11 @@ def summary_json(
     redact: Callable[[str], str] | None = None,
 ) -> str:
     """The ``--json`` document: indented, ASCII-only (safe on any terminal encoding), no NaN.
-    ``redact`` (a ``Redactor``) is applied to the JSON text."""
+    ``redact`` (a ``Redactor``) is applied to every string in it, never to the JSON text: a
+    secret such as ``1796`` is also JSON syntax."""
     text = json.dumps(summary_dict(summary, results), indent=2, allow_nan=False, default=str)
-    return redact(text) if redact is not None else text
+    if redact is None:
+        return text
+    from ._redact import redact_value
+
+    return json.dumps(redact_value(json.loads(text), redact), indent=2, allow_nan=False)

@@ -130,6 +130,20 @@ def secret_values(plan: Plan) -> list[str]:
     return [os.environ[n] for n in names if os.environ.get(n)]
 
 
+def short_secret_warnings(plan: Plan) -> list[str]:
+    """A line for each declared secret whose value is too short to redact (1 to 3 characters once
+    stripped): it is passed to the agent as declared, but may show in the outputs."""
+    from ..results._redact import MIN_SECRET_LENGTH
+
+    names = sorted({n for v in plan.variants for n in v.secrets})
+    return [
+        f"anpord: warning: secret {n} is shorter than {MIN_SECRET_LENGTH} characters, too short to "
+        "redact without hiding ordinary text: it is not redacted from the outputs"
+        for n in names
+        if 0 < len(os.environ.get(n, "").strip()) < MIN_SECRET_LENGTH
+    ]
+
+
 def _totals(results: Sequence[TrialResult]) -> dict[str, int]:
     """Trials per verdict, and ``trials`` in all."""
     totals: dict[str, int] = dict.fromkeys(VERDICTS, 0)

@@ -12,13 +12,16 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
+import os
 import time
 import traceback
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 from .._errors import exception_line
+from .._render import CURRENT_REDACT
 from ..assertions import GateFailed, Recorder
 from ..authoring._config import Variant
 from ..drive import Skipped, T, TrialState
@@ -27,6 +30,7 @@ from ..harnesses import Harness, HarnessContext, HarnessStartError
 from ..harnesses.command import PROCESS_EXITED
 from ..judges import JudgeEnv
 from ..results._model import ErrorInfo, TrialResult
+from ..results._usage import sum_usage
 from ..sandboxes._protocol import SandboxError, SandboxInstance, SandboxSpec
 from ..users import UserSimulationError
 from ._capture import CURRENT_LOG, flush_partial
@@ -95,21 +99,10 @@ class _Exited(Exception):
         self.original = original
 
 
-def _usage(events: list[Event]) -> dict[str, float | None]:
-    total: dict[str, float | None] = {}
-    for e in usage_events(events):
-        for key in ("input_tokens", "output_tokens"):
-            v = e.data.get(key)
-            if isinstance(v, (int, float)) and not isinstance(v, bool):
-                total[key] = (total.get(key) or 0) + v
-        # Cost: unknown (None) as soon as one model call has no known price.
-        cost = e.data.get("cost")
-        known = isinstance(cost, (int, float)) and not isinstance(cost, bool)
-        if "cost" not in total:
-            total["cost"] = cost if known else None
-        elif total["cost"] is not None:
-            total["cost"] = total["cost"] + cost if known else None  # type: ignore[operator]
-    return total
+def _usage(events: list[Event]) -> tuple[dict[str, float | None], list[str]]:
+    """The trial's usage totals (implausible numbers left out, see results._usage) and a log line
+    for each number left out."""
+    return sum_usage(e.data for e in usage_events(events))
 
 
 def _where(exc: BaseException, case: Case) -> str | None:
@@ -376,6 +369,8 @@ class _Trial:
         ignored = next((line for line in self.logs if line.startswith(IGNORED_CANCELLATION)), None)
         if ignored is not None and verdict != "passed":
             reason = f"{reason}; {ignored}" if reason else ignored
+        usage, usage_notes = _usage(events)
+        self.logs.extend(usage_notes)
         soft = [r.score for r in self.recorder.records if r.kind == "soft"]
         result = TrialResult(
             case_id=case.id,
@@ -390,7 +385,7 @@ class _Trial:
             score=sum(soft) / len(soft) if soft else None,
             error=error,
             logs=self.logs,
-            usage=_usage(events),
+            usage=usage,
             tags=case.tags,
             file=str(case.file.path),
             seed=spec.seed,
@@ -411,8 +406,22 @@ def silent_exit(events: list[Event]) -> str | None:
     return None
 
 
+@functools.lru_cache(maxsize=32)
+def _redactor(values: tuple[str, ...]) -> Callable[[str], str]:
+    from ..results._redact import Redactor
+
+    return Redactor(values)
+
+
+def trial_redactor(variant: Variant) -> Callable[[str], str]:
+    """What the trial's values are redacted with before a cut shortens them (a preview, a clipped
+    ``actual``): its variant's declared secrets, as the run's writers redact them."""
+    return _redactor(tuple(os.environ[n] for n in variant.secrets if os.environ.get(n)))
+
+
 async def run_trial(job: TrialJob, env: TrialEnv) -> tuple[TrialResult, list[Event]]:
     trial = _Trial(job, env)
+    redacting = CURRENT_REDACT.set(trial_redactor(job.spec.variant))
     tokens = (
         CURRENT_RECORDER.set(trial.recorder),
         CURRENT_LOG.set(trial.log),
@@ -442,4 +451,5 @@ async def run_trial(job: TrialJob, env: TrialEnv) -> tuple[TrialResult, list[Eve
             CURRENT_RECORDER.reset(tokens[0])
             CURRENT_LOG.reset(tokens[1])
             CURRENT_EXITS.reset(tokens[2])
+            CURRENT_REDACT.reset(redacting)
     return trial.decide(body)

@@ -26,6 +26,7 @@ from .._agent_protocol import (
 from ..events import Event, to_jsonable
 from ..harnesses._protocol import InputResponse, TurnOutcome, TurnRequest
 from ..harnesses.python import PythonHarness
+from ..results._encode import decode
 from ._sessions import ServedSession, SessionBusy, SessionExists, SessionTable
 
 __all__ = ["MAX_REQUEST_BYTES", "create_app"]
@@ -70,7 +71,7 @@ async def _json_body(request: web.Request, *, optional: bool = False) -> dict[st
             return {}
         raise _BadRequest("the request needs a JSON object body")
     try:
-        body = json.loads(raw)
+        body = decode(raw)  # nesting bounded: a 5,000-level body is a bad request, not a crash
     except ValueError as exc:
         raise _BadRequest(f"the body is not JSON: {exc}") from None
     if not isinstance(body, dict):

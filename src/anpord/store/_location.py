@@ -12,6 +12,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 __all__ = [
     "DB_ENV",
@@ -19,7 +20,10 @@ __all__ = [
     "StoreError",
     "StoreLocation",
     "describe_failure",
+    "hide_passwords",
+    "mask_url",
     "store_location",
+    "url_passwords",
 ]
 
 DB_ENV = "ANPORD_DB"
@@ -51,7 +55,54 @@ class StoreLocation:
                 return os.path.relpath(self.path)
             except ValueError:
                 return str(self.path)
-        return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", self.url.replace("+psycopg", "", 1))
+        return mask_url(self.url.replace("+psycopg", "", 1))
+
+
+# Query parameters libpq reads a password from (``?password=…``, ``&sslpassword=…``).
+_PASSWORD_PARAM = re.compile(r"(?i)([?&](?:password|passwd|pass|sslpassword)=)([^&#]*)")
+
+
+def _userinfo_password(raw: str) -> tuple[int, int] | None:
+    """Where the password of ``user:password@host`` is in ``raw``: up to the last ``@`` before
+    the host, which is the last ``@`` of all: a malformed URL may hold an unescaped ``@``, ``/``,
+    ``?`` or ``:`` in it (a query holding an ``@`` masks more than it needs, never less).
+    Without an ``@``, everything after the user's ``:`` (``user:pass`` with no host) counts."""
+    start = raw.find("://") + 3 if "://" in raw else 0
+    end = len(raw.split("?", 1)[0])
+    at = raw.rfind("@", start)
+    colon = raw.find(":", start, at if at >= 0 else end)
+    if colon < 0:
+        return None
+    if at < 0:
+        # No "@": a port (host:5432/db) is digits, anything else may be a password.
+        port = re.match(r"\d*(?:/|$)", raw[colon + 1 : end])
+        return None if port else (colon + 1, end)
+    return colon + 1, at
+
+
+def url_passwords(raw: str) -> list[str]:
+    """Every password a database URL holds (userinfo and query), well-formed or not."""
+    found = [m.group(2) for m in _PASSWORD_PARAM.finditer(raw) if m.group(2)]
+    span = _userinfo_password(raw)
+    if span is not None and span[1] > span[0]:
+        found.append(raw[span[0] : span[1]])
+    return sorted(set(found), key=len, reverse=True)
+
+
+def mask_url(raw: str) -> str:
+    """``raw`` with every password in it (see ``url_passwords``) shown as ``***``."""
+    span = _userinfo_password(raw)
+    if span is not None and span[1] > span[0]:
+        raw = raw[: span[0]] + "***" + raw[span[1] :]
+    return _PASSWORD_PARAM.sub(r"\1***", raw)
+
+
+def hide_passwords(text: str, url: str) -> str:
+    """``text`` (a driver's error, which may quote its connection string) without ``url``'s
+    passwords."""
+    for password in url_passwords(url):
+        text = text.replace(password, "***")
+    return text
 
 
 def store_location(project_folder: Path) -> StoreLocation | None:
@@ -71,11 +122,12 @@ def store_location(project_folder: Path) -> StoreLocation | None:
     scheme, sep, rest = raw.partition("://")
     if not sep:
         raise StoreError(
-            f"{DB_ENV}={raw!r} is not a database URL (postgresql://user@host/db, "
+            f"{DB_ENV}={mask_url(raw)!r} is not a database URL (postgresql://user@host/db, "
             "sqlite:///path, or off)"
         )
     scheme = scheme.lower()
     if scheme in ("postgresql", "postgres", "postgresql+psycopg"):
+        _check_postgres_url(raw)
         return StoreLocation(f"postgresql+psycopg://{rest}", project, project_folder)
     if scheme == "sqlite":
         path = Path(rest.removeprefix("/")).expanduser()
@@ -87,12 +139,31 @@ def store_location(project_folder: Path) -> StoreLocation | None:
     )
 
 
+def _check_postgres_url(raw: str) -> None:
+    """Refuse a URL whose parts a driver could read otherwise than ``mask_url`` does: then no
+    error message can quote a piece of its password. The refusal shows the URL masked."""
+    span = _userinfo_password(raw)
+    if span is not None and any(c in raw[span[0] : span[1]] for c in "@/?#"):
+        raise StoreError(
+            f"{DB_ENV}={mask_url(raw)!r}: the password holds @, /, ? or # unescaped; write them "
+            "as %40, %2F, %3F and %23"
+        )
+    try:
+        urlsplit(raw).port  # noqa: B018 - raises for a port that is not a number
+    except ValueError:
+        raise StoreError(
+            f"{DB_ENV}={mask_url(raw)!r} is not a PostgreSQL URL "
+            "(postgresql://user:password@host:port/database)"
+        ) from None
+
+
 def describe_failure(exc: BaseException, location: StoreLocation) -> str:
     """A database failure as one line that names the store and the fix."""
     if isinstance(exc, StoreError):
         return str(exc)
     orig = getattr(exc, "orig", None) or exc
     text = str(orig).strip().splitlines()[0] if str(orig).strip() else type(orig).__name__
+    text = hide_passwords(text, location.url)
     low = text.lower()
     where = location.display
     if location.kind == "sqlite":

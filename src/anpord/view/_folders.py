@@ -34,6 +34,7 @@ from ..events import Event
 from ..results import VERDICTS, RecordError, RunRecord, TrialResult, summarize_cell
 from ..results._encode import decode
 from ..results._model import FORMAT_VERSION, usage_totals
+from ..results._usage import clean_usage
 from ..results._reader import RunReading, runs_folder
 from ._data import CellDelta, CellKey, CellRow, HistoryPoint, RunRow, RunView, TrialView
 
@@ -168,8 +169,8 @@ def _light_trial(raw: Any) -> TrialResult:
         raise RecordError(f"trial {trial!r} is not a trial number")
     if verdict not in VERDICTS:
         raise RecordError(f"unknown verdict {verdict!r}")
-    usage = raw.get("usage")
-    return TrialResult(case_id, variant, trial, verdict, usage=usage if isinstance(usage, dict) else {})
+    # Checked as every reader checks it: an implausible number (1e308, Infinity) reads as None.
+    return TrialResult(case_id, variant, trial, verdict, usage=clean_usage(raw.get("usage")))
 
 
 def _build_index(data: bytes, record: RunRecord) -> _Index:
