@@ -90,8 +90,10 @@ def _run(args: argparse.Namespace, out: TextIO) -> int:
             out.write(json.dumps({"error": str(exc), "exit_code": 2}, ensure_ascii=False) + "\n")
         return _fail(str(exc))
     if not args.json:
-        n = len({(c.case.id, c.variant.label.partition(":")[2]) for c in audit.plan.cells})
-        print(f"auditing {n} case{'s' if n != 1 else ''} with {', '.join(audit.saboteurs)}", file=out)
+        n = len({c.case.id for c in audit.plan.cells})
+        v = len(audit.stood_in)
+        on = f" on {v} variants" if v > 1 else ""
+        print(f"auditing {n} case{'s' if n != 1 else ''}{on} with {', '.join(audit.saboteurs)}", file=out)
     with late_signals() as late:
         result = execute(audit.plan, opts, [_Progress(sys.stderr if args.json else out)])
     if result.summary.interrupted:
