@@ -267,3 +267,28 @@ def test_bad_input_is_one_line(make_project: Any) -> None:
         proc = audit(project, *args)
         assert proc.returncode == 2
         assert words in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+
+
+AGENTLESS_CONFIG = '''
+from anpord import define_eval_config, Variant
+config = define_eval_config(timeout=20, variants=[
+    Variant(name="cli", harness="claude", sandbox="bwrap"),
+    Variant(name="web", harness="http://127.0.0.1:9"),
+])
+'''
+
+
+def test_saboteurs_stand_in_for_a_coding_cli_under_bwrap_and_an_http_agent(make_project: Any) -> None:
+    # Neither agent exists here: a saboteur never starts the agent it stands in for.
+    project = make_project({k: CASES[k] for k in ("evals/fix.eval.py", "evals/fixhollow.eval.py")},
+                           config=AGENTLESS_CONFIG, agents=False)
+    proc = audit(project, "--saboteurs", "empty,echo", "--json")
+    assert proc.returncode == 1, proc.stderr
+    got = table(json.loads(proc.stdout))
+    assert got[("fix", "cli")]["stood_in_for"] == "coding CLI claude"
+    assert got[("fix", "web")]["stood_in_for"] == "HTTP agent http://127.0.0.1:9"
+    for variant in ("cli", "web"):
+        assert got[("fix", variant)]["status"] == "sound"
+        hollow = got[("fixhollow", variant)]
+        assert hollow["status"] == "hollow"
+        assert hollow["saboteurs"]["empty"]["let_through_by"] == ["python3 -c 'import calc'"]
