@@ -197,6 +197,14 @@ def test_an_audit_is_a_run_of_kind_audit_never_a_baseline(audited: Any) -> None:
     assert kinds[doc["run_id"]] == "audit"
     listing = cli(project, "runs").stdout
     assert any(line.startswith(doc["run_id"]) and line.rstrip().endswith("audit") for line in listing.splitlines())
+    from anpord.store import open_store
+
+    store = open_store(project.folder)
+    try:  # never part of the flake history
+        history = store.history_runs()
+    finally:
+        store.close()
+    assert doc["run_id"] not in history and doc["recorded_run"] in history
     refused = cli(project, "baseline", "set", doc["run_id"])
     assert refused.returncode != 0 and "suite audit" in refused.stderr
     # The audit's answers are never replayed: shuffle and mutate still use the eval's recording.
@@ -292,3 +300,24 @@ def test_saboteurs_stand_in_for_a_coding_cli_under_bwrap_and_an_http_agent(make_
         hollow = got[("fixhollow", variant)]
         assert hollow["status"] == "hollow"
         assert hollow["saboteurs"]["empty"]["let_through_by"] == ["python3 -c 'import calc'"]
+
+
+def test_the_view_shows_an_audit_as_one(audited: Any) -> None:
+    import re
+    import urllib.request
+
+    project, _proc, doc = audited
+    view = subprocess.Popen([*anpord_command(), "view", "--port", "0"], cwd=project.folder, env=run_env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+    try:
+        assert view.stdout is not None
+        url = re.search(r"(http://[\w.\[\]:]+)/", view.stdout.readline())
+        assert url is not None
+        runs = urllib.request.urlopen(url.group(1) + "/", timeout=20).read().decode()
+        row = runs[runs.index(f'data-run="{doc["run_id"]}"'):]
+        assert '<span class="run-kind">audit</span>' in row[: row.index("</tr>")]
+        page = urllib.request.urlopen(f"{url.group(1)}/runs/{doc['run_id']}", timeout=20).read().decode()
+        assert "An audit of the suite" in page
+    finally:
+        view.terminate()
+        view.communicate(timeout=15)
