@@ -61,7 +61,7 @@ DAMAGES: tuple[tuple[str, Callable[[str, int], str | None]], ...] = (
 
 def damage(text: str, seed: int | None) -> tuple[str, str]:
     """``text`` damaged one way (chosen by ``seed`` among those that change it), and how."""
-    s = zlib.crc32(str(seed or 0).encode()) 
+    s = zlib.crc32(str(seed or 0).encode())
     usable = [(how, out) for how, fn in DAMAGES if (out := fn(text, s)) is not None and out != text]
     if not usable:
         return "", "emptied (too short to damage otherwise)"

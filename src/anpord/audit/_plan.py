@@ -58,7 +58,7 @@ def plan_audit(plan: Plan, saboteurs: Sequence[str], project_folder: Path) -> Au
             out.saboteurs = wanted
     out.recording = recording
     order = list(dict.fromkeys(c.case.id for c in plan.cells))
-    harnesses = {}
+    harnesses: dict[str, SaboteurHarness] = {}
     cells: list[PlannedCase] = []
     for cell in plan.cells:
         variant, case_id = cell.variant, cell.case.id

@@ -126,7 +126,7 @@ def describe(inner_spec: str | None) -> str:
     if inner_spec.startswith(("http://", "https://")):
         return f"HTTP agent {inner_spec}"
     words = {"python": "Python agent", "command": "command agent", "openai": "model agent"}
-    from ..harnesses import CODING_AGENTS  # type: ignore[attr-defined]
+    from ..harnesses import CODING_AGENTS
 
     if kind in CODING_AGENTS:
         return f"coding CLI {inner_spec}"
