@@ -321,3 +321,28 @@ def test_the_view_shows_an_audit_as_one(audited: Any) -> None:
     finally:
         view.terminate()
         view.communicate(timeout=15)
+
+
+def test_judges_grade_the_saboteurs_answers(make_project: Any) -> None:
+    from judge_support import grade, judge_config, judge_requests
+
+    from anpord.testing.model_server import ModelServer, rule
+
+    # A judge that calls every answer clear: the case is hollow, and the judge is what let it through.
+    server = ModelServer([rule("audit-lenient", grade("good", "clear enough"))]).start()
+    try:
+        project = make_project({"evals/clear.eval.py": eval_file('''
+            case = define_eval(prompt="Explain DNS",
+                               judges=[judge("clarity", "audit-lenient: is it clear?", choices={"good": 1, "poor": 0})])
+        ''', "from anpord import judge\n")}, config=judge_config(server.url))
+        proc = audit(project, "--saboteurs", "refuse,noise", "--json")
+        assert proc.returncode == 1, proc.stderr
+        (case,) = json.loads(proc.stdout)["cases"]
+        assert case["status"] == "hollow"
+        assert case["saboteurs"]["refuse"] == {"outcome": "passed", "let_through_by": ["clarity"]}
+        graded = " ".join(str(r["messages"]) for r in judge_requests(server, "audit-lenient"))
+        # The judge read each saboteur's answer: the refusal, and the off-topic prose.
+        assert "I can't help with that." in graded
+        assert any(word in graded for word in ("lighthouse", "Sourdough", "swifts")), graded
+    finally:
+        server.stop()

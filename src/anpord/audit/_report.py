@@ -100,9 +100,8 @@ class AuditReport:
 
 
 def _passed_checks(result: TrialResult) -> list[str]:
-    names = [a.display_name for a in result.assertions if a.status == "passed"]
-    names += [f"judge {j.name}" for j in result.judgments if j.status == "passed"]
-    return names
+    """The checks that passed (a judge's verdict is one of them: it records an assertion)."""
+    return [a.display_name for a in result.assertions if a.status == "passed"]
 
 
 def build_report(audit: AuditPlan, run_id: str, results: Sequence[TrialResult]) -> AuditReport:
