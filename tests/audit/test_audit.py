@@ -346,3 +346,25 @@ def test_judges_grade_the_saboteurs_answers(make_project: Any) -> None:
         assert any(word in graded for word in ("lighthouse", "Sourdough", "swifts")), graded
     finally:
         server.stop()
+
+
+def test_shuffle_and_mutate_replay_the_recording(audited: Any) -> None:
+    from anpord.results import read_run
+
+    project, _proc, doc = audited
+    recorded = read_run(project.folder / ".anpord" / "runs" / doc["recorded_run"])
+    audit_run = read_run(project.folder / ".anpord" / "runs" / doc["run_id"])
+
+    def answers(reading: Any, case_id: str, variant: str) -> list[str]:
+        trial = next(t for t in reading.trials if t.case_id == case_id and t.variant == variant)
+        return [e.data["text"] for e in reading.events(trial)
+                if e.type == "message.completed" and e.data.get("role") == "assistant"]
+
+    py = next(t.variant for t in recorded.trials if t.variant.startswith("py"))
+    right = answers(recorded, "weak", py)
+    assert right == ["echo: alpha beta gamma delta epsilon"]
+    (damaged,) = answers(audit_run, "weak", f"mutate:{py}")
+    assert damaged == right[0][: len(right[0]) // 2]  # one sentence, no number, no yes: cut in half
+    others = {a for t in recorded.trials if t.case_id != "sound" for a in answers(recorded, t.case_id, t.variant)}
+    (shuffled,) = answers(audit_run, "sound", f"shuffle:{py}")
+    assert shuffled in others
