@@ -205,6 +205,8 @@ def test_an_audit_is_a_run_of_kind_audit_never_a_baseline(audited: Any) -> None:
     finally:
         store.close()
     assert doc["run_id"] not in history and doc["recorded_run"] in history
+    shown = cli(project, "show", doc["run_id"])
+    assert "an audit: saboteurs stood in for the agent" in shown.stdout, shown.stderr
     refused = cli(project, "baseline", "set", doc["run_id"])
     assert refused.returncode != 0 and "suite audit" in refused.stderr
     # The audit's answers are never replayed: shuffle and mutate still use the eval's recording.
