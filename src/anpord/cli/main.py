@@ -12,6 +12,7 @@ Evaluate AI agents the way a test runner checks code.
 commands:
   eval [IDS_OR_PATHS...]   run eval cases against an agent (see `anpord eval --help`)
   eval import              turn an existing case file into a suite (see `anpord eval import --help`)
+  audit [IDS...]           does the suite fail a broken agent? saboteurs stand in for it
   init [DIR]               scaffold evals/ with a config and one example
   view                     browse the project's runs in a local web page (see `anpord view --help`)
   serve SPEC               serve a Python agent over the HTTP agent protocol (see `anpord serve --help`)
@@ -34,6 +35,7 @@ options:
 # command → the module whose main(argv) runs it (imported only when that command runs)
 COMMANDS = {
     "eval": ".eval_cmd",
+    "audit": ".audit_cmd",
     "init": ".init_cmd",
     "view": ".view_cmd",
     "serve": ".serve_cmd",

@@ -70,6 +70,8 @@ def main(argv: list[str]) -> int:
         notes = []
         if r.rerun_of:
             notes.append(f"re-run of {r.rerun_of}")
+        elif r.kind not in ("eval", "rerun"):
+            notes.append(r.kind)  # an audit, a cached run…: never a baseline
         if r.resumed:
             notes.append(f"resumed {r.resumed}×")
         if r.run_id in gone:

@@ -125,6 +125,8 @@ def _grid(reading: Any) -> None:
         print(line)
     if rec.rerun_of:
         print(f"  re-run of the failed trials of {rec.rerun_of}")
+    elif rec.run_kind == "audit":
+        print("  an audit: saboteurs stood in for the agent (variant SABOTEUR:VARIANT); a passed trial let one through")
     if rec.resumed_at:
         print(f"  resumed {len(rec.resumed_at)}×")
     for problem in reading.problems:

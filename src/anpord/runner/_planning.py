@@ -52,6 +52,7 @@ class RunOptions:
     alpha: float = 0.05  # the comparison's chance of any false regression (docs/statistics.md)
     variant_margin: float = 0.05  # the margin within which a variant's change is "unchanged"
     rerun_of: str | None = None  # the run whose failed trials this run re-runs
+    kind: str | None = None  # what made the run when not eval/rerun/cached (``audit``): RunRecord.kind
     # The variant fields on the command line (``--secret``, ``--env``, ``--profile``,
     # ``--network``, ``--mount``): applied to every selected variant, kept by ``--harness``.
     secrets: Sequence[str] = ()

@@ -301,7 +301,7 @@ class _Run:
                    for c in plan.cells],
             rerun_of=opts.rerun_of,
             # Derived runs never become baselines (RunRecord.DERIVED_KINDS).
-            kind="rerun" if opts.rerun_of else "cached" if opts.cache else "eval",
+            kind=opts.kind or ("rerun" if opts.rerun_of else "cached" if opts.cache else "eval"),
         )
 
     # -- the sink the executor reports to ----------------------------------------------------

@@ -44,6 +44,7 @@ class RunRow:
     totals: Mapping[str, int] = field(default_factory=dict)
     usage: Mapping[str, float | None] = field(default_factory=dict)
     error: str | None = None
+    kind: str = "eval"  # RunRecord.run_kind: an audit, a re-run, a cached run… is shown so
 
     @property
     def measured(self) -> int:

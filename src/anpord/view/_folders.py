@@ -355,7 +355,8 @@ class FolderViewData:
                 totals, usage = index.totals, index.usage
             except (OSError, _Unreadable, RecordError, TypeError, ValueError):
                 pass
-        return RunRow(run_id, run_dir, status, record.started_at, record.finished_at, totals, usage)
+        return RunRow(run_id, run_dir, status, record.started_at, record.finished_at, totals, usage,
+                      kind=record.run_kind)
 
     # -- ViewData ----------------------------------------------------------------------------
 
