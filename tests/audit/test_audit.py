@@ -259,12 +259,13 @@ config = define_eval_config(harness="broken:x", timeout=10)
 def test_a_saboteur_that_cannot_stand_in_is_named(make_project: Any) -> None:
     project = make_project({"evals/sound.eval.py": CASES["evals/sound.eval.py"]}, config=BROKEN_HARNESS_CONFIG)
     proc = audit(project, "--saboteurs", "empty,echo", "--json")
-    assert proc.returncode == 0, proc.stderr  # nothing hollow: nothing got through
+    assert proc.returncode == 1, proc.stderr  # fail closed: nothing could be audited
     doc = json.loads(proc.stdout)
     assert doc["could_not_stand_in"] == 2 and doc["catch_rate"] is None
     (case,) = doc["cases"]
     assert case["status"] == "unaudited"
     assert case["saboteurs"]["empty"] == {"outcome": "void", "reason": "broken: cannot set up its sandbox"}
+    assert audit(project, "--saboteurs", "empty,echo", "--fail-on", "never").returncode == 0
     text = audit(project, "--saboteurs", "empty")
     assert "sound: empty could not stand in: broken: cannot set up its sandbox" in text.stdout
 

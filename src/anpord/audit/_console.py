@@ -64,4 +64,5 @@ def render(report: AuditReport, out: TextIO) -> None:
             why = "could not stand in" if o.outcome == "void" else "not run"
             out.write(f"  {name}: {sab} {why}: {o.reason or 'no reason given'}\n")
     out.write(f"\naudit run {report.run_id}: {len(report.with_status('hollow'))} hollow, "
-              f"{len(report.with_status('weak'))} weak, {len(report.with_status('sound'))} sound\n")
+              f"{len(report.with_status('weak'))} weak, {len(report.with_status('sound'))} sound"
+              + (f", {n} unaudited" if (n := len(report.with_status('unaudited'))) else "") + "\n")

@@ -82,7 +82,10 @@ class AuditReport:
         return [c for c in self.cases if c.status == status]
 
     def exit_code(self, fail_on: str) -> int:
-        return 1 if fail_on == "hollow" and self.with_status("hollow") else 0
+        # Fail closed: a case no saboteur could be measured on has not shown that it catches one.
+        if fail_on != "hollow":
+            return 0
+        return 1 if self.with_status("hollow") or self.with_status("unaudited") else 0
 
     def to_dict(self, fail_on: str) -> dict[str, Any]:
         rate = self.catch_rate
