@@ -82,18 +82,10 @@ def _urls(run_id_path: Callable[[str], str]) -> dict[str, Callable[..., str]]:
             "compare_url": compare_url, "compare_cell_url": compare_cell_url}
 
 
-def create_app(
-    data: ViewData,
-    *,
-    title: str,
-    project_folder: str,
-    allowed_hosts: Collection[str] | None = None,
-) -> web.Application:
-    """The view over ``data``. ``allowed_hosts``: the ``Host`` header values accepted (a view
-    bound to this machine refuses others, so a web page elsewhere cannot reach it through DNS
-    rebinding); None accepts any."""
+def template_env() -> tuple[Any, dict[str, tuple[bytes, str]]]:
+    """The pages' Jinja2 environment (autoescaping, the view's filters, ``FILTERS``) and the
+    static files by name (body, content type); the caller adds the URL globals."""
     import jinja2
-    from aiohttp import web
 
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(HERE / "templates"),
@@ -106,17 +98,35 @@ def create_app(
     from . import _stats
 
     env.filters.update(_stats.FILTERS)  # intervals
+    env.globals["FILTERS"] = FILTERS
     static: dict[str, tuple[bytes, str]] = {}
     for path in sorted((HERE / "static").iterdir()):
         if path.suffix in STATIC_TYPES:
             static[path.name] = (path.read_bytes(), STATIC_TYPES[path.suffix])
+    return env, static
+
+
+def create_app(
+    data: ViewData,
+    *,
+    title: str,
+    project_folder: str,
+    allowed_hosts: Collection[str] | None = None,
+) -> web.Application:
+    """The view over ``data``. ``allowed_hosts``: the ``Host`` header values accepted (a view
+    bound to this machine refuses others, so a web page elsewhere cannot reach it through DNS
+    rebinding); None accepts any."""
+    from aiohttp import web
+
+    env, static = template_env()
     version = hashlib.sha256(b"".join(body for body, _ in static.values())).hexdigest()[:10]
     env.globals.update(
         _urls(lambda run_id: f"/runs/{quote(run_id, safe='')}"),
         title=title,
         project_folder=project_folder,
         asset=lambda name: f"/static/{name}?v={version}",
-        FILTERS=FILTERS,
+        home_url=lambda: "/",
+        static_export=False,
     )
 
     for name in ("runs.html", "run.html", "trial.html", "cell.html", "compare.html", "compare_cell.html",

@@ -108,7 +108,8 @@ def _rows(base: RunView, cand: RunView, margin: float) -> tuple[list[CompareRow]
 
 
 def compare_page(data: ViewData, base_id: str, cand_id: str, statuses: Collection[str] = (),
-                 margin: float = 0.2) -> dict[str, Any] | None:
+                 margin: float = 0.2, limit: int | None = PAGE_ROWS) -> dict[str, Any] | None:
+    """``limit``: rows drawn (None: all); the counts and the variants' changes cover every cell."""
     base, cand = data.run(base_id), data.run(cand_id)
     if base is None or cand is None:
         return None
@@ -120,9 +121,9 @@ def compare_page(data: ViewData, base_id: str, cand_id: str, statuses: Collectio
     return {
         "base": base,
         "cand": cand,
-        "rows": shown_rows[:PAGE_ROWS],
+        "rows": shown_rows if limit is None else shown_rows[:limit],
         "matched": len(shown_rows),
-        "page_rows": PAGE_ROWS,
+        "page_rows": limit if limit is not None else len(shown_rows),
         "counts": counts,
         "statuses": STATUSES,
         "wanted": wanted,
