@@ -20,7 +20,8 @@ from ._values import shown
 __all__ = ["STATUSES", "CompareRow", "compare_cell_page", "compare_page"]
 
 STATUSES = ("regressed", "improved", "inconclusive", "incomparable", "unchanged")
-PAGE_ROWS = 200  # rows drawn; the counts and filters cover every cell
+PAGE_ROWS = 100  # rows drawn, most telling status first; the counts and filters cover every cell
+_MEMO: dict[tuple[int, int, float], tuple[RunView, RunView, Any]] = {}  # the last few pairings
 DIFF_LIMIT = 20_000  # characters of each answer diffed
 
 
@@ -107,16 +108,31 @@ def _rows(base: RunView, cand: RunView, margin: float) -> tuple[list[CompareRow]
     return rows, [v for v in paired.variants if v.cases or v.dropped]
 
 
+def _paired(base: RunView, cand: RunView, margin: float) -> tuple[list[CompareRow], list[Any]]:
+    """``_rows`` remembered for the run views it was given (a ``ViewData`` hands the same view
+    until the run changes on disk), so filtering or coming back does not pair again."""
+    key = (id(base), id(cand), margin)
+    hit = _MEMO.get(key)
+    if hit is not None and hit[0] is base and hit[1] is cand:
+        return hit[2]  # type: ignore[no-any-return]
+    out = _rows(base, cand, margin)
+    if len(_MEMO) >= 4:
+        _MEMO.pop(next(iter(_MEMO)))
+    _MEMO[key] = (base, cand, out)
+    return out
+
+
 def compare_page(data: ViewData, base_id: str, cand_id: str, statuses: Collection[str] = (),
                  margin: float = 0.2, limit: int | None = PAGE_ROWS) -> dict[str, Any] | None:
     """``limit``: rows drawn (None: all); the counts and the variants' changes cover every cell."""
     base, cand = data.run(base_id), data.run(cand_id)
     if base is None or cand is None:
         return None
-    rows, variants = _rows(base, cand, margin)
+    rows, variants = _paired(base, cand, margin)
     counts = {s: sum(1 for r in rows if r.status == s) for s in STATUSES}
     wanted = [s for s in STATUSES if s in statuses]
-    shown_rows = [r for r in rows if not wanted or r.status in wanted]
+    rank = {s: i for i, s in enumerate(STATUSES)}
+    shown_rows = sorted((r for r in rows if not wanted or r.status in wanted), key=lambda r: rank[r.status])
     shared = {c.summary.case_id for c in base.cells} & {c.summary.case_id for c in cand.cells}
     return {
         "base": base,

@@ -142,7 +142,7 @@ def export_view(data: ViewData, folder: Path, *, title: str, project_folder: str
             for i, verdict in enumerate(cell.verdicts):
                 if verdict is None:
                     continue
-                tctx = trial_page(data, run_id, case_id, variant, i)
+                tctx = trial_page(data, run_id, case_id, variant, i, with_timeline=False)
                 if tctx is not None:
                     write(pages / names["trial_url"](run_id, case_id, variant, i), "trial.html", tctx, inner)
         baselines = first["baselines"]
