@@ -1,4 +1,5 @@
-"""``anpord view [--port N] [--host 127.0.0.1]``: the web UI onto the project's runs."""
+"""``anpord view [--port N] [--host 127.0.0.1] [--export DIR [--force]]``: the web UI onto the
+project's runs, or a static copy of it."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ __all__ = ["build_parser", "main"]
 
 DESCRIPTION = """Serve a read-only web view of this project's runs (.anpord/runs): the runs, each
 run's grid of cases × variants, each trial's conversation, checks and events, and each cell's pass
-rate over time. Works from anywhere inside the project. Prints its URL and opens nothing; Ctrl-C
+rate over time, and two runs compared (/compare?base=RUN&cand=RUN). Works from anywhere inside
+the project. --export DIR writes the same pages as static HTML that open from disk. Prints its URL and opens nothing; Ctrl-C
 or SIGTERM stops it."""
 
 
