@@ -86,11 +86,20 @@ def test_summary_flag_errors_are_one_line(tmp_path: Path) -> None:
         (["--summary", "html", "x"], "expected md PATH or none, got 'html'"),
         (["--summary", "md"], "--summary md needs a PATH"),
         (["--summary", "md", str(tmp_path / "no" / "s.md")], "does not exist"),
+        (["--json", "--summary", "md", "-"], "both print on stdout"),
     ):
         out = p.run(*args)
         assert out.code == 2, out.stderr
         lines = out.stderr.strip().splitlines()
         assert len(lines) == 1 and words in lines[0], out.stderr
+
+
+def test_summary_on_stdout_follows_the_console(tmp_path: Path) -> None:
+    p = project(tmp_path / "p", trials=1)
+    out = p.run("--summary", "md", "-", "evals/greet.eval.py")  # a target after the flag's words
+    assert out.code == 0, out.stderr
+    console, _, md = out.stdout.partition("## 🟢 anpord run `")
+    assert "2 passed, 0 failed" in console and "**2 trials**: 2 passed, 0 failed" in md
 
 
 def test_compare_formats(tmp_path: Path) -> None:

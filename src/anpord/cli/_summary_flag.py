@@ -31,6 +31,8 @@ def check_summary(args: argparse.Namespace) -> str | None:
             return "--summary md needs a PATH (`-` for stdout)"
         args.summary_format, path, rest = "md", rest[0], rest[1:]
         if path == "-":
+            if getattr(args, "json", False):
+                return "--summary md - and --json both print on stdout: give --summary a file"
             args.summary_path = "-"
         else:
             resolved = Path(path).expanduser().resolve()
