@@ -126,3 +126,25 @@ def test_no_case_in_common_and_a_crashed_run(tmp_path: Path, browser: Any) -> No
         banner = page.locator("p.banner")
         assert banner.count() == 1 and f"run {cand} is crashed" in banner.inner_text()
         page.close()
+
+
+def test_a_variant_on_another_model_is_incomparable(tmp_path: Path, browser: Any) -> None:
+    import json
+
+    p = project(tmp_path / "p")
+    assert p.run("--trials", "1").code == 0
+    assert p.run("--trials", "1").code == 0
+    base, cand = run_ids(p)
+    record_path = p.folder / ".anpord" / "runs" / cand / "run.json"
+    record = json.loads(record_path.read_text())
+    record["variants"][0]["model"] = "other-model"  # as if the variant had been pointed elsewhere
+    record_path.write_text(json.dumps(record))
+    with view_server(p.folder) as server:
+        page = browser.new_page()
+        page.goto(server.url + f"/compare?base={base}&cand={cand}")
+        rows = page.locator("tr.compare-row")
+        assert rows.count() == 2
+        for i in range(2):
+            assert rows.nth(i).get_attribute("data-status") == "incomparable"
+            assert "→ other-model" in rows.nth(i).locator("td.why").inner_text()
+        page.close()

@@ -40,6 +40,19 @@ def _hashes(view: RunView) -> dict[tuple[str, str], str | None]:
     return {(c.case_id, c.variant): c.case_hash for c in view.record.cells}
 
 
+def _setups(view: RunView) -> dict[str, dict[str, Any]]:
+    return {str(v.get("label")): v for v in view.record.variants if isinstance(v, dict)}
+
+
+def _changed(base: dict[str, Any] | None, cand: dict[str, Any] | None) -> str | None:
+    """``harness A → B; model C → D`` when a variant ran on something else, else None."""
+    if base is None or cand is None:
+        return None
+    out = [f"{k} {base.get(k) or 'none'} → {cand.get(k) or 'none'}" for k in ("harness", "model")
+           if (base.get(k) or None) != (cand.get(k) or None)]
+    return "; ".join(out) or None
+
+
 def _banner(view: RunView) -> str | None:
     status = view.row.status
     if status in ("crashed", "interrupted", "running", "unreadable"):
@@ -72,6 +85,7 @@ def _rows(base: RunView, cand: RunView, margin: float) -> tuple[list[CompareRow]
     b_cells = {c.key: c for c in base.cells}
     c_cells = {c.key: c for c in cand.cells}
     b_hash, c_hash = _hashes(base), _hashes(cand)
+    b_setup, c_setup = _setups(base), _setups(cand)
     keys = list(c_cells) + [k for k in b_cells if k not in c_cells]
     slots: list[tuple[tuple[str, str], str | None]] = []
     pairs: list[Pair] = []
@@ -87,6 +101,8 @@ def _rows(base: RunView, cand: RunView, margin: float) -> tuple[list[CompareRow]
             why = "nothing measured in the " + ("base" if b.summary.measured == 0 else "candidate")
         elif b_hash.get(key) and c_hash.get(key) and b_hash[key] != c_hash[key]:
             why = f"the case changed (content {b_hash[key][:8]} → {c_hash[key][:8]})"
+        elif changed := _changed(b_setup.get(key[1]), c_setup.get(key[1])):
+            why = changed
         slots.append((key, why))
         if why is None:
             assert b is not None and c is not None
