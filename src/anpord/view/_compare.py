@@ -21,7 +21,7 @@ __all__ = ["STATUSES", "CompareRow", "compare_cell_page", "compare_page"]
 
 STATUSES = ("regressed", "improved", "inconclusive", "incomparable", "unchanged")
 PAGE_ROWS = 100  # rows drawn, most telling status first; the counts and filters cover every cell
-_MEMO: dict[tuple[int, int, float], tuple[RunView, RunView, Any]] = {}  # the last few pairings
+_MEMO: dict[tuple[int, int, float], tuple[Any, Any, Any]] = {}  # the last few pairings
 DIFF_LIMIT = 20_000  # characters of each answer diffed
 
 
@@ -125,16 +125,16 @@ def _rows(base: RunView, cand: RunView, margin: float) -> tuple[list[CompareRow]
 
 
 def _paired(base: RunView, cand: RunView, margin: float) -> tuple[list[CompareRow], list[Any]]:
-    """``_rows`` remembered for the run views it was given (a ``ViewData`` hands the same view
-    until the run changes on disk), so filtering or coming back does not pair again."""
-    key = (id(base), id(cand), margin)
+    """``_rows`` remembered for the runs' cells (a ``ViewData`` hands the same cell list until
+    the run changes on disk), so filtering or coming back does not pair again."""
+    key = (id(base.cells), id(cand.cells), margin)
     hit = _MEMO.get(key)
-    if hit is not None and hit[0] is base and hit[1] is cand:
+    if hit is not None and hit[0] is base.cells and hit[1] is cand.cells:
         return hit[2]  # type: ignore[no-any-return]
     out = _rows(base, cand, margin)
     if len(_MEMO) >= 4:
         _MEMO.pop(next(iter(_MEMO)))
-    _MEMO[key] = (base, cand, out)
+    _MEMO[key] = (base.cells, cand.cells, out)
     return out
 
 
