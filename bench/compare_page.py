@@ -8,9 +8,9 @@ Writes two runs of cases × variants × trials synthetic trials (10,000 each by 
 real ``anpord view`` and opens ``/compare?base=…&cand=…`` and a compared cell's page in Chromium.
 The figure is the browser's navigation timing: **server** the time to the first byte, **load**
 to the end of the load event (the page is rendered by then: it is plain HTML), **goto** the same
-seen from the driver. Target: load ≤ 1 s. "first" is the first request for the comparison
-(both runs already read by the server's grid of the newest run, so the pairing is measured),
-"cold" a fresh server's first request.
+seen from the driver. Target: load ≤ 1 s. "cold" is a request the moment a fresh server prints
+its URL (it may still be reading the runs); "first" the first request for the comparison once the
+server's start-up has read the newest run and paired it with its baseline; "again" a later one.
 
 Then ``anpord view --export`` of a project holding one 10,000-trial run: its wall time (target
 ≤ 10 s) and the folder's size (target ≤ 50 MB), with the number of pages written.

@@ -14,8 +14,8 @@ __all__ = ["build_parser", "main"]
 DESCRIPTION = """Serve a read-only web view of this project's runs (.anpord/runs): the runs, each
 run's grid of cases × variants, each trial's conversation, checks and events, and each cell's pass
 rate over time, and two runs compared (/compare?base=RUN&cand=RUN). Works from anywhere inside
-the project. --export DIR writes the same pages as static HTML that open from disk. Prints its URL and opens nothing; Ctrl-C
-or SIGTERM stops it."""
+the project. Prints its URL and opens nothing; Ctrl-C or SIGTERM stops it. --export DIR writes
+the same pages as static HTML that open from disk, and exits."""
 
 
 def build_parser() -> Parser:
