@@ -31,7 +31,7 @@ def build_parser() -> Parser:
     p.add_argument("--list", action="store_true", help="list the selected cases; run nothing")
     p.add_argument("--json", action="store_true", help="print the machine summary (with --list: the cases)")
     p.add_argument("--junit", metavar="PATH", help="write JUnit XML here")
-    p.add_argument("--summary", nargs="+", metavar="md PATH|none",
+    p.add_argument("--summary", nargs="+", metavar=("md|none", "PATH"),
                    help="write the run's Markdown summary to PATH (`-`: stdout); `none`: not even to "
                         "$GITHUB_STEP_SUMMARY, where it is appended by default when that is set")
     p.add_argument("--verbose", action="store_true", help="stream t.log lines as cases run")
