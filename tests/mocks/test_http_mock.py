@@ -92,13 +92,18 @@ def test_an_http_mock_answers_records_and_is_asserted(make_project: Any, tmp_pat
     # Failures name the mock and show what it received.
     misses = run.assertions("misses")
     by_name = {a["name"]: a for a in run.result("misses")["assertions"]}
-    wrong = next(a for n, a in by_name.items() if "called('POST /refunds'" in n)
+    def named(part: str) -> dict[str, Any]:
+        found = [a for n, a in by_name.items() if part in n]
+        assert len(found) == 1, (part, list(by_name))
+        return found[0]
+
+    wrong = named('called("POST /refunds"')
     assert wrong["status"] == "failed"
     assert "mock pay received no call matching" in wrong["message"]
     assert 'POST /refunds {"order": "A1", "amount": 5} → 201' in wrong["message"]
-    boom = next(a for n, a in by_name.items() if "not_called('GET /boom'" in n)
+    boom = named('not_called("GET /boom"')
     assert "mock pay was called 1 time (expected none): GET /boom → 500" in boom["message"]
-    unknown = next(a for n, a in by_name.items() if "mock('nope')" in n)
+    unknown = named("mock('nope')")
     assert unknown["status"] == "error" and "no mock named 'nope'" in unknown["message"], unknown
     assert run.result("misses")["verdict"] == "failed"
     assert misses  # the failing case recorded its checks
