@@ -73,13 +73,6 @@ class MockService:
 
     async def start(self, ctx: ServiceContext) -> None:
         self._ctx = ctx
-        sandbox = ctx.sandbox
-        if sandbox is not None:
-            self._folder = sandbox.state_dir / "mocks"
-            self._folder.mkdir(exist_ok=True)
-        else:
-            self._folder = Path(tempfile.mkdtemp(prefix="anpord-mocks-"))
-            self._own_folder = True
         relay_port = 0
         for mock in self.mocks:
             if isinstance(mock, HttpMock):
@@ -92,6 +85,19 @@ class MockService:
         if relay_port:
             self._write_programs(relay_port)
 
+    def _files(self) -> Path:
+        """The folder for the mocks' programs and sockets, made on first use (an HTTP mock on a
+        shared loopback needs none): in the sandbox's state folder, else a temporary one."""
+        if self._folder is None:
+            sandbox = self._ctx.sandbox if self._ctx is not None else None
+            if sandbox is not None:
+                self._folder = sandbox.state_dir / "mocks"
+                self._folder.mkdir(exist_ok=True)
+            else:
+                self._folder = Path(tempfile.mkdtemp(prefix="anpord-mocks-"))
+                self._own_folder = True
+        return self._folder
+
     async def _listen(self, handler: Any, tag: str) -> int:
         tcp = await asyncio.start_server(handler, "127.0.0.1", 0, limit=max(MAX_HEADERS, MAX_LINE))
         self._servers.append(tcp)
@@ -100,8 +106,7 @@ class MockService:
         if sandbox is not None and sandbox.loopback_bridged:
             from ..sandboxes._bridge import bind_unix
 
-            assert self._folder is not None
-            path = self._folder / f".{tag}-{port}.sock"
+            path = self._files() / f".{tag}-{port}.sock"
             sock = bind_unix(path)
             self._servers.append(await asyncio.start_unix_server(handler, sock=sock, limit=max(MAX_HEADERS, MAX_LINE)))
             sandbox.bridge_loopback(port, path)
@@ -110,14 +115,15 @@ class MockService:
     def _write_programs(self, port: int) -> None:
         from ..sandboxes._bridge import interpreter
 
-        assert self._folder is not None and self._ctx is not None
+        assert self._ctx is not None
+        folder = self._files()
         python, _ = interpreter()
-        relay = self._folder / "relay.py"
+        relay = folder / "relay.py"
         relay.write_text(RELAY_SOURCE, encoding="utf-8")
         relay.chmod(0o644)
         base = [python, "-I", "-S", str(relay), str(port)]
         servers: dict[str, Any] = {}
-        bin_dir = self._folder / "bin"
+        bin_dir = folder / "bin"
         for mock in self.mocks:
             if isinstance(mock, CliMock):
                 bin_dir.mkdir(exist_ok=True)
@@ -135,7 +141,7 @@ class MockService:
             path = sandbox.environment().get("PATH") if sandbox is not None else os.environ.get("PATH")
             self._env["PATH"] = f"{bin_dir}:{path or '/usr/local/bin:/usr/bin:/bin'}"
         if servers:
-            config = self._folder / "mcp.json"
+            config = folder / "mcp.json"
             config.write_text(json.dumps({"mcpServers": servers}, indent=2), encoding="utf-8")
             config.chmod(0o644)
             self._env["ANPORD_MCP_CONFIG"] = str(config)
