@@ -10,8 +10,9 @@ Figures (printed, not asserted):
    ``ANPORD_MCP_CONFIG``): spawn → first answer (a ``ping``) → exit, and a CLI mock's program run
    to its exit, each timed 50 times (median).
 3. **A run**: ``--trials`` trials of a Python agent at ``--concurrency``, each making one HTTP
-   request to its trial's mock, vs the same run without mocks (the agent then makes none).
-   Target: ≤ 1.3×.
+   request to its trial's mock, vs the same run without mocks, where the agent makes the same
+   request to one server in the same process that every trial shares (what the mock costs is
+   its own server per trial and the records, not the request). Target: ≤ 1.3×.
 
 Each run is a fresh child process, so one scenario's imports and caches never help another.
 """
@@ -38,12 +39,28 @@ TARGET_RATIO = 1.3
 PY_AGENT = '''
 import asyncio
 
+_shared = None  # without mocks: the same request, to one server shared by every trial
+
+
+async def _answer(reader, writer):
+    await reader.readuntil(b"\\r\\n\\r\\n")
+    writer.write(b"HTTP/1.1 200 OK\\r\\nContent-Type: application/json\\r\\nContent-Length: 11\\r\\n"
+                 b"Connection: close\\r\\n\\r\\n{\\"usd\\": 10}")
+    await writer.drain()
+    writer.close()
+
+
+async def _server_url():
+    global _shared
+    if _shared is None:
+        _shared = await asyncio.start_server(_answer, "127.0.0.1", 0)
+    return f"http://127.0.0.1:{_shared.sockets[0].getsockname()[1]}"
+
 
 async def agent(turn):
     pay = turn.mocks.get("pay")
-    if pay is None:
-        return turn.input
-    host, port = pay.url[len("http://"):].split(":")
+    url = pay.url if pay is not None else await _server_url()
+    host, port = url[len("http://"):].split(":")
     reader, writer = await asyncio.open_connection(host, int(port))
     writer.write(b"GET /balance HTTP/1.1\\r\\nHost: x\\r\\nConnection: close\\r\\n\\r\\n")
     await writer.drain()
