@@ -52,9 +52,10 @@ async def _answer(reader, writer):
 
 async def _server_url():
     global _shared
-    if _shared is None:
-        _shared = await asyncio.start_server(_answer, "127.0.0.1", 0)
-    return f"http://127.0.0.1:{_shared.sockets[0].getsockname()[1]}"
+    if _shared is None:  # one start, however many trials ask at once
+        _shared = asyncio.ensure_future(asyncio.start_server(_answer, "127.0.0.1", 0, backlog=1024))
+    server = await _shared
+    return f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
 
 
 async def agent(turn):
