@@ -61,6 +61,7 @@ class CliMock:
     name: str
     responses: tuple[Mapping[str, Any], ...]
     default: Mapping[str, Any]  # when no response's argv matches
+    default_given: bool = False  # the user's own default: answering with it is no miss
     kind: str = field(default="cli", init=False)
 
 
@@ -164,7 +165,7 @@ def cli_mock(name: str, responses: Iterable[Mapping[str, Any]] = (), *,
     listed = tuple(_response(name, i, r) for i, r in enumerate(responses))
     fallback = _response(name, 0, default, default=True) if default is not None else {
         "stderr": f"{name}: no mocked response for these arguments\n", "exit_code": 1}
-    return CliMock(name, listed, fallback)
+    return CliMock(name, listed, fallback, default is not None)
 
 
 def mcp_tool(name: str, description: str = "", schema: Mapping[str, Any] | None = None,

@@ -5,7 +5,7 @@ a few tens of milliseconds), so that the mock's logic and its records stay in th
 connects to the trial's relay port on ``127.0.0.1`` (bridged in where the sandbox closes the
 network), sends one JSON line saying which mock it is, then:
 
-- ``cli``: its argv, stdin (unless a terminal) and cwd; it prints the answer's stdout and stderr
+- ``cli``: its argv, stdin (unless a terminal, or a pipe with nothing for half a second) and cwd; it prints the answer's stdout and stderr
   and exits with its code;
 - ``mcp``: it copies stdin to the runner and the runner's answers to stdout, until either ends.
 """
@@ -27,8 +27,12 @@ conn.settimeout(None)
 if kind == "cli":
     data = b""
     try:
+        # Read unless a terminal; a pipe nobody writes to (a stdin inherited from a parent that
+        # never closes it) is given half a second to start, never waited on for ever.
         if not os.isatty(0):
-            data = sys.stdin.buffer.read()
+            import select
+            if select.select([0], [], [], 0.5)[0]:
+                data = sys.stdin.buffer.read()
     except (OSError, ValueError, AttributeError):
         pass
     try:

@@ -227,6 +227,7 @@ class MockService:
         self._record(MOCK_CALLED, {
             "mock": mock.name, "kind": "cli", "argv": argv, "stdin": str(head.get("stdin", ""))[:STDIN_KEPT],
             "cwd": head.get("cwd"), "exit_code": out["exit_code"], "stdout": out["stdout"][:STDIN_KEPT],
-            "error": None if matched else f"no mocked response for {shlex.join([mock.name, *argv])}",
+            "error": None if matched or mock.default_given
+            else f"no mocked response for {shlex.join([mock.name, *argv])}",
         })
         return out
