@@ -16,10 +16,9 @@ from .._render import clip, describe, preview, render
 from ..assertions._checks import Count, Outcome, _count_ok, _describe_count, _listing, _times
 from ..events import Event
 from ..expect import Match, match_detail
+from ._declare import MOCK_CALLED
 
 __all__ = ["MockView", "mock_calls", "show_mock_call"]
-
-MOCK_CALLED = "mock.called"
 
 
 def mock_calls(events: Sequence[Event], name: str) -> list[dict[str, Any]]:

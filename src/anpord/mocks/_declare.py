@@ -16,6 +16,7 @@ from ..authoring._define import DefinitionError
 __all__ = ["HttpMock", "CliMock", "McpMock", "McpTool", "Mock", "http_mock", "cli_mock", "mcp_mock",
            "mcp_tool", "merge_mocks", "check_mocks"]
 
+MOCK_CALLED = "mock.called"  # the event each call a mock receives is recorded as
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS", "*")
 ROUTE_KEYS = frozenset({"status", "json", "text", "headers", "delay"})
 RESPONSE_KEYS = frozenset({"argv", "stdout", "stderr", "exit_code"})

@@ -23,7 +23,7 @@ from .._errors import exception_line
 from ..events import Event
 from ..expect import match_detail
 from ..traces._http import MAX_HEADERS, Reply, serve_connection
-from ._declare import CliMock, HttpMock, McpMock, Mock
+from ._declare import MOCK_CALLED, CliMock, HttpMock, McpMock, Mock
 from ._http_mock import answer_http
 from ._mcp import MAX_LINE, serve_mcp
 from ._relay import RELAY_SOURCE
@@ -33,7 +33,6 @@ if TYPE_CHECKING:
 
 __all__ = ["MockService", "MockHandle", "MOCK_CALLED", "env_name"]
 
-MOCK_CALLED = "mock.called"
 STDIN_KEPT = 64 * 1024
 
 
