@@ -1,5 +1,6 @@
 """A CLI mock is on the PATH of what the checks run too: ``context.exec`` and ``command(...)``
-verifiers, under local and bwrap."""
+verifiers, under local and bwrap — for a Python agent with no source as well (the sandbox then
+opens with the trial, so the checks' commands have the program)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ CASE = eval_file('''
               and [c["argv"] for c in calls] == [["get", "pods", "-n", "prod"]])
         return ok, f"exec: {result}; calls: {calls}"
 
-    case = define_eval(prompt="weather Paris", source=files({}), validate=[validate, command("kubectl rollout status web")],
+    case = define_eval(prompt="weather Paris", validate=[validate, command("kubectl rollout status web")],
                        mocks=[cli_mock("kubectl", responses=[
                            {"argv": ["get", "pods", "-n", "prod"], "stdout": "web-1 Running\\n"},
                            {"argv": ["rollout", "status", "web"], "stdout": "1 passed\\n"}])])

@@ -67,6 +67,7 @@ class MockService:
         self._own_folder = False
         self._env: dict[str, str] = {}
         self._open = True
+        self.needs_sandbox = any(isinstance(m, CliMock) for m in mocks)
 
     # -- the TrialService protocol ------------------------------------------------------------
 

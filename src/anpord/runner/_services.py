@@ -79,6 +79,12 @@ class TrialServices:
         self._started: list[TrialService] = []
         self.started = False
 
+    @property
+    def needs_sandbox(self) -> bool:
+        """A service whose programs the trial's commands find on their PATH (a CLI mock): the
+        sandbox opens with the trial, so every command it starts, checks' included, has them."""
+        return any(getattr(s, "needs_sandbox", False) for s in self.services)
+
     def mock_handles(self) -> dict[str, Any]:
         """The trial's running mocks by name (``turn.mocks``), once started."""
         return next((dict(s.handles) for s in self.services if s.name == "mocks"), {})  # type: ignore[attr-defined]

@@ -163,7 +163,8 @@ class _Trial:
             return await self.env.open_sandbox(spec.variant, sandbox_spec)
 
         self.holder = holder = SandboxHolder(opener, None)
-        if case.source is not None or (job.harness is not None and job.harness.needs_sandbox):
+        if (case.source is not None or (job.harness is not None and job.harness.needs_sandbox)
+                or self.services.needs_sandbox):
             instance = await holder.get()
             await self._start_services(instance)
             if job.harness is not None:
