@@ -103,8 +103,15 @@ def median_run(step: Callable[[], None], runs: int, child: bool) -> tuple[float,
 
 
 def report(label: str, wall: float, cpu: float, target: float) -> None:
-    verdict = "ok" if wall <= target else "OVER"
-    print(f"{label:<58} {wall:6.3f} s wall  {cpu:6.3f} s cpu   target ≤ {target:g} s  {verdict}")
+    # The target is wall time on an idle machine; on a busy one the CPU time is the fairer
+    # reading, so each is set against it.
+    def verdict(seconds: float) -> str:
+        return "ok" if seconds <= target else "OVER"
+
+    print(
+        f"{label:<58} target ≤ {target:g} s   measured {wall:6.3f} s wall ({verdict(wall)})"
+        f"  {cpu:6.3f} s cpu ({verdict(cpu)})"
+    )
 
 
 def main() -> int:

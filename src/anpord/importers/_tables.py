@@ -48,7 +48,9 @@ def csv_rows(
                     path,
                     f"line {reader.line_num}: {len(cells)} cells under {len(names)} column names",
                 )
-            rows.append(dict(zip(names, cells + [""] * (len(names) - len(cells)))))
+            if len(cells) < len(names):
+                cells += [""] * (len(names) - len(cells))
+            rows.append(dict(zip(names, cells)))
     except csv.Error as error:
         raise refuse(path, f"line {reader.line_num}: {error}") from None
     return names, rows
