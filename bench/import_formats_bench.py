@@ -12,7 +12,8 @@ Figures, each the median of ``--runs`` runs after one warm-up:
 Each is timed two ways: in-process (``anpord.importers.import_cases``: read, convert, render),
 and as ``anpord eval import ... --out`` in a fresh subprocess, which adds the interpreter's
 start-up and the write. CPU time (user + system) is printed beside the wall time, since a busy
-machine disturbs it less. For scale, the same run first times the evals-json import of
+machine disturbs it less, and each is set against the target (which is wall time on an idle
+machine). For scale, the same run first times the evals-json import of
 ``bench/import_bench.py``'s 10,000 cases in-process (its target: ≤ 0.5 s with start-up), since
 on a shared machine every figure moves together.
 """
@@ -103,8 +104,15 @@ def median_run(step: Callable[[], None], runs: int, child: bool) -> tuple[float,
 
 
 def report(label: str, wall: float, cpu: float, target: float) -> None:
-    verdict = "ok" if wall <= target else "OVER"
-    print(f"{label:<58} {wall:6.3f} s wall  {cpu:6.3f} s cpu   target ≤ {target:g} s  {verdict}")
+    # The target is wall time on an idle machine; on a busy one the CPU time is the fairer
+    # reading, so each is set against it.
+    def verdict(seconds: float) -> str:
+        return "ok" if seconds <= target else "OVER"
+
+    print(
+        f"{label:<58} target ≤ {target:g} s   measured {wall:6.3f} s wall ({verdict(wall)})"
+        f"  {cpu:6.3f} s cpu ({verdict(cpu)})"
+    )
 
 
 def main() -> int:

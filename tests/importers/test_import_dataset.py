@@ -160,3 +160,37 @@ def test_not_utf8_is_refused(tmp_path: Path) -> None:
     (tmp_path / "d.csv").write_bytes(b"input,target\n\xff\xfe\xfa,b\n")
     with pytest.raises(CaseFileNotDataset, match="not UTF-8 text"):
         import_cases("dataset", str(tmp_path / "d.csv"))
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        '  {"a": 1}\t',
+        '{"a": 1} x',
+        '{"a": 1}{"b": 2}',
+        '{"a": ',
+        "\u00a0{}",
+        "{}\u00a0",
+        '"text"',
+        "123456789012345678901234567890",
+        "[1, 2",
+        "nul",
+    ],
+)
+def test_jsonl_lines_read_as_json_decode_reads_them(line: str) -> None:
+    from anpord.importers._tables import jsonl_values
+    from anpord.importers._values import parse_int
+
+    def refuse(path: str, reason: str) -> ImportRefusal:
+        return CaseFileNotDataset(path, reason)
+
+    decode = json.JSONDecoder(parse_int=parse_int).decode
+    try:
+        expected: Any = ("value", repr(decode(line)))
+    except json.JSONDecodeError as error:
+        expected = ("refused", f"line 1 is not JSON: {error}")
+    try:
+        got: Any = ("value", repr(next(jsonl_values("d.jsonl", line, refuse))[1]))
+    except CaseFileNotDataset as refusal:
+        got = ("refused", refusal.reason)
+    assert got == expected

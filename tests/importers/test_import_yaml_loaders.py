@@ -18,6 +18,7 @@ from anpord.importers._yaml_load import (
     YamlUnreadable,
     _load,
     _loaders,
+    _parser_bounds_nesting,
     _reason,
     _shallow,
     load_yaml,
@@ -94,6 +95,20 @@ def test_a_long_file_takes_the_event_loader_and_reads_the_same() -> None:
     text = "".join(f"- {{a: [{i}, {{b: c}}], d: x{i}}}\n" for i in range(2000))
     assert not _shallow(text)
     assert same(outcome(text), outcome_of_pure(text))
+
+
+def test_a_long_file_takes_the_c_loader_where_libyaml_bounds_nesting(monkeypatch: Any) -> None:
+    # libyaml 0.2.5 and later refuse 1,000 levels, so the C composer's depth stays bounded
+    # whatever the file's length; the long config of a real suite then reads at C speed.
+    if not yaml.__with_libyaml__ or not _parser_bounds_nesting():
+        pytest.skip("this libyaml does not bound nesting")
+    fast, events, _ = _loaders()
+    used: list[Any] = []
+    monkeypatch.setattr(
+        "anpord.importers._yaml_load._load", lambda loader, text: used.append(loader) or 1
+    )
+    assert load_yaml("".join(f"- {{a: [{i}, {{b: c}}], d: x{i}}}\n" for i in range(2000))) == 1
+    assert used == [fast]
 
 
 # Pieces of YAML syntax, so random texts reach the places the two parsers treat differently.

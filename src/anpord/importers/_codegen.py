@@ -210,35 +210,52 @@ def _check_lines(check: Check) -> list[str]:
 
 class _Writer:
     """Writes cases into one list of lines. Checks and source notes repeat across the cases of a
-    file, so each distinct one is rendered once."""
+    file, so each distinct one is rendered once; a converted check's comment and call head
+    repeat even where its needles differ, so those are rendered once too."""
 
     def __init__(self, out: list[str]) -> None:
         self.out = out
         self.checks: dict[Check, list[str]] = {}
-        self.source_notes: dict[str, list[str]] = {}
+        self.heads: dict[tuple[str, str], str] = {}
+        self.source_notes: dict[str, str] = {}
+
+    def _converted(self, check: Converted) -> str:
+        head = self.heads.get((check.rule, check.text))
+        if head is None:
+            lines: list[str] = []
+            _comment(lines, check.text, _INDENT)
+            lines.append(f"{_INDENT}{_HELPER[check.rule]}({py_str(check.text)}, ")
+            head = self.heads[(check.rule, check.text)] = "\n".join(lines)
+        return f"{head}{py_str_list(check.needles)}),"
 
     def case(self, case: ImportedCase, key: str) -> None:
         out = self.out
         for note in case.notes:
             _comment(out, note, "")
-        out.append(f"_cases.append(\n    define_eval(\n        id={py_str(key)},")
-        if case.name is not None:
-            out.append(f"        name={py_str(case.name)},")
-        out.append(f"        prompt={py_str(case.prompt)},")
         folded = self.source_notes.get(case.source_note)
         if folded is None:
-            folded = comment_lines(case.source_note, " " * 8, wrap=True)
+            folded = "\n".join(comment_lines(case.source_note, " " * 8, wrap=True))
             self.source_notes[case.source_note] = folded
-        out.extend(folded)
-        out.append("        source=files({}),")
+        name = "" if case.name is None else f"        name={py_str(case.name)},\n"
+        runs = False
+        for check in case.checks:
+            if type(check) is Coded and check.helper in RUN_HELPERS:
+                runs = True
+                break
+        out.append(
+            f"_cases.append(\n    define_eval(\n        id={py_str(key)},\n{name}"
+            f"        prompt={py_str(case.prompt)},\n{folded}\n        source=files({{}}),"
+        )
         if case.judges:
             out.append("        judges=[")
             for spec in case.judges:
                 out.extend(_judge_lines(spec))
             out.append("        ],")
-        runs = any(isinstance(c, Coded) and c.helper in RUN_HELPERS for c in case.checks)
         out.append(f"        validate={'_run_checks' if runs else '_checks'}(")
         for check in case.checks:
+            if type(check) is Converted:
+                out.append(self._converted(check))
+                continue
             lines = self.checks.get(check)
             if lines is None:
                 lines = self.checks[check] = _check_lines(check)

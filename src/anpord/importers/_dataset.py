@@ -126,7 +126,13 @@ def _shown(expected: list[str]) -> str:
 def _check(
     match: str | None, expected: list[str], column: str
 ) -> tuple[tuple[Check, ...], tuple[Judged, ...]]:
-    shown = _shown(expected)
+    if match == "includes":
+        # The module's own _contains_any: case-insensitive, any of the expected texts.
+        return (Converted("any", f"includes the {column}", tuple(expected)),), ()
+    if match == "judge":
+        rubric = _JUDGE_LEAD + ("\n".join(expected) if len(expected) > 1 else expected[0])
+        return (), (Judged(name="matches-expected", rubric=rubric),)
+    shown = _shown(expected)  # only the checks that quote the value pay for it
     if match == "equals":
         return (
             (
@@ -137,12 +143,6 @@ def _check(
                 else Coded("_one_of", f"equals one of the {column}: {shown}", (tuple(expected),))
             ),
         ), ()
-    if match == "includes":
-        # The module's own _contains_any: case-insensitive, any of the expected texts.
-        return (Converted("any", f"includes the {column}", tuple(expected)),), ()
-    if match == "judge":
-        rubric = _JUDGE_LEAD + ("\n".join(expected) if len(expected) > 1 else expected[0])
-        return (), (Judged(name="matches-expected", rubric=rubric),)
     return (
         Unwritten(
             f"The dataset expects {shown} ({column}) and does not say how to compare: write the check, or import again with --match equals|includes|judge."
@@ -180,46 +180,52 @@ def read_dataset(
     cache: dict[tuple[str, ...], tuple[tuple[Check, ...], tuple[Judged, ...]]] = {}
     cases: list[ImportedCase] = []
     name = os.path.basename(path)
+    append = cases.append
     for number, row in rows:
         raw = row.get(source)
         chat_note = None
-        prompt = _text(raw)
+        prompt = raw if type(raw) is str else _text(raw)
         if prompt is None and is_chat(raw):
             prompt, chat_note = chat_text(raw)
         if prompt is None:
             raise _refuse(
                 path, f"row {number}, {source}: Expected a string, actual {describe_actual(raw)}"
             )
-        expected = _expected(row.get(target))
+        value = row.get(target)
+        expected = [value] if type(value) is str else _expected(value)
         if expected is None:
             raise _refuse(
                 path,
-                f"row {number}, {target}: Expected a string or a list of strings, actual {describe_actual(row.get(target))}",
+                f"row {number}, {target}: Expected a string or a list of strings, actual {describe_actual(value)}",
             )
         key = tuple(expected)
         made = cache.get(key)
         if made is None:
             made = cache[key] = _check(match, expected, target)
-        own = _text(row.get(ident)) if ident is not None else None
+        own = None
+        if ident is not None:
+            own = row.get(ident)
+            if type(own) is not str:
+                own = _text(own)
         # A case named row-N says where it came from; one named by the file's id column says so.
         notes = [f"Row {number} of {name}"] if own else []
         if chat_note is not None:
             notes.append(chat_note)
-        for column, value in row.items():
+        for column in row:
             if column not in known:
                 notes.append(
-                    f"Not imported, from the row: {field_name(column)} = {render(value, _KEPT)}"
+                    f"Not imported, from the row: {field_name(column)} = {render(row[column], _KEPT)}"
                 )
-        cases.append(
+        append(
             ImportedCase(
-                own_id=own if own else f"row {number}",
-                name=None,
-                prompt=prompt,
-                checks=made[0],
-                notes=tuple(notes),
-                source_note=_SOURCE,
-                judges=made[1],
-                fallback_key=f"row-{number}",
+                own if own else f"row {number}",
+                None,
+                prompt,
+                made[0],
+                tuple(notes),
+                _SOURCE,
+                f"row-{number}",
+                made[1],
             )
         )
     how = {

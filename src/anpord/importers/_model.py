@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Literal, NamedTuple
 
 from ._text import plural, slug
@@ -23,6 +24,10 @@ __all__ = [
 ]
 
 Rule = Literal["any", "all", "none"]
+
+# Ids that are keys already (lowercase ASCII letters, digits and "_", joined by single "-" or
+# "."), which ``slug`` returns unchanged: most ids a file gives, so they skip it.
+_PLAIN_KEY = re.compile(r"[a-z0-9_]+(?:[-.][a-z0-9_]+)*")
 
 
 # Named tuples rather than dataclasses: immutable, and cheap enough to build 10,000 of quickly.
@@ -133,6 +138,8 @@ def tally_of(cases: tuple[ImportedCase, ...]) -> Tally:
 def key_of(own_id: str) -> str:
     """A case's own id as a key: slugged, except that a leading minus sign on a number is
     spelled out, since slugging drops it and would make case -5 the same case as case 5."""
+    if _PLAIN_KEY.fullmatch(own_id):
+        return own_id  # already a key: slugging leaves it as it is
     text = own_id.strip()
     if text[:1] == "-" and text[1:2].isdigit():
         text = "minus-" + text[1:]

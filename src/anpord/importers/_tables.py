@@ -48,7 +48,9 @@ def csv_rows(
                     path,
                     f"line {reader.line_num}: {len(cells)} cells under {len(names)} column names",
                 )
-            rows.append(dict(zip(names, cells + [""] * (len(names) - len(cells)))))
+            if len(cells) < len(names):
+                cells += [""] * (len(names) - len(cells))
+            rows.append(dict(zip(names, cells)))
     except csv.Error as error:
         raise refuse(path, f"line {reader.line_num}: {error}") from None
     return names, rows
@@ -60,12 +62,24 @@ def jsonl_values(
     """Each non-blank line's JSON value with its line number; a line that is not JSON is
     refused by number."""
     # One decoder for every line: json.loads with parse_int= builds a new one per call.
-    decode = json.JSONDecoder(parse_int=parse_int).decode
+    decoder = json.JSONDecoder(parse_int=parse_int)
+    decode = decoder.decode
+    # Its scanner, called directly on a line stripped of JSON's own whitespace, is what
+    # ``decode`` does less two regex matches a line; anything but a whole value on the line goes
+    # back to ``decode``, whose error (and wording) is the one that counts.
+    scan = decoder.scan_once
     for number, line in enumerate(text.split("\n"), 1):
         if not line.strip():
             continue
         try:
-            yield number, decode(line)
+            body = line.strip(" \t\n\r")
+            try:
+                value, end = scan(body, 0)
+            except (StopIteration, json.JSONDecodeError):
+                end = -1
+            if end != len(body):
+                value = decode(line)
+            yield number, value
         except json.JSONDecodeError as error:
             raise refuse(path, f"line {number} is not JSON: {error}") from None
         except RecursionError:

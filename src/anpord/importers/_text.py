@@ -40,6 +40,8 @@ def py_str(text: str) -> str:
 
 
 def py_str_list(items: Iterable[str]) -> str:
+    if type(items) is tuple and len(items) == 1:
+        return f"[{py_str(items[0])}]"  # one expected answer: the common case
     return "[" + ", ".join(py_str(item) for item in items) + "]"
 
 

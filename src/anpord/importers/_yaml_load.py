@@ -64,7 +64,7 @@ def load_yaml(text: str) -> Any:
         if fast is not None and not _DISAGREE.search(text):
             # A text too nested for the C composer still gets libyaml's parser (a state
             # machine, no recursion), composed by PyYAML's Python composer.
-            loader = fast if _shallow(text) else events
+            loader = fast if _parser_bounds_nesting() or _shallow(text) else events
             try:
                 return _load(loader, text)
             except yaml.YAMLError:
@@ -78,6 +78,35 @@ def load_yaml(text: str) -> Any:
 
 def _shallow(text: str) -> bool:
     return sum(text.count(ch) for ch in _NESTING) <= _C_MAX_NESTING
+
+
+@functools.cache
+def _parser_bounds_nesting() -> bool:
+    """Whether libyaml's parser itself refuses a text nested past its own limit (1,000 levels
+    since libyaml 0.2.5), which keeps the C composer's depth within a few thousand levels, the
+    depth ``_C_MAX_NESTING`` already trusts it with: then any text may take the C loader, not
+    only one with few nesting characters (a large config has tens of thousands). Found by
+    parsing two texts nested 1,001 deep, flow and block; the parser alone does not recurse."""
+    import yaml  # type: ignore[import-untyped]
+
+    fast, _, _ = _loaders()
+    if fast is None:
+        return False
+    from yaml.cyaml import CParser  # type: ignore[import-untyped]
+
+    for probe in ("[" * 1001 + "]" * 1001, "- " * 1001 + "x"):
+        parser = CParser(probe)
+        try:
+            while parser.check_event():
+                parser.get_event()
+        except yaml.YAMLError as error:
+            if "maximum nesting depth" not in str(error):
+                return False
+        else:
+            return False
+        finally:
+            parser.dispose()
+    return True
 
 
 def _load(loader_class: Any, text: str) -> Any:
