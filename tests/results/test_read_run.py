@@ -141,17 +141,11 @@ SLOW = eval_file(f"""
 """)
 
 
-def finished_trials(project: Project) -> int:
-    run_dir = project.latest_run_dir()
-    results = run_dir / "results.jsonl" if run_dir else None
-    return results.read_text().count("\n") if results is not None and results.is_file() else 0
-
-
 def test_a_run_killed_with_sigkill_reads_back_as_crashed(make_project: Any) -> None:
     project = make_project({"evals/slow.eval.py": SLOW})
     proc = project.popen("--max-concurrency", "2")
     try:
-        wait_until(lambda: finished_trials(project) >= 4, "four finished trials", proc=proc)
+        wait_until(lambda: project.finished_trials() >= 4, "four finished trials", proc=proc)
         os.kill(proc.pid, signal.SIGKILL)
         proc.communicate(timeout=10)
     finally:
@@ -176,7 +170,7 @@ def test_the_next_eval_marks_a_killed_run_crashed(make_project: Any) -> None:
     proc = project.popen("--max-concurrency", "2")
     try:
         # Killed once it is under way: its run.json says running and its running marker is down.
-        wait_until(lambda: finished_trials(project) >= 1, "a finished trial", proc=proc)
+        wait_until(lambda: project.finished_trials() >= 1, "a finished trial", proc=proc)
         os.kill(proc.pid, signal.SIGKILL)
         proc.communicate(timeout=10)
     finally:
