@@ -126,7 +126,7 @@ def stream_lines(url: str, path: str, body: Any, timeout: float = 20) -> Iterato
         conn.close()
 
 
-def wait_for(predicate: Any, timeout: float = 10, what: str = "the condition") -> None:
+def wait_for(predicate: Any, timeout: float = 60, what: str = "the condition") -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if predicate():
