@@ -56,7 +56,7 @@ def _pump(stream: Any, sink: list[str]) -> None:
 
 
 def start_server(argv: Sequence[str], cwd: Path, env: Mapping[str, str] | None = None,
-                 timeout: float = 20) -> Server:
+                 timeout: float = 60) -> Server:
     """Start ``argv`` and wait for the line holding its URL."""
     proc = subprocess.Popen(
         list(argv), cwd=cwd, env=run_env(env), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
