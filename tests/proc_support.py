@@ -14,7 +14,7 @@ T = TypeVar("T")
 KINDS = ("local", "bwrap")
 
 
-def run(coro: Awaitable[T], timeout: float = 60) -> T:
+def run(coro: Awaitable[T], timeout: float = 120) -> T:
     async def bounded() -> T:
         return await asyncio.wait_for(coro, timeout)
 

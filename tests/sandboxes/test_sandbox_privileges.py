@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -114,9 +115,8 @@ def test_as_root_the_host_sees_an_unprivileged_user(shm_root: Path) -> None:
         inst = await BwrapSandbox(tmp_root=shm_root).open(spec())
         try:
             proc = await inst.spawn(["sleep", token], env=inst.environment())
-            for _ in range(500):
-                if seen := sleeping():
-                    break
+            deadline = time.monotonic() + 60
+            while not (seen := sleeping()) and time.monotonic() < deadline:
                 await asyncio.sleep(0.01)
             await inst.kill_tree(proc)
             return seen

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -104,7 +105,7 @@ def test_close_kills_a_running_tree(kind: str, tmp_root: Path) -> None:
             await inst.close()
         # The tree is dead once close() returns; asyncio's child watcher records the exit status
         # a little later, so wait for it rather than reading returncode at once.
-        await asyncio.wait_for(proc.wait(), 5)
+        await asyncio.wait_for(proc.wait(), 60)
         assert live_with(t) == []
 
     run(go())
@@ -129,9 +130,11 @@ def test_cancelling_an_exec_kills_its_tree(kind: str, tmp_root: Path) -> None:
     run(go())
 
 
-async def gone_or_present(t: str, present: int, within: float = 10) -> bool:
-    """Wait until at least ``present`` processes carry ``t`` (or none, for 0)."""
-    for _ in range(int(within / 0.02)):
+async def gone_or_present(t: str, present: int, within: float = 60) -> bool:
+    """Wait until at least ``present`` processes carry ``t`` (or none, for 0); ``within`` only
+    bounds a hang (the processes sleep for hours)."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
         n = len(live_with(t))
         if (n >= present) if present else n == 0:
             return True
@@ -156,8 +159,8 @@ def test_a_start_cancelled_half_way_leaves_nothing(kind: str, tmp_root: Path) ->
                 if steps % 2:  # and again, while the first cancellation is being handled
                     await asyncio.sleep(0)
                     task.cancel()
-                # Promptly: nothing may wait on pipes that orphans hold open.
-                done, _ = await asyncio.wait({task}, timeout=8)
+                # Never waiting on pipes that orphans hold open (they sleep for hours).
+                done, _ = await asyncio.wait({task}, timeout=60)
                 assert done and task.cancelled(), f"cancelled after {steps} steps: still running"
             assert await gone_or_present(t, present=0), live_with(t)
         finally:
