@@ -39,9 +39,9 @@ def test_exec_leaves_no_process_behind(kind: str, escape: str, tmp_root: Path) -
     async def go() -> None:
         inst = await make_sandbox(kind, tmp_root).open(spec())
         try:
-            res = await inst.exec(escape.format(t=t) + "\necho started", timeout=10)
-            assert res.stdout == "started\n" and res.exit_code == 0, res.stderr
-            assert res.duration < 5  # did not wait for the background sleep
+            # Had it waited for the background sleep (over an hour), it would have timed out.
+            res = await inst.exec(escape.format(t=t) + "\necho started", timeout=60)
+            assert res.stdout == "started\n" and res.ok, res
             assert live_with(t) == []
         finally:
             await inst.close()
@@ -72,7 +72,7 @@ def test_a_process_whose_main_thread_exited_is_still_killed(kind: str, tmp_root:
     # Looks like a zombie ("Z") while its other threads keep running.
     program = (
         "import ctypes, threading, time\n"
-        "threading.Thread(target=time.sleep, args=(60,)).start()\n"
+        "threading.Thread(target=time.sleep, args=(600,)).start()\n"
         "ctypes.CDLL(None).syscall(60, 0)  # exit the main thread only\n"
     )
     before = zombie_leaders_with_live_threads()
@@ -80,9 +80,9 @@ def test_a_process_whose_main_thread_exited_is_still_killed(kind: str, tmp_root:
     async def go() -> None:
         inst = await make_sandbox(kind, tmp_root).open(spec())
         try:
-            res = await inst.exec(f"(python3 -c '{program}' &); sleep 0.5; echo ok", timeout=30)
-            assert res.stdout == "ok\n", res.stderr
-            assert res.duration < 4  # not held until a kill gives up on it
+            # Not held until the thread's ten minutes end, nor until the exec's timeout.
+            res = await inst.exec(f"(python3 -c '{program}' &); sleep 0.5; echo ok", timeout=60)
+            assert res.stdout == "ok\n" and res.ok, res
         finally:
             await inst.close()
 
