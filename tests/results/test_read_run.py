@@ -147,7 +147,7 @@ def test_a_run_killed_with_sigkill_reads_back_as_crashed(make_project: Any) -> N
     try:
         wait_until(lambda: project.finished_trials() >= 4, "four finished trials", proc=proc)
         os.kill(proc.pid, signal.SIGKILL)
-        proc.communicate(timeout=10)
+        proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -172,7 +172,7 @@ def test_the_next_eval_marks_a_killed_run_crashed(make_project: Any) -> None:
         # Killed once it is under way: its run.json says running and its running marker is down.
         wait_until(lambda: project.finished_trials() >= 1, "a finished trial", proc=proc)
         os.kill(proc.pid, signal.SIGKILL)
-        proc.communicate(timeout=10)
+        proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
             proc.kill()

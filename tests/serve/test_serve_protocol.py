@@ -130,7 +130,7 @@ def test_a_second_turn_while_one_runs_is_refused_and_cancel_ends_the_first(serve
     refused = request(server.url, "POST", path + "/turns", {"input": "hello"})
     assert refused.status == 409 and refused.json()["error"] == "turn_running"
     assert request(server.url, "POST", path + "/cancel").json() == {"cancelled": True}
-    reader.join(10)
+    reader.join(60)
     assert lines[-1]["status"] == "cancelled"
     assert request(server.url, "POST", path + "/cancel").json() == {"cancelled": False}
 
