@@ -12,6 +12,7 @@ import pytest
 from project_support import END, eval_file
 
 
+@pytest.mark.slow
 def test_an_agent_blocking_the_loop_is_blamed_and_the_others_are_not_timed_out(make_project: Any) -> None:
     project = make_project({"evals/stall.eval.py": eval_file(f"""
         @define_eval(each=["block 5", "hi", "there", "you"], id=lambda row: row.split()[0])

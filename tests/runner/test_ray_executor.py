@@ -32,6 +32,10 @@ from ray_support import LocalCluster, Node
 import anpord
 from anpord.runner._ray import NodeRoom, WorkerShape, plan_workers, project_excludes
 
+# One worker runs the whole module: its clusters (each several processes and a hundred ports) one
+# after another, never beside another of this suite's.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ray")]
+
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[LocalCluster]:

@@ -12,6 +12,7 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
 from proc_support import wait_until
 from project_support import Project, anpord_command, build_project, run_env
 
@@ -96,6 +97,7 @@ def _kill_while_running(
     return run_dir
 
 
+@pytest.mark.slow
 def test_a_run_killed_five_times_and_resumed_has_every_trial_exactly_once(tmp_path: Path) -> None:
     project = _project(tmp_path / "p")
     runs = project.folder / ".anpord" / "runs"

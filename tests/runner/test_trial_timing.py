@@ -7,11 +7,13 @@ import os
 import time
 from typing import Any
 
+import pytest
 from project_support import END, assert_passed, eval_file
 
 from anpord.workspace import snapshot
 
 
+@pytest.mark.slow
 def test_the_workspace_snapshot_does_not_stall_other_trials(make_project: Any) -> None:
     project = make_project({
         "evals/big.eval.py": eval_file("""

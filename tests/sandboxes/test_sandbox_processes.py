@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 from sandbox_support import KINDS, live_with, make_sandbox, run, spec
 
-pytestmark = pytest.mark.parametrize("kind", KINDS)
+# One worker runs the module: its zombie census counts every process on the machine.
+pytestmark = [pytest.mark.parametrize("kind", KINDS), pytest.mark.xdist_group("process-census")]
 _n = itertools.count()
 
 

@@ -176,6 +176,7 @@ def test_empty_files_count_too_in_memory(shm_root: Path) -> None:
     assert reason is not None
 
 
+@pytest.mark.slow
 def test_empty_files_count_too_on_disk(tmp_root: Path) -> None:
     res, reason, mounted = over_the_cap("local", tmp_root, MANY_FILES + "; sleep 600")
     assert not mounted and res.exit_code == -9 and not res.timed_out

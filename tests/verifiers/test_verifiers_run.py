@@ -102,6 +102,7 @@ def test_a_failing_step_is_named_without_splitting_the_command(tmp_path: Path) -
     assert "anpord" not in o.result.stderr  # the step marker is not shown to the user
 
 
+@pytest.mark.slow
 def test_real_pytest_passes_fails_and_runs_nothing(tmp_path: Path) -> None:
     outcomes = verify(
         "local",
