@@ -215,8 +215,8 @@ async def main():
     local = LocalSandbox(tmp_root=Path(roots))
     inst = await local.open(SandboxSpec(Variant(options={"sandbox_size": "4M"}), files({})))
     try:
-        res = await inst.exec("head -c 8M /dev/zero > big; sleep 20; echo survived", timeout=30)
-        out["capped"] = [res.exit_code, res.stdout, await inst.limit_exceeded(), res.duration < 10]
+        res = await inst.exec("head -c 8M /dev/zero > big; sleep 600; echo survived", timeout=120)
+        out["capped"] = [res.exit_code, res.stdout, await inst.limit_exceeded(), not res.timed_out]
     finally:
         await inst.close()
     out["left"] = os.listdir(roots)
@@ -249,8 +249,8 @@ def test_not_root_a_sandboxed_program_holds_no_privilege(tmp_path: Path) -> None
         assert_unprivileged(out["probes"], NOBODY)
         assert not (base / "home" / "anpord-probe").exists()
         assert not (base / "project" / "anpord-probe").exists()
-        code, stdout, reason, prompt = out["capped"]
-        assert (code, stdout, prompt) == (-9, "", True)
+        code, stdout, reason, by_the_watcher = out["capped"]  # not by the exec's timeout
+        assert (code, stdout, by_the_watcher) == (-9, "", True)
         assert reason.startswith("workspace size cap of 4 MiB exceeded")
         assert out["left"] == []
     finally:
