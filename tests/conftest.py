@@ -15,6 +15,13 @@ from project_support import Project, build_project
 _IN_PROCESS_SUBPROCESSES = {"sandboxes", "command", "verifiers", "workspace"}
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The tests of an ``xdist_group`` first (the Ray module is the longest stretch of the suite,
+    run by one worker): under ``-n`` that worker starts on it at once while the others share
+    everything else, rather than starting it last. The order within a module is kept."""
+    items.sort(key=lambda item: item.get_closest_marker("xdist_group") is None)
+
+
 @pytest.fixture(autouse=True)
 def collect_garbage(request: pytest.FixtureRequest) -> Iterator[None]:
     """Finalize what a test left behind while that test is still the current one.

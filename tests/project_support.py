@@ -134,7 +134,7 @@ class Project:
         runs = self.folder / ".anpord" / "runs"
         return set(runs.iterdir()) if runs.is_dir() else set()
 
-    def run(self, *args: str, timeout: float = 60, env: Mapping[str, str] | None = None,
+    def run(self, *args: str, timeout: float = 120, env: Mapping[str, str] | None = None,
             cwd: Path | None = None) -> Run:
         before = self._runs()
         started = time.monotonic()
@@ -166,6 +166,12 @@ class Project:
     def latest_run_dir(self) -> Path | None:
         runs = sorted(self._runs())
         return runs[-1] if runs else None
+
+    def finished_trials(self) -> int:
+        """The lines the latest run has written to its results.jsonl: its finished trials."""
+        run_dir = self.latest_run_dir()
+        results = run_dir / "results.jsonl" if run_dir else None
+        return results.read_text().count("\n") if results is not None and results.is_file() else 0
 
 
 def build_project(folder: Path, files: Mapping[str, str] | None = None, *,

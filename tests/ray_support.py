@@ -108,9 +108,10 @@ class LocalCluster:
                 preexec_fn=_die_with_parent,  # noqa: PLW1509 - it takes no lock: one libc call
             )
 
-    def start(self, timeout: float = 120, attempts: int = 2) -> LocalCluster:
-        """Start the nodes; once more on fresh ports if a node fails to come up (a port taken
-        meanwhile by another program on this shared machine), then the error with their logs."""
+    def start(self, timeout: float = 120, attempts: int = 4) -> LocalCluster:
+        """Start the nodes; again on fresh ports if a node fails to come up (a port taken
+        meanwhile by another program on this shared machine, or a machine so loaded that a node
+        misses Ray's own 30 s wait to register), then the error with their logs."""
         for attempt in range(attempts):
             # Short: Ray's unix sockets live under it, and a socket path has at most 107 bytes.
             self.temp = Path(tempfile.mkdtemp(prefix="ar-", dir="/tmp"))

@@ -56,7 +56,7 @@ def _pump(stream: Any, sink: list[str]) -> None:
 
 
 def start_server(argv: Sequence[str], cwd: Path, env: Mapping[str, str] | None = None,
-                 timeout: float = 20) -> Server:
+                 timeout: float = 60) -> Server:
     """Start ``argv`` and wait for the line holding its URL."""
     proc = subprocess.Popen(
         list(argv), cwd=cwd, env=run_env(env), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -127,7 +127,7 @@ def stream_lines(url: str, path: str, body: Any, timeout: float = 20) -> Iterato
         conn.close()
 
 
-def wait_for(predicate: Any, timeout: float = 10, what: str = "the condition") -> None:
+def wait_for(predicate: Any, timeout: float = 60, what: str = "the condition") -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if predicate():

@@ -64,15 +64,14 @@ CASES = {
 
         @define_eval(timeout=10)
         async def test(t):
-            started = time.monotonic()
-            live = await t.start("slow 5")
+            # A turn of ten minutes: a cancel that did not stop it would time the trial out.
+            live = await t.start("slow 600")
             assert not live.done
             event = await live.wait_for_event("progress", data={{"step": 1}})
             assert event.data["step"] == 1
             assert await live.cancel() is True
             turn = await live.result()
             assert turn.status == "cancelled"
-            assert time.monotonic() - started < 3, "the cancel did not stop the agent"
             assert await live.cancel() is False
             t.event("turn.cancelled").label("cancelled event")
             t.not_event("progress", data={{"step": 2}}).label("never finished")

@@ -49,6 +49,7 @@ def test_the_example_lists_its_case_and_resolves_its_harnesses(example: Project)
     assert careful.files == 3
 
 
+@pytest.mark.slow
 def test_its_verifiers_pass_a_fix_and_fail_the_broken_repository(example: Project, tmp_path: Path) -> None:
     fixed = example.run("--harness", f"command:cp {tmp_path / 'fix.py'} textkit/slug.py", "--sandbox", "local",
                         "--trials", "1", env={"ANTHROPIC_API_KEY": "sk-unused-0000000000"})

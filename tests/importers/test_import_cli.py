@@ -317,6 +317,7 @@ def test_the_default_harness_is_never_a_pass(project: Path) -> None:
     assert "0 passed" in run.stdout and "3 void" in run.stdout
 
 
+@pytest.mark.slow
 def test_every_wild_import_loads_in_the_runner(tmp_path: Path) -> None:
     (tmp_path / "evals").mkdir()
     (tmp_path / "evals" / "evals.config.py").write_text(

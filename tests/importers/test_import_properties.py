@@ -11,6 +11,7 @@ import tokenize
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
@@ -197,6 +198,7 @@ def _import_json(data: dict[str, Any]) -> Any:
         return import_cases("evals-json", str(path))
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(evals_file, text)
 def test_any_evals_json_file_becomes_a_module_holding_it_exactly(
@@ -264,6 +266,7 @@ def _prelude_end(source: str) -> int:
     return source.splitlines().index("_cases: list[Any] = []") + 1
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(evals_file)
 def test_comment_only_text_cannot_change_the_code(data: dict[str, Any]) -> None:
@@ -284,6 +287,7 @@ def test_comment_only_text_cannot_change_the_code(data: dict[str, Any]) -> None:
     )
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(evals_file)
 def test_the_code_has_the_same_shape_whatever_the_text(data: dict[str, Any]) -> None:

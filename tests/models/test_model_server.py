@@ -83,7 +83,7 @@ def test_the_server_runs_as_a_program_and_reports_what_it_received(tmp_path: Any
     finally:
         assert proc.stdin is not None
         proc.stdin.close()  # closing its stdin pipe ends it
-        assert proc.wait(timeout=10) == 0
+        assert proc.wait(timeout=60) == 0
 
 
 def test_bad_rules_are_one_line_and_exit_2(tmp_path: Any) -> None:

@@ -225,7 +225,8 @@ async def agent(turn: TurnContext) -> Any:
 
 
 def sync_agent(turn: Any) -> str:
-    """A blocking agent: ``sleep S`` blocks the thread; ``tool`` and ``approve`` use the sync API."""
+    """A blocking agent: ``sleep S`` blocks the thread; ``meet FOLDER N`` blocks until N calls are
+    in it at once (answers "met N"); ``tool`` and ``approve`` use the sync API."""
     cmd, _, arg = str(turn.input).partition(" ")
     if cmd == "sleep":
         time.sleep(float(arg))
@@ -235,6 +236,8 @@ def sync_agent(turn: Any) -> str:
         return f"sync {w['forecast']}"
     if cmd == "approve":
         return f"sync chose {turn.request_input('Proceed?')}"
+    if cmd == "meet":
+        return f"met {_meet(*arg.split())}"
     if cmd == "sleep_then_write":
         path, _, seconds = arg.partition(" ")
         time.sleep(float(seconds))
@@ -242,6 +245,20 @@ def sync_agent(turn: Any) -> str:
         Path(path).write_text("the sync agent was not cancelled")
         return "wrote"
     return f"sync echo: {turn.input} ({len(turn.messages)} messages)"
+
+
+def _meet(folder: str, count: str) -> int:
+    """Arrive at ``folder`` and block until ``count`` callers have (at most a minute); how many
+    had arrived."""
+    import threading
+    import uuid
+
+    Path(folder).mkdir(exist_ok=True)
+    (Path(folder) / f"{os.getpid()}-{threading.get_ident()}-{uuid.uuid4().hex}").touch()
+    deadline = time.monotonic() + 60
+    while (arrived := len(os.listdir(folder))) < int(count) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return arrived
 
 
 class LifecycleAgent:

@@ -97,7 +97,6 @@ def test_redraws_are_throttled_for_ten_thousand_trials() -> None:
     elapsed = time.monotonic() - started
     assert reporter.paints <= elapsed * 10 + 2
     assert out.getvalue().count(ERASE) <= reporter.paints + 1
-    assert elapsed < 10
     lines = ANSI.sub("", out.getvalue()).splitlines()
     assert sum(1 for line in lines if line.startswith("✓ case/")) == 10_000
     assert lines[-1] == summary.closing_line() == "10000 passed, 0 failed"

@@ -12,6 +12,7 @@ import pytest
 from project_support import END, eval_file
 
 
+@pytest.mark.slow
 def test_an_agent_blocking_the_loop_is_blamed_and_the_others_are_not_timed_out(make_project: Any) -> None:
     project = make_project({"evals/stall.eval.py": eval_file(f"""
         @define_eval(each=["block 5", "hi", "there", "you"], id=lambda row: row.split()[0])
@@ -28,7 +29,7 @@ def test_an_agent_blocking_the_loop_is_blamed_and_the_others_are_not_timed_out(m
     assert reason.startswith("timed out after 3s; its code blocked the event loop for ")
     assert "use a sync agent" in reason
     blocked = float(reason.split("for ")[1].split(" s")[0])
-    assert 4.5 <= blocked <= 6.0, reason
+    assert 4.5 <= blocked <= run.wall, reason  # the five seconds, and no more than the run took
 
 
 def test_a_sync_agent_that_blocks_blames_no_one(make_project: Any) -> None:

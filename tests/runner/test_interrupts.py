@@ -7,10 +7,13 @@ import signal
 import time
 from typing import Any
 
+from proc_support import wait_until
 from project_support import END, eval_file
 
+# Far more than run before the interrupt lands (a minute at one at a time); an interrupted run
+# costs none of the rest.
 SLOW = eval_file(f"""
-    @define_eval(each=list(range(10)))
+    @define_eval(each=list(range(100)))
     async def test(t, row):
         await t.send("slow 0.6")
         {END}
@@ -21,34 +24,20 @@ def test_ctrl_c_keeps_finished_trials_and_exits_130(make_project: Any) -> None:
     project = make_project({"evals/slow.eval.py": SLOW})
     proc = project.popen("--max-concurrency", "1")
     try:
-        deadline = time.monotonic() + 20
-        lines: list[str] = []
-        while time.monotonic() < deadline:
-            run_dir = project.latest_run_dir()
-            results = run_dir / "results.jsonl" if run_dir else None
-            if results is not None and results.is_file():
-                lines = [x for x in results.read_text().splitlines() if x.strip()]
-                if len(lines) >= 2:
-                    break
-            assert proc.poll() is None, proc.communicate()
-            time.sleep(0.05)
-        assert len(lines) >= 2, "the run never finished two trials"
-        sent_at = time.monotonic()
+        wait_until(lambda: project.finished_trials() >= 2, "two finished trials", proc=proc)
         proc.send_signal(signal.SIGINT)
-        stdout, stderr = proc.communicate(timeout=15)
+        stdout, stderr = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    waited = time.monotonic() - sent_at
     assert proc.returncode == 130, (stdout, stderr)
-    assert waited < 6, waited  # a grace period, not the remaining eight cases
     assert "Traceback" not in stderr
 
     run_dir = project.latest_run_dir()
     assert run_dir is not None
     finished = [json.loads(x) for x in (run_dir / "results.jsonl").read_text().splitlines() if x.strip()]
-    assert 2 <= len(finished) < 10  # scheduling stopped
+    assert 2 <= len(finished) < 100  # scheduling stopped: a grace period, not the remaining cases
     from anpord.results import read_run
 
     reading = read_run(run_dir)
@@ -80,23 +69,18 @@ def test_a_second_ctrl_c_forces_the_exit(make_project: Any) -> None:
     """)})
     proc = project.popen()
     try:
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and not project.path("evals/started").exists():
-            time.sleep(0.05)
-        assert project.path("evals/started").exists(), "the trial never started"
-        time.sleep(0.1)
+        wait_until(project.path("evals/started").exists, "the trial to start", proc=proc)
         proc.send_signal(signal.SIGINT)
         time.sleep(0.3)
-        assert proc.poll() is None  # still in its grace period
-        sent_at = time.monotonic()
+        # Still stopping: the body holds out for 30 s, past the grace period.
+        assert proc.poll() is None
         proc.send_signal(signal.SIGINT)
-        proc.communicate(timeout=10)
+        proc.communicate(timeout=25)  # forced: not the body's 30 s
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
     assert proc.returncode == 130
-    assert time.monotonic() - sent_at < 2
     # Even a forced exit leaves run.json saying so, not "running".
     run_dir = project.latest_run_dir()
     assert run_dir is not None

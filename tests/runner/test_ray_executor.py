@@ -32,6 +32,10 @@ from ray_support import LocalCluster, Node
 import anpord
 from anpord.runner._ray import NodeRoom, WorkerShape, plan_workers, project_excludes
 
+# One worker runs the whole module: its clusters (each several processes and a hundred ports) one
+# after another, never beside another of this suite's.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ray")]
+
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[LocalCluster]:
@@ -325,11 +329,15 @@ from pathlib import Path
 
 
 async def agent(turn):
-    # Says which worker process runs the trial, then holds it; a cancelled trial says so too.
+    # Says which worker process runs the trial, then holds it until the test creates the file
+    # "release" (or for at most SECONDS); a cancelled trial says so too.
     folder, name, seconds = turn.input.split()
     Path(folder, f"started-{name}-{os.getpid()}").touch()
     try:
-        await asyncio.sleep(float(seconds))
+        for _ in range(int(float(seconds) / 0.05)):
+            if Path(folder, "release").exists():
+                break
+            await asyncio.sleep(0.05)
     except asyncio.CancelledError:
         Path(folder, f"cancelled-{name}-{os.getpid()}").touch()
         raise
@@ -342,7 +350,7 @@ def hold_suite(folder: Path, trials: int, seconds: float) -> dict[str, str]:
         "agents/hold.py": HOLD_AGENT,
         "evals/evals.config.py": 'from anpord import define_eval_config\n'
                                  'config = define_eval_config(harness="python:agents.hold:agent", max_concurrency=4,'
-                                 ' timeout=120)\n',
+                                 ' timeout=900)\n',
         "evals/hold.eval.py": eval_file(f"""
             @define_eval(each=range({trials}))
             async def test(t, row):
@@ -377,13 +385,14 @@ def test_a_killed_worker_reruns_its_trials_once_elsewhere_and_nothing_is_lost_or
         make_project: Any, cluster: LocalCluster, tmp_path: Path) -> None:
     folder = tmp_path / "marks"
     folder.mkdir()
-    project = make_project(hold_suite(folder, trials=8, seconds=3), config=None)
+    project = make_project(hold_suite(folder, trials=8, seconds=120), config=None)
     proc = popen_on_ray(project, cluster, "--json")
     try:
         wait_for(lambda: len(marks(folder, "started")) >= 2, 120, "trials to start on the workers")
         victim = marks(folder, "started")[0][1]
         on_victim = {row for row, pid in marks(folder, "started") if pid == victim}
-        os.kill(victim, signal.SIGKILL)
+        os.kill(victim, signal.SIGKILL)  # its trials are held: in flight when it dies
+        (folder / "release").touch()
         out, err = proc.communicate(timeout=180)
     finally:
         proc.kill()
@@ -410,12 +419,13 @@ def test_a_lost_node_has_its_trials_run_again_on_the_other(make_project: Any, tm
         second = own.node_ids()["127.0.0.3"][:12]
         folder = tmp_path / "marks"
         folder.mkdir()
-        project = make_project(hold_suite(folder, trials=8, seconds=4), config=None)
+        project = make_project(hold_suite(folder, trials=8, seconds=120), config=None)
         proc = popen_on_ray(project, own, "--json")
         try:
             wait_for(lambda: len({pid for _, pid in marks(folder, "started")}) == 2, 120,
                      "trials to start on both workers")
             own.kill_node(1)  # every process of the second node, at once, while it holds trials
+            (folder / "release").touch()
             out, err = proc.communicate(timeout=240)
         finally:
             proc.kill()
@@ -490,19 +500,17 @@ def test_ctrl_c_cancels_the_remote_trials_and_exits_130(
         make_project: Any, cluster: LocalCluster, tmp_path: Path) -> None:
     folder = tmp_path / "marks"
     folder.mkdir()
-    project = make_project(hold_suite(folder, trials=4, seconds=60), config=None)
+    # Held far longer than the run may take to stop: a stop that waited for them would time out.
+    project = make_project(hold_suite(folder, trials=4, seconds=600), config=None)
     proc = popen_on_ray(project, cluster)
     try:
         wait_for(lambda: len(marks(folder, "started")) == 4, 120, "all four trials to start")
-        started = time.monotonic()
         proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=60)
-        took = time.monotonic() - started
+        out, err = proc.communicate(timeout=120)
     finally:
         proc.kill()
     assert proc.returncode == 130, err
     assert "Interrupted: 0 of 4 trials finished" in out, out
-    assert took < 30, f"the run took {took:.1f} s to stop"
     # Every remote trial heard its cancellation (its finally ran), and its worker is gone.
     assert sorted(marks(folder, "cancelled")) == sorted(marks(folder, "started"))
     for _, pid in marks(folder, "started"):
@@ -542,9 +550,9 @@ def test_an_unreachable_cluster_address_is_one_line(make_project: Any) -> None:
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         port = server.server_address[1]
-        started = time.monotonic()
-        line = one_line_refusal(project.run("--executor", "ray", "--ray-address", f"127.0.0.2:{port}"))
-        assert time.monotonic() - started < 20
+        # Told by a probe of the address (a bound on a hang, not a measure of speed).
+        line = one_line_refusal(project.run("--executor", "ray", "--ray-address", f"127.0.0.2:{port}",
+                                            timeout=50))
     finally:
         server.shutdown()
     assert line.startswith(f"anpord eval: 127.0.0.2:{port} is not a Ray cluster's address")

@@ -12,6 +12,8 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
+from proc_support import wait_until
 from project_support import Project, anpord_command, build_project, run_env
 
 SLOW = """
@@ -95,6 +97,7 @@ def _kill_while_running(
     return run_dir
 
 
+@pytest.mark.slow
 def test_a_run_killed_five_times_and_resumed_has_every_trial_exactly_once(tmp_path: Path) -> None:
     project = _project(tmp_path / "p")
     runs = project.folder / ".anpord" / "runs"
@@ -232,18 +235,31 @@ async def test(t, row):
     assert nothing.code == 2 and "nothing to re-run" in nothing.stderr
 
 
+# An agent that answers once the test creates the file ``release``: its run is live until then.
+GATED = """
+import asyncio
+from pathlib import Path
+
+
+async def agent(turn):
+    while not (Path(__file__).parents[1] / "release").exists():
+        await asyncio.sleep(0.02)
+    return "ok " + turn.input
+"""
+
+
 def test_resume_refuses_selection_flags_and_a_live_run(tmp_path: Path) -> None:
-    project = _project(tmp_path / "p")
+    project = build_project(tmp_path / "p", {"agents/slow.py": GATED, "evals/work.eval.py": EVAL},
+                            config=CONFIG)
     bad = project.run("--resume", "latest", "--trials", "3")
     assert bad.code == 2 and "takes no --trials" in bad.stderr
     proc = _start(project)
     runs = project.folder / ".anpord" / "runs"
     try:
-        deadline = time.monotonic() + 30
-        while not list(runs.glob("*/run.json")) and time.monotonic() < deadline:
-            time.sleep(0.02)
+        wait_until(lambda: list(runs.glob("*/run.json")), "the run's run.json", proc=proc)
         live = project.run("--resume", "latest")
         assert live.code == 2 and "is still running" in live.stderr
     finally:
-        proc.wait(timeout=60)
+        project.path("release").write_text("")
+        proc.wait(timeout=120)
         proc.communicate()

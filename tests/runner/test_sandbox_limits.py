@@ -18,6 +18,7 @@ config = define_eval_config(
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sandbox", ["local", "bwrap"])
 def test_a_trial_over_its_size_cap_fails_with_that_reason(make_project: Any, sandbox: str) -> None:
     cases = {

@@ -4,11 +4,16 @@ passes is not timed out, and a workspace snapshot never stalls other trials."""
 from __future__ import annotations
 
 import os
+import time
 from typing import Any
 
+import pytest
 from project_support import END, assert_passed, eval_file
 
+from anpord.workspace import snapshot
 
+
+@pytest.mark.slow
 def test_the_workspace_snapshot_does_not_stall_other_trials(make_project: Any) -> None:
     project = make_project({
         "evals/big.eval.py": eval_file("""
@@ -24,6 +29,9 @@ def test_the_workspace_snapshot_does_not_stall_other_trials(make_project: Any) -
         "evals/ticker.eval.py": eval_file(f"""
             @define_eval(timeout=60)
             async def test(t):
+                # Half of what the digest took on this machine just now: on the loop, it would
+                # hold the loop that long; a loaded machine slows both.
+                bound = max(0.4, float(Path(__file__).with_name("digest").read_text()) / 2)
                 flag = Path(__file__).with_name("validated")
                 worst = 0.0
                 start = last = time.monotonic()
@@ -32,7 +40,7 @@ def test_the_workspace_snapshot_does_not_stall_other_trials(make_project: Any) -
                     now = time.monotonic()
                     worst, last = max(worst, now - last), now
                 t.check(flag.exists(), equals(True)).label("the declarative trial ran meanwhile")
-                t.check(worst, satisfies(lambda w: w < 0.4, "the loop never stalled")).label("loop lag")
+                t.check(worst, satisfies(lambda w: w < bound, "the loop never stalled")).label("loop lag")
                 {END}
         """),
     })
@@ -41,6 +49,9 @@ def test_the_workspace_snapshot_does_not_stall_other_trials(make_project: Any) -
     blob = os.urandom(1 << 20)
     for i in range(320):  # 320 MiB to digest: about a second on the loop
         (big / f"f{i}.bin").write_bytes(blob)
+    started = time.monotonic()
+    snapshot(big)
+    project.path("evals/digest").write_text(str(time.monotonic() - started))
     run = project.run("--max-concurrency", "2", timeout=120)
     assert_passed(run, "ticker")
     assert run.verdicts()["big"] == "passed", run.output
@@ -50,10 +61,11 @@ def test_the_deadline_counts_from_when_the_timer_starts(make_project: Any) -> No
     project = make_project(
         {
             "evals/deadline.eval.py": eval_file(f"""
+                # Counted from the plan, the second trial's budget would be at most 7.5 s.
                 @define_eval(each=[0, 1], source=files({{}}), timeout=10)
                 async def test(t, row):
-                    t.check(t.deadline - time.time(), satisfies(lambda r: r > 9.5, "a full budget")).label("budget")
-                    await asyncio.sleep(1.5)  # holds the only sandbox slot meanwhile
+                    t.check(t.deadline - time.time(), satisfies(lambda r: r > 8, "a full budget")).label("budget")
+                    await asyncio.sleep(2.5)  # holds the only sandbox slot meanwhile
                     {END}
             """),
         },

@@ -73,7 +73,7 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 # A runner: ``held`` trials with escaping background jobs left running, and (with ``churn``)
 # trials opening and closing all along, as in a run. Prints "ready <watchdog pid>".
 RUNNER = """
-import asyncio, sys
+import asyncio, os, sys
 from pathlib import Path
 from anpord.authoring import Variant, files
 from anpord.sandboxes import SandboxSpec
@@ -84,6 +84,16 @@ from anpord.sandboxes.local import LocalSandbox
 
 JOBS = ("sleep {t} & (sleep {t} &); (setsid sleep {t} &); nohup sleep {t} >/dev/null 2>&1 & "
         "setsid bash -c 'sleep {t} & sleep {t}' </dev/null >/dev/null 2>&1 & sleep {t}")
+
+def sleeping(t):
+    count = 0
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                count += f.read().split(b"\\0")[:2] == [b"sleep", t.encode()]
+        except OSError:
+            pass
+    return count
 
 async def churn(sandbox, t):
     while True:
@@ -100,7 +110,8 @@ async def main(kind, t, roots, held, churning):
         inst = await sandbox.open(SandboxSpec(Variant(), files({"a.txt": "a"})))
         await inst.spawn(["bash", "-c", JOBS.format(t=t)], env=inst.environment())
     tasks = [asyncio.ensure_future(churn(sandbox, t)) for _ in range(int(churning))]
-    await asyncio.sleep(0.3)
+    while sleeping(t) < 7 * int(held):  # every held trial's seven jobs are up
+        await asyncio.sleep(0.02)
     print("ready", watchdog_pid(), flush=True)
     await asyncio.sleep(3600)
 

@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 import pytest
+from proc_support import wait_until
 from sandbox_support import Listener, run, spec
 
 from anpord.authoring import files
@@ -127,13 +128,7 @@ def test_the_network_is_closed_unless_the_variant_opens_it(
     # Control: with network=True the same probe reaches the listener, so the test can see one.
     out = bwrap_exec(tmp_root, probe, network=True)
     assert "CONNECTED" in out
-    for _ in range(50):
-        if listener.received:
-            break
-        import time
-
-        time.sleep(0.05)
-    assert b"hello-from-sandbox" in listener.received
+    wait_until(lambda: b"hello-from-sandbox" in listener.received, "the listener to get the probe's line")
 
 
 def test_own_pid_namespace_and_private_tmp(tmp_root: Path, tmp_path: Path) -> None:

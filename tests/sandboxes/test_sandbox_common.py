@@ -98,11 +98,11 @@ def test_exec_timeout_kills_the_command(kind: str, tmp_root: Path) -> None:
     async def go() -> None:
         inst = await make_sandbox(kind, tmp_root).open(spec())
         try:
-            started = time.monotonic()
-            res = await inst.exec(f"echo started; sleep {token}", timeout=0.5)
+            # The sleep is of years: an exec that returned at all was ended by its timeout (long
+            # enough for a loaded machine to start the shell and print).
+            res = await inst.exec(f"echo started; sleep {token}", timeout=2)
             assert res.timed_out and res.exit_code == -9 and not res.ok
             assert res.stdout == "started\n"
-            assert time.monotonic() - started < 5
             assert live_with(token) == []
         finally:
             await inst.close()

@@ -7,11 +7,11 @@ import os
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
 
+from proc_support import wait_until
 from sandbox_support import KINDS, live_with
 
 SCRIPT = """
@@ -22,11 +22,23 @@ from anpord.sandboxes import SandboxSpec, cleanup_all
 from anpord.sandboxes.bwrap import BwrapSandbox
 from anpord.sandboxes.local import LocalSandbox
 
+def sleeping(token):
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if f.read().split(b"\\0")[:2] == [b"sleep", token.encode()]:
+                    found.append(pid)
+        except OSError:
+            pass
+    return found
+
 async def main(kind, how, token, roots):
     sandbox = LocalSandbox(tmp_root=Path(roots)) if kind == "local" else BwrapSandbox(tmp_root=Path(roots))
     inst = await sandbox.open(SandboxSpec(Variant(), files({"a.txt": "a"})))
     await inst.spawn(["bash", "-c", f"(setsid sleep {token} &); sleep {token}"], env=inst.environment())
-    await asyncio.sleep(0.3)
+    while len(sleeping(token)) < 2:  # both jobs started
+        await asyncio.sleep(0.02)
     print("running", flush=True)
     if how == "forced":
         cleanup_all()
@@ -49,9 +61,6 @@ def test_nothing_outlives_a_runner_that_exits_without_closing(kind: str, how: st
         check=False,
     )
     assert done.stdout == "running\n", done.stderr
-    for _ in range(50):
-        if not live_with(token):
-            break
-        time.sleep(0.02)
-    assert live_with(token) == []
+    # Were they left behind, they would sleep for well over an hour.
+    wait_until(lambda: live_with(token) == [], "the sandbox's processes to be gone")
     # tmp_root (fixture) checks that the instance folder is gone.

@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -114,9 +115,8 @@ def test_as_root_the_host_sees_an_unprivileged_user(shm_root: Path) -> None:
         inst = await BwrapSandbox(tmp_root=shm_root).open(spec())
         try:
             proc = await inst.spawn(["sleep", token], env=inst.environment())
-            for _ in range(500):
-                if seen := sleeping():
-                    break
+            deadline = time.monotonic() + 60
+            while not (seen := sleeping()) and time.monotonic() < deadline:
                 await asyncio.sleep(0.01)
             await inst.kill_tree(proc)
             return seen
@@ -257,8 +257,8 @@ async def main():
     local = LocalSandbox(tmp_root=Path(roots))
     inst = await local.open(SandboxSpec(Variant(options={"sandbox_size": "4M"}), files({})))
     try:
-        res = await inst.exec("head -c 8M /dev/zero > big; sleep 20; echo survived", timeout=30)
-        out["capped"] = [res.exit_code, res.stdout, await inst.limit_exceeded(), res.duration < 10]
+        res = await inst.exec("head -c 8M /dev/zero > big; sleep 600; echo survived", timeout=120)
+        out["capped"] = [res.exit_code, res.stdout, await inst.limit_exceeded(), not res.timed_out]
     finally:
         await inst.close()
     out["left"] = os.listdir(roots)
@@ -291,8 +291,8 @@ def test_not_root_a_sandboxed_program_holds_no_privilege(tmp_path: Path) -> None
         assert_unprivileged(out["probes"], NOBODY)
         assert not (base / "home" / "anpord-probe").exists()
         assert not (base / "project" / "anpord-probe").exists()
-        code, stdout, reason, prompt = out["capped"]
-        assert (code, stdout, prompt) == (-9, "", True)
+        code, stdout, reason, by_the_watcher = out["capped"]  # not by the exec's timeout
+        assert (code, stdout, by_the_watcher) == (-9, "", True)
         assert reason.startswith("workspace size cap of 4 MiB exceeded")
         assert out["left"] == []
     finally:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -38,9 +39,9 @@ def test_exec_leaves_no_process_behind(kind: str, escape: str, tmp_root: Path) -
     async def go() -> None:
         inst = await make_sandbox(kind, tmp_root).open(spec())
         try:
-            res = await inst.exec(escape.format(t=t) + "\necho started", timeout=10)
-            assert res.stdout == "started\n" and res.exit_code == 0, res.stderr
-            assert res.duration < 5  # did not wait for the background sleep
+            # Had it waited for the background sleep (over an hour), it would have timed out.
+            res = await inst.exec(escape.format(t=t) + "\necho started", timeout=60)
+            assert res.stdout == "started\n" and res.ok, res
             assert live_with(t) == []
         finally:
             await inst.close()
@@ -62,31 +63,46 @@ def processes() -> Iterator[tuple[int, str, str, int, int]]:
         yield int(name), head.split("(", 1)[1], fields[0], int(fields[1]), int(fields[17])
 
 
-def zombie_leaders_with_live_threads() -> set[int]:
-    """Processes whose main thread exited while other threads run on: "Z", yet alive."""
-    return {pid for pid, _, state, _, threads in processes() if state == "Z" and threads > 1}
+def zombie_leaders_with_live_threads(t: str) -> set[int]:
+    """Processes carrying ``t`` whose main thread exited while other threads run on: "Z", yet
+    alive. (A live thread still shows the command line; the exited main thread does not.)"""
+    found = set()
+    for pid, _, state, _, threads in processes():
+        if state != "Z" or threads <= 1:
+            continue
+        try:
+            tids = os.listdir(f"/proc/{pid}/task")
+            lines = []
+            for tid in tids:
+                with open(f"/proc/{pid}/task/{tid}/cmdline", "rb") as f:
+                    lines.append(f.read())
+        except OSError:
+            continue
+        if any(t.encode() in line for line in lines):
+            found.add(pid)
+    return found
 
 
 def test_a_process_whose_main_thread_exited_is_still_killed(kind: str, tmp_root: Path) -> None:
     # Looks like a zombie ("Z") while its other threads keep running.
+    t = token()
     program = (
         "import ctypes, threading, time\n"
-        "threading.Thread(target=time.sleep, args=(60,)).start()\n"
+        "threading.Thread(target=time.sleep, args=(600,)).start()\n"
         "ctypes.CDLL(None).syscall(60, 0)  # exit the main thread only\n"
     )
-    before = zombie_leaders_with_live_threads()
 
     async def go() -> None:
         inst = await make_sandbox(kind, tmp_root).open(spec())
         try:
-            res = await inst.exec(f"(python3 -c '{program}' &); sleep 0.5; echo ok", timeout=30)
-            assert res.stdout == "ok\n", res.stderr
-            assert res.duration < 4  # not held until a kill gives up on it
+            # Not held until the thread's ten minutes end, nor until the exec's timeout.
+            res = await inst.exec(f"(python3 -c '{program}' {t} &); sleep 0.5; echo ok", timeout=60)
+            assert res.stdout == "ok\n" and res.ok, res
         finally:
             await inst.close()
 
     run(go())
-    assert zombie_leaders_with_live_threads() - before == set()
+    assert zombie_leaders_with_live_threads(t) == set()
 
 
 def test_close_kills_a_running_tree(kind: str, tmp_root: Path) -> None:
@@ -104,7 +120,7 @@ def test_close_kills_a_running_tree(kind: str, tmp_root: Path) -> None:
             await inst.close()
         # The tree is dead once close() returns; asyncio's child watcher records the exit status
         # a little later, so wait for it rather than reading returncode at once.
-        await asyncio.wait_for(proc.wait(), 5)
+        await asyncio.wait_for(proc.wait(), 60)
         assert live_with(t) == []
 
     run(go())
@@ -129,9 +145,11 @@ def test_cancelling_an_exec_kills_its_tree(kind: str, tmp_root: Path) -> None:
     run(go())
 
 
-async def gone_or_present(t: str, present: int, within: float = 10) -> bool:
-    """Wait until at least ``present`` processes carry ``t`` (or none, for 0)."""
-    for _ in range(int(within / 0.02)):
+async def gone_or_present(t: str, present: int, within: float = 60) -> bool:
+    """Wait until at least ``present`` processes carry ``t`` (or none, for 0); ``within`` only
+    bounds a hang (the processes sleep for hours)."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
         n = len(live_with(t))
         if (n >= present) if present else n == 0:
             return True
@@ -156,8 +174,8 @@ def test_a_start_cancelled_half_way_leaves_nothing(kind: str, tmp_root: Path) ->
                 if steps % 2:  # and again, while the first cancellation is being handled
                     await asyncio.sleep(0)
                     task.cancel()
-                # Promptly: nothing may wait on pipes that orphans hold open.
-                done, _ = await asyncio.wait({task}, timeout=8)
+                # Never waiting on pipes that orphans hold open (they sleep for hours).
+                done, _ = await asyncio.wait({task}, timeout=60)
                 assert done and task.cancelled(), f"cancelled after {steps} steps: still running"
             assert await gone_or_present(t, present=0), live_with(t)
         finally:

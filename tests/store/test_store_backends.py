@@ -16,6 +16,7 @@ def _results(run_dir: Path) -> list[dict]:
     return [json.loads(line) for line in (run_dir / "results.jsonl").read_text().splitlines()]
 
 
+@pytest.mark.slow
 def test_runs_are_filed_read_back_and_compared_on_both_backends(
     backend_env: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -96,6 +97,7 @@ def test_runs_are_filed_read_back_and_compared_on_both_backends(
     assert {c["base"]["run_id"] for c in as_json(final)["cells"]} == {bad.run_dir.name}
 
 
+@pytest.mark.slow
 def test_two_projects_share_one_postgres_database_without_mixing(
     pg_url: str, tmp_path: Path
 ) -> None:

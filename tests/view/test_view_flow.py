@@ -13,6 +13,9 @@ import pytest
 from project_support import Project, eval_file
 from view_support import Pages, ViewServer, cell_path, trial_path, view_server
 
+# A real browser through the view, page by page.
+pytestmark = pytest.mark.slow
+
 VARIANT = "python:agents.kit:agent/default"  # the label of the config's only variant
 INJECTED = "<script>alert(1)</script><img src=x onerror=alert(2)>"
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 from typing import Any
 
+import pytest
 from project_support import anpord_command, eval_file, run_env
 
 from anpord.view import StoreViewData
@@ -22,6 +23,7 @@ async def agent(turn):
 """
 
 
+@pytest.mark.slow
 def test_deltas_compare_with_the_baseline_a_team_set(make_project: Any, tmp_path: Any) -> None:
     project = make_project({
         "agents/flip.py": FLIP,

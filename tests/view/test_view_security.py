@@ -80,7 +80,7 @@ TRAVERSALS = [
 def test_a_path_outside_the_runs_is_404_and_nothing_is_read(served: Served, target: str) -> None:
     target = target.format(run=served.run_id, outside=str(served.outside).replace("/", "%2F"),
                            outside_raw=served.outside)
-    status, headers, body = served.server.get(target, timeout=5)  # a read FIFO would hang
+    status, headers, body = served.server.get(target, timeout=30)  # a read FIFO would hang
     assert status == 404, (target, status, body[:200])
     assert headers.get("x-content-type-options") == "nosniff"
     assert SECRET not in body and "root:" not in body and "import" not in body

@@ -51,7 +51,7 @@ class ViewServer:
         match = re.search(r"(http://[\w.\[\]:]+)/", self.first_line)
         if match is None:
             self.proc.kill()
-            _, err = self.proc.communicate(timeout=10)
+            _, err = self.proc.communicate(timeout=60)
             raise AssertionError(f"anpord view printed no URL: {self.first_line!r}\n{err}")
         self.url = match.group(1)
         parts = urlsplit(self.url)
@@ -60,11 +60,11 @@ class ViewServer:
     def stop(self, sig: int = signal.SIGTERM) -> tuple[int, str, str]:
         if self.proc.poll() is None:
             self.proc.send_signal(sig)
-        out, err = self.proc.communicate(timeout=15)
+        out, err = self.proc.communicate(timeout=60)
         return self.proc.returncode, out, err
 
     def get(self, target: str, *, method: str = "GET", headers: dict[str, str] | None = None,
-            timeout: float = 10) -> tuple[int, dict[str, str], str]:
+            timeout: float = 30) -> tuple[int, dict[str, str], str]:
         """A raw request: ``target`` is sent exactly as given (no client-side normalising)."""
         conn = http.client.HTTPConnection(self.host, self.port, timeout=timeout)
         try:
@@ -154,7 +154,7 @@ class Pages:
         self.page.close()
 
 
-def wait_for(predicate: Any, timeout: float = 10.0) -> None:
+def wait_for(predicate: Any, timeout: float = 60.0) -> None:
     end = time.monotonic() + timeout
     while not predicate():
         if time.monotonic() > end:

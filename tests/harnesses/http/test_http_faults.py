@@ -279,7 +279,7 @@ def test_a_server_killed_mid_turn_fails_that_turn(make_project: Callable[..., Pr
     server: Server = serve("agents.kit:agent", project.folder)
     try:
         run = project.run("--harness", server.url, env={"SERVER_PID": str(server.proc.pid)})
-        assert server.proc.wait(10) == -9
+        assert server.proc.wait(60) == -9
     finally:
         if server.proc.poll() is None:
             server.proc.kill()

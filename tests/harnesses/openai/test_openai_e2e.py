@@ -257,16 +257,13 @@ def test_a_cancelled_turn_stops_its_request_and_the_session_goes_on(
                 @define_eval
                 async def test(t):
                     live = await t.start("wait forever")
-                    for _ in range(200):  # until the server holds the request
-                        if json.load(urllib.request.urlopen(STATS))["in_flight"] == 1:
-                            break
+                    # Until the server holds the request.
+                    while json.load(urllib.request.urlopen(STATS))["in_flight"] != 1:
                         await asyncio.sleep(0.05)
                     t.check(await live.cancel(), equals(True)).label("cancel accepted")
                     t.check((await live.result()).status, equals("cancelled")).label("turn cancelled")
-                    for _ in range(50):  # the server sees the dropped connection shortly after
-                        stats = json.load(urllib.request.urlopen(STATS))
-                        if stats["in_flight"] == 0:
-                            break
+                    # Until the server sees the dropped connection (the trial's timeout bounds it).
+                    while (stats := json.load(urllib.request.urlopen(STATS)))["in_flight"] != 0:
                         await asyncio.sleep(0.05)
                     t.check((stats["in_flight"], stats["served"]), equals((0, 1))).label("the request was dropped")
                     await t.send("still there?")
@@ -279,8 +276,7 @@ def test_a_cancelled_turn_stops_its_request_and_the_session_goes_on(
         config=config(server.url),
     )
     run = project.run()
-    line = assert_passed(run, "cancel")
-    assert line["duration"] < 5, "the cancelled request was waited for"
+    assert_passed(run, "cancel")  # the request hangs for good: had it been waited for, timed out
     after = server.requests[1]["messages"]
     assert [m["content"] for m in after] == ["wait forever", "still there?"]
 

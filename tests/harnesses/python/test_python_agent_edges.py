@@ -13,10 +13,11 @@ def test_a_live_turn_cancelled_right_after_start_settles_cancelled(make_project:
     project = make_project({"evals/cancel.eval.py": eval_file(f"""
         @define_eval
         async def test(t):
-            live = await t.start("slow 5")
+            # Turns of ten minutes: a cancel that did not take would time the trial out (10 s).
+            live = await t.start("slow 600")
             t.check(await live.cancel(), equals(True)).label("live.cancel() accepted")
             t.check((await live.result()).status, equals("cancelled")).label("live.cancel() settles")
-            live = await t.start("slow 5")
+            live = await t.start("slow 600")
             t.check(await t.cancel(), equals("accepted")).label("t.cancel() accepted")
             t.check((await live.result()).status, equals("cancelled")).label("t.cancel() settles")
             t.check((await t.send("hello")).message, equals("echo: hello")).label("the session goes on")
@@ -24,7 +25,6 @@ def test_a_live_turn_cancelled_right_after_start_settles_cancelled(make_project:
     """)})
     run = project.run()
     assert_passed(run, "cancel")
-    assert run.result("cancel")["duration"] < 4, "the cancelled turns ran on"
 
 
 HANGING_SYNC_AGENT = """
@@ -32,7 +32,7 @@ import time
 
 def agent(turn):
     if turn.input == "hang":
-        time.sleep(30)
+        time.sleep(600)  # a run that waited for it would not end within the test's bound
     return "done"
 """
 
@@ -56,7 +56,6 @@ def test_sync_agents_stuck_past_their_timeout_do_not_starve_later_trials(make_pr
     run = project.run()
     verdicts = [lines[0]["verdict"] for _, lines in sorted(run.by_case().items())]
     assert verdicts == ["timed_out", "timed_out", "passed", "passed"], run.output
-    assert run.wall < 20
 
 
 PRINTING_AGENT = """
