@@ -121,6 +121,7 @@ def test_a_run_killed_five_times_and_resumed_has_every_trial_exactly_once(tmp_pa
         timeout=120,
         check=False,
     )
+    # Every trial may already be written by the last kill: the resume then only closes the run.
     done_already = "nothing to resume" in final.stderr
     assert final.returncode == (2 if done_already else 0), final.stderr
     assert sorted(runs.iterdir()) == [run_dir], "a resume must not start another run"
@@ -263,3 +264,22 @@ def test_resume_refuses_selection_flags_and_a_live_run(tmp_path: Path) -> None:
         project.path("release").write_text("")
         proc.wait(timeout=120)
         proc.communicate()
+
+
+def test_resuming_a_crashed_run_that_has_every_trial_closes_it(tmp_path: Path) -> None:
+    """Killed after its last trial was written but before its record was closed: nothing is left
+    to run, and resuming it closes it as finished with its totals (a finished run is refused)."""
+    project = _project(tmp_path / "p")
+    first = project.run()
+    assert first.code == 0 and first.run_dir is not None, first.output
+    record = first.run_json()
+    record["status"] = "crashed"  # what the next command finds after such a kill
+    (first.run_dir / "run.json").write_text(json.dumps(record))
+    resumed = project.run("--resume", first.run_dir.name)
+    assert resumed.code == 0, resumed.output
+    assert "0 trials to run" in resumed.stderr
+    closed = json.loads((first.run_dir / "run.json").read_text())
+    assert closed["status"] == "finished"
+    assert closed["totals"]["passed"] == closed["totals"]["trials"] == len(PLANNED)
+    again = project.run("--resume", first.run_dir.name)
+    assert again.code == 2 and "nothing to resume" in again.stderr

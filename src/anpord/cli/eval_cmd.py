@@ -312,7 +312,9 @@ def _again(args: argparse.Namespace, project: Any, opts: Any, out: TextIO) -> in
             missing = replan.plan.total_trials
         for note in replan.notes:
             print(f"anpord eval: {note}", file=sys.stderr)
-        if not missing:
+        # A run killed after its last trial but before its record was closed has nothing left to
+        # run, yet is not finished: resuming it closes it, with its totals.
+        if not missing and not (args.resume and reading.status in ("crashed", "interrupted")):
             raise UsageError(f"nothing to resume: run {reading.run_id} has every trial it can run")
         executor = executor_for(replan.plan, again)
     except UsageError as exc:
