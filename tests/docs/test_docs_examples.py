@@ -91,3 +91,10 @@ def test_each_runnable_example_runs_as_written(where: str, marker: str, body: st
     output = f"exit {done.returncode}\n{done.stdout}\n{done.stderr}"
     assert done.stdout.rstrip().splitlines()[-1:] == [attrs["expect"]], output
     assert "Traceback" not in done.stderr, output
+
+
+def test_the_readme_documentation_list_links_every_page() -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    listed = readme.split("## Documentation", 1)[1].split("\n## ", 1)[0]
+    missing = [p.name for p in sorted((REPO / "docs").glob("*.md")) if f"](docs/{p.name})" not in listed]
+    assert missing == []
