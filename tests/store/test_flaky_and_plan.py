@@ -88,3 +88,14 @@ def test_compare_lists_cells_then_variants_then_the_judgement_it_used(tmp_path: 
     show = anpord(project, "show", "latest")
     assert "python:agents.moody:agent/default: pass rate 0% [0–" in show.stdout
     assert "✗ 0/3 0% [0–56%]" in show.stdout
+
+
+def test_comparing_a_run_with_itself_is_refused_in_one_line(tmp_path: Path) -> None:
+    project = history_project(tmp_path / "p")
+    assert project.run().code == 0
+    same = anpord(project, "compare", "latest", "latest")
+    assert same.returncode == 2 and same.stdout == ""
+    (line,) = same.stderr.strip().splitlines()
+    assert line.startswith("anpord compare: latest and latest are the same run (")
+    assert "`anpord compare` alone" in line
+    assert anpord(project, "compare").returncode == 0  # against the baselines: fine
