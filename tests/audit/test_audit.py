@@ -273,6 +273,7 @@ def test_a_saboteur_that_cannot_stand_in_is_named(make_project: Any) -> None:
 def test_bad_input_is_one_line(make_project: Any) -> None:
     project = make_project({"evals/sound.eval.py": CASES["evals/sound.eval.py"]})
     for args, words in ((["--saboteurs", "empty,bogus"], "unknown saboteur 'bogus'"),
+                        (["--saboteurs", "emtpy"], "unknown saboteur 'emtpy' (did you mean 'empty'?)"),
                         (["nope"], "unknown eval id or path: nope"),
                         (["--fail-on", "sometimes"], "invalid choice")):
         proc = audit(project, *args)

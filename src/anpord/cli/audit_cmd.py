@@ -27,7 +27,11 @@ def _saboteurs(text: str) -> list[str]:
     names = [n.strip() for n in text.split(",") if n.strip()]
     unknown = [n for n in names if n not in SABOTEURS]
     if unknown or not names:
-        what = f"unknown saboteur {unknown[0]!r}" if unknown else "no saboteur named"
+        import difflib
+
+        close = difflib.get_close_matches(unknown[0], SABOTEURS, n=1) if unknown else []
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        what = f"unknown saboteur {unknown[0]!r}{hint}" if unknown else "no saboteur named"
         raise argparse.ArgumentTypeError(f"{what}; the saboteurs are {','.join(SABOTEURS)}")
     return list(dict.fromkeys(names))
 
