@@ -324,7 +324,7 @@ def test_grid_cell_cut_short_by_an_interrupt_is_reported_at_the_end() -> None:
         ConsoleReporter(out), done, info=info, summary=summary_for(done, interrupted=True)
     )
     lines = out.getvalue().splitlines()
-    assert "✓ a  small  1/1 passed  (2 not run)" in lines
+    assert "✓ a  1/1 passed  (2 not run)" in lines  # one variant: the table names it
     assert lines[-2] == "Interrupted: 1 of 3 trials finished; finished trials are kept."
     assert lines[-1] == summary.closing_line()
 

@@ -239,7 +239,8 @@ class ConsoleReporter:
             self._mark(state),
             (" ", ""),
             (cell.case_id, "" if state == "passed" else BOLD),
-            (f"  {cell.variant}  ", ""),
+            # One variant: the table's header names it once, not every cell's line.
+            (f"  {cell.variant}  " if len(self._variants) > 1 else "  ", ""),
         ]
         if n:
             head.append((f"{c.passed}/{n} passed", SGR[state]))
