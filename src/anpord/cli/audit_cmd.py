@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import Any, TextIO
 
@@ -80,9 +81,15 @@ def _run(args: argparse.Namespace, out: TextIO) -> int:
         opts = RunOptions(trials=1, timeout=args.timeout, max_concurrency=args.max_concurrency,
                           variants=args.variant, fail_on="never", compare=False, executor="local",
                           kind="audit")
-        cases = filter_tags(load_cases(select_files(project, args.targets)), args.tag, args.exclude_tag)
+        loaded = load_cases(select_files(project, args.targets))
+        cases = filter_tags(loaded, args.tag, args.exclude_tag)
         if not cases:
-            raise UsageError("nothing to audit: no case selected")
+            if loaded:
+                raise UsageError("nothing to audit: no selected case matches --tag/--exclude-tag")
+            raise UsageError(
+                f"nothing to audit: no *.eval.py file under {os.path.relpath(project.root)} "
+                "(write one, or run `anpord init`)"
+            )
         plan = build_plan(project, cases, opts)
         if not plan.cells:
             raise UsageError("nothing to audit: no variant selected")
