@@ -12,12 +12,12 @@ def test_an_empty_history_says_how_many_runs_it_has(tmp_path: Path) -> None:
     project = history_project(tmp_path / "p")
     flaky = anpord(project, "flaky")
     assert flaky.returncode == 2
-    assert flaky.stderr.strip().splitlines() == ["anpord flaky: not enough runs yet: 0 of 2"]
+    assert flaky.stderr.strip().splitlines() == ["anpord flaky: not enough runs yet: 0 of 2 (each `anpord eval` adds one)"]
     plan = anpord(project, "plan")
     assert plan.returncode == 2
     assert plan.stderr.strip() == "anpord plan: not enough runs yet: 0 of 1 (run `anpord eval` first)"
     assert project.run().code == 0
-    assert anpord(project, "flaky").stderr.strip() == "anpord flaky: not enough runs yet: 1 of 2"
+    assert anpord(project, "flaky").stderr.strip() == "anpord flaky: not enough runs yet: 1 of 2 (each `anpord eval` adds one)"
     window = anpord(project, "flaky", "--runs", "1")
     assert window.returncode == 2 and "flakiness needs at least 2 runs, got '1'" in window.stderr
     one = anpord(project, "plan")  # every trial passed: no variance, so no "change of 0.000"

@@ -44,7 +44,7 @@ def main(argv: list[str]) -> int:
         with open_history(project_folder()) as store:
             runs = store.history_runs(limit=args.runs)
             if len(runs) < MIN_RUNS:
-                raise CommandError(f"not enough runs yet: {len(runs)} of {MIN_RUNS}")
+                raise CommandError(f"not enough runs yet: {len(runs)} of {MIN_RUNS} (each `anpord eval` adds one)")
             histories = store.cell_histories(limit=args.runs)
     except (CommandError, StoreError, LookupError) as exc:
         return fail(PROG, str(exc).strip("'\""))
