@@ -160,3 +160,10 @@ def test_not_utf8_is_refused(tmp_path: Path) -> None:
     (tmp_path / "d.csv").write_bytes(b"input,target\n\xff\xfe\xfa,b\n")
     with pytest.raises(CaseFileNotDataset, match="not UTF-8 text"):
         import_cases("dataset", str(tmp_path / "d.csv"))
+
+
+def test_without_match_the_import_names_the_flag_that_writes_the_checks(tmp_path: Path) -> None:
+    path = _jsonl(tmp_path, ROWS)
+    (note,) = import_cases("dataset", str(path)).notes
+    assert "import again with --match equals|includes|judge" in note
+    assert import_cases("dataset", str(path), match="equals").notes == ()

@@ -233,4 +233,9 @@ def read_dataset(
         path=path,
         cases=tuple(cases),
         about=(f"Input column: {source}; expected column: {target}; check: {how}",),
+        # Said on stderr beside the summary: the one flag that turns every placeholder into a check.
+        notes=(
+            "A dataset says what the answer should be, not how to compare it: import again with "
+            "--match equals|includes|judge to write the checks.",
+        ) if match is None else (),
     )
