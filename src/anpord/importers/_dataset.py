@@ -44,6 +44,9 @@ def _rows(path: str, text: str) -> tuple[list[str], list[tuple[int, dict[str, An
     """The column names (in first-seen order) and each row with its line (JSONL) or row number."""
     lower = path.lower()
     stripped = text.lstrip()
+    if lower.endswith((".yaml", ".yml")):
+        raise _refuse(path, "a YAML file: a dataset is JSONL, a JSON array or CSV (a promptfoo "
+                            "config is --format promptfoo, an OpenAI evals spec --format openai-evals)")
     if (
         lower.endswith(".csv")
         or lower.endswith(".tsv")
