@@ -92,12 +92,15 @@ class TurnContext(_TurnEvents):
         workspace: Path | None,
         emit: Callable[[Event], None],
         request_input: Callable[..., Awaitable[Any]],
+        mocks: Mapping[str, Any] | None = None,
     ):
         self.input = input
         self.messages = messages
         self.session_id = session_id
         self.model = model
         self.workspace = workspace
+        # The trial's mocks by name: ``.url`` (HTTP), ``.mcp_server`` (MCP), ``.path`` (CLI).
+        self.mocks: Mapping[str, Any] = mocks or {}
         self._emit = emit
         self._request_input = request_input
 
@@ -157,6 +160,7 @@ class SyncTurnContext(_TurnEvents):
         self.session_id = inner.session_id
         self.model = inner.model
         self.workspace = inner.workspace
+        self.mocks = inner.mocks
 
     def _check(self) -> None:
         if self.cancelled:

@@ -78,6 +78,8 @@ class Variant:
     # "otlp": each trial gets an OTLP/HTTP receiver and the agent's spans become its events
     # (docs/traces.md).
     traces: str | None = None
+    # http_mock / cli_mock / mcp_mock values each trial of this variant gets (docs/mocks.md).
+    mocks: Sequence[Any] = ()
 
     def __post_init__(self) -> None:
         for key in ("harness", "model", "sandbox", "name", "profile"):
@@ -95,6 +97,12 @@ class Variant:
         # A lone string would otherwise be read one character at a time.
         object.__setattr__(self, "secrets", _names("secrets", self.secrets))
         object.__setattr__(self, "mounts", _names("mounts", self.mounts, paths=True))
+        if self.mocks:
+            from ..mocks._declare import check_mocks
+
+            object.__setattr__(self, "mocks", check_mocks(self.mocks, "Variant"))
+        else:
+            object.__setattr__(self, "mocks", ())
 
     @property
     def label(self) -> str:
@@ -133,6 +141,7 @@ class Variant:
             "mounts": list(self.mounts),
             "options": dict(self.options),
             "traces": self.traces,
+            **({"mocks": [m.name for m in self.mocks]} if self.mocks else {}),
         }
 
 
@@ -149,6 +158,7 @@ class EvalConfig:
     judge: JudgeConfig | None = None
     reporters: tuple[Any, ...] = ()
     executor: str = "local"
+    mocks: tuple[Any, ...] = ()  # every trial's, under the variant's and the case's own
 
 
 EXECUTORS = ("local", "ray")
@@ -167,6 +177,7 @@ def define_eval_config(
     judge: JudgeConfig | None = None,
     reporters: Sequence[Any] = (),
     executor: str = "local",
+    mocks: Sequence[Any] = (),
 ) -> EvalConfig:
     """Build the run-wide config. ``define_eval_config()`` with no arguments is enough."""
     _positive_int("trials", trials)
@@ -201,4 +212,13 @@ def define_eval_config(
         judge=judge,
         reporters=tuple(reporters),
         executor=executor,
+        mocks=_config_mocks(mocks),
     )
+
+
+def _config_mocks(mocks: Sequence[Any]) -> tuple[Any, ...]:
+    if not mocks:
+        return ()
+    from ..mocks._declare import check_mocks
+
+    return check_mocks(mocks, "define_eval_config")

@@ -35,6 +35,7 @@ class Eval:
     judges: tuple[Any, ...] = ()
     user: Any = None
     max_turns: int | None = None
+    mocks: tuple[Any, ...] = ()  # http_mock / cli_mock / mcp_mock (docs/mocks.md)
 
     @property
     def declarative(self) -> bool:
@@ -57,11 +58,12 @@ class Suite:
     source: Source | None = None
     timeout: float | None = None
     tags: tuple[str, ...] = ()
+    mocks: tuple[Any, ...] = ()
 
 
 _EVAL_KEYS = (
     "id name description tags metadata timeout trials judge each prompt source validate judges user "
-    "max_turns"
+    "max_turns mocks"
 ).split()
 
 
@@ -176,6 +178,12 @@ def define_eval(test: Callable[..., Any] | None = None, /, **kwargs: Any) -> Any
         test = kwargs.pop("test")
     kwargs["tags"] = _tags(kwargs.get("tags"), "define_eval")
     kwargs["judges"] = _judges(kwargs.get("judges"))
+    if kwargs.get("mocks"):
+        from ..mocks._declare import check_mocks
+
+        kwargs["mocks"] = check_mocks(kwargs["mocks"], "define_eval")
+    else:
+        kwargs.pop("mocks", None)
     if "each" in kwargs and kwargs["each"] is not None:
         kwargs["each"] = list(kwargs["each"])
 
@@ -196,6 +204,7 @@ def define_suite(
     source: Source | None = None,
     timeout: float | None = None,
     tags: Sequence[str] = (),
+    mocks: Sequence[Any] = (),
 ) -> Suite:
     """Group cases under shared variants, trials and source."""
     if isinstance(cases, (Eval, str)) or not isinstance(cases, Iterable):
@@ -217,5 +226,14 @@ def define_suite(
         source=source,
         timeout=timeout,
         tags=_tags(tags, "define_suite"),
+        mocks=_suite_mocks(mocks),
     )
+
+
+def _suite_mocks(mocks: Sequence[Any]) -> tuple[Any, ...]:
+    if not mocks:
+        return ()
+    from ..mocks._declare import check_mocks
+
+    return check_mocks(mocks, "define_suite")
 

@@ -4,10 +4,15 @@ and each variant's paired change."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ._args import Parser
 from ._history import CommandError, fail, open_history, project_folder
 from ._judging import add_judging, threshold
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..store import Comparison
 
 __all__ = ["main", "threshold"]
 
@@ -35,17 +40,24 @@ def build_parser() -> Parser:
         help="a run id, unique prefix or `latest` (default)",
     )
     add_judging(p)
-    p.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    p.add_argument("--format", choices=["text", "md", "json"], default=None,
+                   help="text (default), md (a Markdown summary for a pull request) or json")
+    p.add_argument("--json", action="store_true", help="same as --format json")
     return p
 
 
 def main(argv: list[str]) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.json and args.format not in (None, "json"):
+        parser.error(f"--json contradicts --format {args.format}")
+    form = "json" if args.json else (args.format or "text")
     from ..store import StoreError
     from ..store._compare import variant_line
 
     try:
-        with open_history(project_folder()) as store:
+        folder = project_folder()
+        with open_history(folder) as store:
             cmp = store.compare(
                 args.base,
                 args.candidate,
@@ -60,7 +72,10 @@ def main(argv: list[str]) -> int:
                     "compare it with an earlier run (`anpord runs` lists them), or run "
                     "`anpord compare` alone to compare the latest run with its baselines")
     code = 1 if cmp.fails else 0
-    if args.json:
+    if form == "md":
+        print(_markdown(cmp, folder), end="")
+        return code
+    if form == "json":
         print(json.dumps({**cmp.to_dict(), "exit_code": code}, ensure_ascii=False, indent=2))
         return code
     for status in ORDER:
@@ -75,3 +90,19 @@ def main(argv: list[str]) -> int:
         f"±{cmp.threshold:g}, variant margin ±{cmp.variant_margin:g}): {cmp.summary_line()}{tail}"
     )
     return code
+
+
+def _markdown(cmp: Comparison, folder: Path) -> str:
+    """The candidate's Markdown summary with this comparison; the candidate's totals and
+    failures come from its run folder (left out when the folder cannot be read)."""
+    from ..results._model import RecordError
+    from ..results._reader import read_run
+    from ..results._summary import markdown_summary
+
+    run_id = cmp.candidate_run
+    try:
+        reading = read_run(run_id, project=folder)
+    except (LookupError, OSError, RecordError, ValueError):
+        return markdown_summary(run_id, {}, [], [], cmp)
+    return markdown_summary(run_id, reading.totals(), reading.cells, reading.trials, cmp,
+                            status=None if reading.status == "finished" else reading.status)

@@ -32,6 +32,9 @@ def build_parser() -> Parser:
     p.add_argument("--list", action="store_true", help="list the selected cases; run nothing")
     p.add_argument("--json", action="store_true", help="print the machine summary (with --list: the cases)")
     p.add_argument("--junit", metavar="PATH", help="write JUnit XML here")
+    p.add_argument("--summary", nargs="+", metavar=("md|none", "PATH"),
+                   help="write the run's Markdown summary to PATH (`-`: stdout); `none`: not even to "
+                        "$GITHUB_STEP_SUMMARY, where it is appended by default when that is set")
     p.add_argument("--verbose", action="store_true", help="stream t.log lines as cases run")
     p.add_argument("--fail-on", choices=["failures", "strict", "regressed", "never"], default=None,
                    help="what makes the exit code 1 (default: failures)")
@@ -136,7 +139,13 @@ def _fail(message: str) -> int:
 
 
 def main(argv: list[str]) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    from ._summary_flag import check_summary
+
+    problem = check_summary(args)
+    if problem:
+        parser.error(problem)
     fail_on = "strict" if args.strict else (args.fail_on or "failures")
     if args.strict and args.fail_on and args.fail_on != "strict":
         return _fail(f"--strict contradicts --fail-on {args.fail_on}")
@@ -339,9 +348,11 @@ def _execute(args: argparse.Namespace, fail_on: str, out: TextIO, project: Any, 
 
 def _report(args: argparse.Namespace, fail_on: str, out: TextIO, redact: Any, result: Any) -> int:
     summary, results = result.summary, result.trials
+    from ._summary_flag import write_summaries
+
+    code = write_summaries(args, summary, results, redact, out, int(summary.exit_code))
     if not (args.junit or args.json):
-        return int(summary.exit_code)
-    code = int(summary.exit_code)
+        return code
     if args.junit:
         from ..results.junit import write_junit
 

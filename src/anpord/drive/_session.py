@@ -81,6 +81,7 @@ class TrialState:
         # Turns that failed through the agent's fault, until the test says it expected one.
         self.agent_failures: dict[int, ErrorInfo] = {}  # by id() of the Turn
         self.start_error: str | None = None  # a session's agent could not be started
+        self.mocks: dict[str, Any] = {}  # the trial's running mocks by name (anpord.mocks)
 
     def record_event(self, event: Event) -> None:
         """Add an event to the trial's log from outside any turn (a judge, a tool mock): it is

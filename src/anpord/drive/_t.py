@@ -13,6 +13,7 @@ from ._session import LiveTurn, Session, TrialState
 from ._turn import InputRequest, Turn
 
 if TYPE_CHECKING:
+    from ..mocks._assert import MockView
     from ..judges import JudgeEnv, Judges
 
 __all__ = ["T", "Skipped"]
@@ -109,6 +110,13 @@ class T(ScopedAssertions):
     def log(self, message: Any) -> None:
         """A debug line for the trial's artifact (``--verbose`` streams it)."""
         self._state.log(str(message))
+
+    def mock(self, name: str) -> MockView:
+        """One of the trial's mocks: ``.calls``, ``.called(...)``, ``.not_called(...)``."""
+        from ..mocks._assert import MockView
+
+        return MockView(name, list(self._state.mocks), lambda: self._state.events,
+                        lambda label, check: self._assert_run(label, check))
 
     def skip(self, reason: str = "") -> None:
         raise Skipped(reason or "skipped")

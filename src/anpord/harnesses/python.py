@@ -285,6 +285,7 @@ class PythonSession:
                 workspace=self.ctx.workspace,
                 emit=self._route,
                 request_input=self._request_input,
+                mocks=self.ctx.extra.get("mocks"),
             )
             self._task = asyncio.ensure_future(self._guarded(turn))
         return await self._settle()

@@ -107,10 +107,15 @@ class Plan:
 def _declared(declared: Sequence[Variant], project: Project) -> list[Variant]:
     """A case's variants as declared, with the config's defaults filled in."""
     cfg = project.config
-    return [
+    variants = [
         v.with_defaults(cfg.harness, cfg.model, cfg.sandbox)
         for v in (declared or cfg.variants or (Variant(),))
     ]
+    if cfg.mocks:  # the config's mocks, under each variant's own of the same name
+        from ..mocks._declare import merge_mocks
+
+        variants = [replace(v, mocks=merge_mocks(cfg.mocks, v.mocks)) for v in variants]
+    return variants
 
 
 def _resolve_variants(

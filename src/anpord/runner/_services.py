@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .._errors import exception_line
 from ..events import Event
@@ -58,23 +58,36 @@ def deliver(state: TrialState | None, event: Event, early: list[Event]) -> None:
         state.record_arrival(event)
 
 
-def _wanted(variant: Variant) -> list[TrialService]:
+def _wanted(variant: Variant, mocks: tuple[Any, ...] = ()) -> list[TrialService]:
     services: list[TrialService] = []
     if getattr(variant, "traces", None) == "otlp":
         from ..traces import TraceService
 
         services.append(TraceService())
+    if mocks:
+        from ..mocks._service import MockService
+
+        services.append(MockService(mocks))
     return services
 
 
 class TrialServices:
     """The services one trial runs, started and stopped together."""
 
-    def __init__(self, variant: Variant):
-        self.services = _wanted(variant)
+    def __init__(self, variant: Variant, mocks: tuple[Any, ...] = ()):
+        self.services = _wanted(variant, mocks)
         self._started: list[TrialService] = []
         self.started = False
 
+    @property
+    def needs_sandbox(self) -> bool:
+        """A service whose programs the trial's commands find on their PATH (a CLI mock): the
+        sandbox opens with the trial, so every command it starts, checks' included, has them."""
+        return any(getattr(s, "needs_sandbox", False) for s in self.services)
+
+    def mock_handles(self) -> dict[str, Any]:
+        """The trial's running mocks by name (``turn.mocks``), once started."""
+        return next((dict(s.handles) for s in self.services if s.name == "mocks"), {})  # type: ignore[attr-defined]
 
     async def start(self, ctx: ServiceContext) -> None:
         self.started = True

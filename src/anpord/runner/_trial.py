@@ -134,7 +134,8 @@ class _Trial:
         self.snapshot: Any = None
         self.deadline_at = 0.0  # loop time at which the deadline is due
         self.limit: str | None = None  # a limit of the sandbox the trial broke (its size cap)
-        self.services = TrialServices(job.spec.variant)  # its trace receiver, when traced
+        # Its trace receiver, when traced; its mocks, when it has some.
+        self.services = TrialServices(job.spec.variant, _mocks_of(job))
         self._early: list[Event] = []  # what services recorded before the trial's state existed
 
     def log(self, message: str) -> None:
@@ -156,7 +157,8 @@ class _Trial:
             return await self.env.open_sandbox(spec.variant, sandbox_spec)
 
         self.holder = holder = SandboxHolder(opener, None)
-        if case.source is not None or (job.harness is not None and job.harness.needs_sandbox):
+        if (case.source is not None or (job.harness is not None and job.harness.needs_sandbox)
+                or self.services.needs_sandbox):
             instance = await holder.get()
             await self._start_services(instance)
             if job.harness is not None:
@@ -174,6 +176,7 @@ class _Trial:
             harness=job.harness, harness_ctx=ctx, recorder=self.recorder,
             base_dir=case.file.folder, log=self.log, harness_error=job.harness_error,
         )
+        self.state.mocks = self.services.mock_handles()
         for event in self._early:
             self.state.record_event(event)
         judge_env = JudgeEnv(spec.judge, cache_dir=None if spec.cache_dir is None else as_path(spec.cache_dir),
@@ -191,7 +194,9 @@ class _Trial:
 
     def _harness_context(self, instance: SandboxInstance | None) -> HarnessContext:
         spec = self.spec
+        mocks = self.services.mock_handles()
         return HarnessContext(
+            extra={"mocks": mocks} if mocks else {},
             variant=spec.variant, model=spec.variant.model, sandbox=instance, log=self.log,
             trial_id=self.label, max_concurrency=self.env.max_concurrency, seed=spec.seed,
             cache_dir=None if spec.cache_dir is None else as_path(spec.cache_dir),
@@ -393,6 +398,18 @@ class _Trial:
             host=self.env.host,
         )
         return result, events
+
+
+def _mocks_of(job: TrialJob) -> tuple[Any, ...]:
+    """The trial's mocks: the variant's (with the config's), then the suite's, then the case's own;
+    a later one replaces an earlier one of the same name."""
+    suite = job.case.suite.mocks if job.case.suite is not None else ()
+    own = job.case.eval.mocks
+    if not (job.spec.variant.mocks or suite or own):
+        return ()
+    from ..mocks._declare import merge_mocks
+
+    return merge_mocks(job.spec.variant.mocks, suite, own)
 
 
 def silent_exit(events: list[Event]) -> str | None:

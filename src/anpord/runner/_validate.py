@@ -70,6 +70,13 @@ class ValidateContext:
     def turns(self) -> list["Turn"]:
         return self._t.turns
 
+    def mock(self, name: str) -> Any:
+        """One of the trial's mocks: ``.calls``, each call it received (docs/mocks.md)."""
+        from ..mocks._assert import MockView
+
+        state = self._t._state
+        return MockView(name, list(state.mocks), lambda: state.events)
+
     def tool_calls(self, name: str | None = None) -> list["ToolCall"]:
         calls = tool_calls_from_events(self._t.events)
         return [c for c in calls if name is None or c.name == name]

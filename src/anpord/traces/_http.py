@@ -21,20 +21,25 @@ IDLE_TIMEOUT = 60.0
 
 
 class Request:
-    __slots__ = ("method", "path", "headers", "body")
+    __slots__ = ("method", "path", "headers", "body", "query")
 
-    def __init__(self, method: str, path: str, headers: dict[str, str], body: bytes):
+    def __init__(self, method: str, path: str, headers: dict[str, str], body: bytes, query: str = ""):
         self.method, self.path, self.headers, self.body = method, path, headers, body
+        self.query = query  # what follows "?" in the target, undecoded
 
 
 class Reply:
-    __slots__ = ("status", "content_type", "body")
+    __slots__ = ("status", "content_type", "body", "headers")
 
-    def __init__(self, status: int, body: bytes = b"", content_type: str = "text/plain; charset=utf-8"):
+    def __init__(self, status: int, body: bytes = b"", content_type: str = "text/plain; charset=utf-8",
+                 headers: dict[str, str] | None = None):
         self.status, self.body, self.content_type = status, body, content_type
+        self.headers = headers  # more response headers (an HTTP mock's)
 
 
-_REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed",
+_REASONS = {200: "OK", 201: "Created", 204: "No Content", 400: "Bad Request", 401: "Unauthorized",
+            403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed", 409: "Conflict",
+            429: "Too Many Requests", 500: "Internal Server Error", 502: "Bad Gateway",
             503: "Service Unavailable"}
 
 
@@ -111,12 +116,17 @@ async def _read_request(reader: asyncio.StreamReader) -> Request | None:
             raise _bad(f"the request body is over {MAX_BODY} bytes")
         body = await reader.readexactly(length) if length else b""
     body = _inflate(body, headers.get("content-encoding", "").lower())
-    return Request(parts[0], parts[1].split("?", 1)[0], headers, body)
+    target, _, query = parts[1].partition("?")
+    return Request(parts[0], target, headers, body, query)
 
 
 def _encode(reply: Reply, close: bool) -> bytes:
     head = (f"HTTP/1.1 {reply.status} {_REASONS.get(reply.status, 'Error')}\r\n"
             f"Content-Type: {reply.content_type}\r\nContent-Length: {len(reply.body)}\r\n")
+    if reply.headers:
+        for name, value in reply.headers.items():
+            if name.lower() not in ("content-length", "content-type", "connection", "transfer-encoding"):
+                head += f"{name}: {value}\r\n"
     if close:
         head += "Connection: close\r\n"
     return head.encode() + b"\r\n" + reply.body

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlencode
 
 from . import _format
+from ._compare import compare_cell_page, compare_page
 from ._data import ViewData
 from ._pages import FILTERS, GridQuery, cell_page, default_variant, grid_page, runs_page, trial_page
 from ._values import full_text
@@ -69,21 +70,22 @@ def _urls(run_id_path: Callable[[str], str]) -> dict[str, Callable[..., str]]:
         query = urlencode({"variant": variant, "trial": trial, "at": at})
         return f"{run_id_path(run_id)}/value/{case_path(case_id)}?{query}"
 
-    return {"run_url": run_url, "trial_url": trial_url, "cell_url": cell_url, "value_url": value_url}
+    def compare_url(base: str, cand: str, statuses: Collection[str] = ()) -> str:
+        params = [("base", base), ("cand", cand), *(("status", s) for s in statuses)]
+        return f"/compare?{urlencode(params)}"
+
+    def compare_cell_url(base: str, cand: str, case_id: str, variant: str, bt: int = 0, ct: int = 0) -> str:
+        query = urlencode({"base": base, "cand": cand, "variant": variant, "bt": bt, "ct": ct})
+        return f"/compare/cells/{case_path(case_id)}?{query}"
+
+    return {"run_url": run_url, "trial_url": trial_url, "cell_url": cell_url, "value_url": value_url,
+            "compare_url": compare_url, "compare_cell_url": compare_cell_url}
 
 
-def create_app(
-    data: ViewData,
-    *,
-    title: str,
-    project_folder: str,
-    allowed_hosts: Collection[str] | None = None,
-) -> web.Application:
-    """The view over ``data``. ``allowed_hosts``: the ``Host`` header values accepted (a view
-    bound to this machine refuses others, so a web page elsewhere cannot reach it through DNS
-    rebinding); None accepts any."""
+def template_env() -> tuple[Any, dict[str, tuple[bytes, str]]]:
+    """The pages' Jinja2 environment (autoescaping, the view's filters, ``FILTERS``) and the
+    static files by name (body, content type); the caller adds the URL globals."""
     import jinja2
-    from aiohttp import web
 
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(HERE / "templates"),
@@ -96,20 +98,39 @@ def create_app(
     from . import _stats
 
     env.filters.update(_stats.FILTERS)  # intervals
+    env.globals["FILTERS"] = FILTERS
     static: dict[str, tuple[bytes, str]] = {}
     for path in sorted((HERE / "static").iterdir()):
         if path.suffix in STATIC_TYPES:
             static[path.name] = (path.read_bytes(), STATIC_TYPES[path.suffix])
+    return env, static
+
+
+def create_app(
+    data: ViewData,
+    *,
+    title: str,
+    project_folder: str,
+    allowed_hosts: Collection[str] | None = None,
+) -> web.Application:
+    """The view over ``data``. ``allowed_hosts``: the ``Host`` header values accepted (a view
+    bound to this machine refuses others, so a web page elsewhere cannot reach it through DNS
+    rebinding); None accepts any."""
+    from aiohttp import web
+
+    env, static = template_env()
     version = hashlib.sha256(b"".join(body for body, _ in static.values())).hexdigest()[:10]
     env.globals.update(
         _urls(lambda run_id: f"/runs/{quote(run_id, safe='')}"),
         title=title,
         project_folder=project_folder,
         asset=lambda name: f"/static/{name}?v={version}",
-        FILTERS=FILTERS,
+        home_url=lambda: "/",
+        static_export=False,
     )
 
-    for name in ("runs.html", "run.html", "trial.html", "cell.html", "not_found.html"):
+    for name in ("runs.html", "run.html", "trial.html", "cell.html", "compare.html", "compare_cell.html",
+                 "not_found.html"):
         env.get_template(name)  # compiled now, not on a person's first click
 
     def render(name: str, context: dict[str, Any], status: int = 200) -> web.Response:
@@ -185,6 +206,35 @@ def create_app(
 
         return await off_loop(body)
 
+    def _index(raw: str) -> int:
+        return int(raw) if raw.isdigit() and len(raw) < 10 else 0
+
+    async def compare(request: web.Request) -> web.StreamResponse:
+        base, cand = request.query.get("base", ""), request.query.get("cand", "")
+        statuses = request.query.getall("status", [])
+
+        def page() -> web.Response:
+            ctx = compare_page(data, base, cand, statuses) if base and cand else None
+            if ctx is None:
+                missing = [r for r in (base, cand) if not r or data.run(r) is None]
+                return not_found(" or ".join(f"run {r}" if r else "run named" for r in missing) or "page")
+            return render("compare.html", ctx)
+
+        return await off_loop(page)
+
+    async def compare_cell(request: web.Request) -> web.StreamResponse:
+        base, cand = request.query.get("base", ""), request.query.get("cand", "")
+        case_id, variant = request.match_info["case_id"], request.query.get("variant", "")
+
+        def page() -> web.Response:
+            ctx = compare_cell_page(data, base, cand, case_id, variant, _index(request.query.get("bt", "0")),
+                                    _index(request.query.get("ct", "0")))
+            if ctx is None:
+                return not_found(f"cell {case_id} in runs {base} and {cand}")
+            return render("compare_cell.html", ctx)
+
+        return await off_loop(page)
+
     async def asset(request: web.Request) -> web.StreamResponse:
         found = static.get(request.match_info["name"])
         if found is None:
@@ -214,5 +264,7 @@ def create_app(
     app.router.add_get("/runs/{run_id}/trials/{case_id:.+}", trial)
     app.router.add_get("/runs/{run_id}/cells/{case_id:.+}", cell)
     app.router.add_get("/runs/{run_id}/value/{case_id:.+}", value)
+    app.router.add_get("/compare", compare)
+    app.router.add_get("/compare/cells/{case_id:.+}", compare_cell)
     app.router.add_get("/static/{name}", asset)
     return app

@@ -157,7 +157,8 @@ def default_variant(data: ViewData, run_id: str, case_id: str) -> str | None:
     return next((c.summary.variant for c in view.cells if c.summary.case_id == case_id), None)
 
 
-def trial_page(data: ViewData, run_id: str, case_id: str, variant: str, index: int, events_from: int = 0) -> dict[str, Any] | None:
+def trial_page(data: ViewData, run_id: str, case_id: str, variant: str, index: int, events_from: int = 0,
+               *, with_timeline: bool = True) -> dict[str, Any] | None:
     trial = data.trial(run_id, case_id, variant, index)
     if trial is None:
         return None
@@ -170,7 +171,7 @@ def trial_page(data: ViewData, run_id: str, case_id: str, variant: str, index: i
         "result": r,
         "items": items,
         "more_items": more_items,
-        "timeline": timeline(trial, events_from),
+        "timeline": timeline(trial, events_from) if with_timeline else [],
         "trace": trace_rows(trial),
         "events_from": events_from,
         "events_page": TIMELINE_PAGE,

@@ -230,6 +230,11 @@ class CodingHarness:
             **{str(k): str(v) for k, v in ctx.variant.env.items()},
         }
         executable = self._executable(options.get("executable"), sandbox.environment(env))
+        mcp_config = sandbox.environment().get("ANPORD_MCP_CONFIG")
+        if mcp_config:  # the trial's MCP mocks, in the CLI's own configuration
+            from ...mocks._register import register_mcp
+
+            args = (*register_mcp(self.cli.info.name, mcp_config, sandbox.home), *args)
         return _Settings(executable, tuple(args), "\n\n".join(prompts) or None, env)
 
     def _executable(self, chosen: Any, env: Mapping[str, str]) -> str:

@@ -1,0 +1,126 @@
+"""The compare page of two 10,000-trial runs in headless Chromium, and the static export of a
+10,000-trial run.
+
+    python bench/compare_page.py [--cases 1000] [--variants 2] [--trials 5] [--keep DIR]
+
+Writes two runs of cases × variants × trials synthetic trials (10,000 each by default) as
+``bench/view_pages.py`` does, files them in the run store (``anpord db rebuild``), starts the
+real ``anpord view`` and opens ``/compare?base=…&cand=…`` and a compared cell's page in Chromium.
+The figure is the browser's navigation timing: **server** the time to the first byte, **load**
+to the end of the load event (the page is rendered by then: it is plain HTML), **goto** the same
+seen from the driver. Target: load ≤ 1 s. "cold" is a request the moment a fresh server prints
+its URL (it may still be reading the runs); "first" the first request for the comparison once the
+server's start-up has read the newest run and paired it with its baseline; "again" a later one.
+
+Then ``anpord view --export`` of a project holding one 10,000-trial run: its wall time (target
+≤ 10 s) and the folder's size (target ≤ 50 MB), with the number of pages written.
+
+Needs Debian's chromium (``/usr/bin/chromium``) and ``pip install playwright``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from urllib.parse import quote
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from view_pages import CHROMIUM, CHROMIUM_ARGS, SRC, make_project, start_view, timing  # noqa: E402
+
+PAGE_TARGET_S = 1.0
+EXPORT_TARGET_S = 10.0
+EXPORT_TARGET_MB = 50.0
+
+
+def _env() -> dict[str, str]:
+    return dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(SRC), os.environ.get("PYTHONPATH")])))
+
+
+def _size(folder: Path) -> int:
+    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--cases", type=int, default=1000)
+    ap.add_argument("--variants", type=int, default=2)
+    ap.add_argument("--trials", type=int, default=5)
+    ap.add_argument("--keep", type=Path, help="write the projects here and keep them")
+    args = ap.parse_args()
+    from playwright.sync_api import sync_playwright
+
+    root = args.keep or Path(tempfile.mkdtemp(prefix="anpord-compare-bench-"))
+    n = args.cases * args.variants * args.trials
+    rows = []
+    try:
+        two = root / "two-runs"
+        started = time.perf_counter()
+        cand = make_project(two, cases=args.cases, variants=args.variants, trials=args.trials, history=1)
+        base = "20250101-000000-aaaaa0"
+        subprocess.run([sys.executable, "-m", "anpord", "db", "rebuild"], cwd=two, check=True, env=_env(),
+                       stdout=subprocess.DEVNULL)
+        print(f"wrote and filed 2 runs of {n:,} trials in {time.perf_counter() - started:.1f}s")
+        case, variant = "weather/city_0007", "python/model-1"
+        for state in ("cold", "first", "again"):
+            proc, url = start_view(two)
+            try:
+                with sync_playwright() as p:
+                    browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+                    page = browser.new_page()
+                    if state != "cold":
+                        timing(page, f"{url}/runs/{cand}")  # the server has read the newest run
+                    if state == "again":
+                        timing(page, f"{url}/compare?base={base}&cand={cand}")
+                    rows.append((f"compare page", state, timing(page, f"{url}/compare?base={base}&cand={cand}")))
+                    if state == "again":
+                        rows.append(("compare, regressed only", state, timing(
+                            page, f"{url}/compare?base={base}&cand={cand}&status=regressed")))
+                        cell = (f"{url}/compare/cells/{quote(case)}?base={base}&cand={cand}"
+                                f"&variant={quote(variant)}&bt=0&ct=0")
+                        rows.append(("compared cell", state, timing(page, cell)))
+                    browser.close()
+            finally:
+                proc.send_signal(signal.SIGTERM)
+                proc.wait(10)
+
+        one = root / "one-run"
+        make_project(one, cases=args.cases, variants=args.variants, trials=args.trials, history=0)
+        subprocess.run([sys.executable, "-m", "anpord", "db", "rebuild"], cwd=one, check=True, env=_env(),
+                       stdout=subprocess.DEVNULL)
+        site = root / "site"
+        started = time.perf_counter()
+        done = subprocess.run([sys.executable, "-m", "anpord", "view", "--export", str(site)], cwd=one,
+                              env=_env(), capture_output=True, text=True, check=False)
+        export_s = time.perf_counter() - started
+        if done.returncode != 0:
+            raise SystemExit(f"anpord view --export failed: {done.stderr}")
+        size_mb = _size(site) / 1e6
+        pages = sum(1 for _ in site.rglob("*.html"))
+    finally:
+        if args.keep is None:
+            shutil.rmtree(root, ignore_errors=True)
+
+    print(f"\ntwo {n:,}-trial runs ({args.cases} cases × {args.variants} variants × {args.trials} trials); "
+          f"target: load ≤ {PAGE_TARGET_S:.1f}s\n")
+    print(f"{'page':<26}{'':<7}{'server':>9}{'load':>9}{'goto':>9}")
+    for name, state, t in rows:
+        flag = "" if t["load"] <= PAGE_TARGET_S else "  over target"
+        print(f"{name:<26}{state:<7}{t['server']:>8.3f}s{t['load']:>8.3f}s{t['wall']:>8.3f}s{flag}")
+    over = [w for w, bad in (("time", export_s > EXPORT_TARGET_S), ("size", size_mb > EXPORT_TARGET_MB)) if bad]
+    print(f"\nexport of one {n:,}-trial run: {export_s:.1f}s (target ≤ {EXPORT_TARGET_S:.0f}s), "
+          f"{size_mb:.1f} MB (target ≤ {EXPORT_TARGET_MB:.0f} MB), {pages:,} pages"
+          + (f"  over target: {', '.join(over)}" if over else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

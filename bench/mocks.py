@@ -1,0 +1,241 @@
+"""Mocks (``anpord.mocks``): what one trial's mocks cost.
+
+    python bench/mocks.py [--trials 1000] [--concurrency 100] [--setups 2000] [--only setup|relay|run]
+
+Figures (printed, not asserted):
+
+1. **HTTP mock set-up per trial**: ``MockService`` start + env + stop with one ``http_mock``, on
+   loopback TCP, timed ``--setups`` times in one event loop (mean, p50, p99). Target: ≤ 5 ms.
+2. **Relay start**: an MCP mock's server process as an MCP client starts it (the command from
+   ``ANPORD_MCP_CONFIG``): spawn → first answer (a ``ping``) → exit, and a CLI mock's program run
+   to its exit, each timed 50 times (median).
+3. **A run**: ``--trials`` trials of a Python agent at ``--concurrency``, each making one HTTP
+   request to its trial's mock, vs the same run without mocks, where the agent makes the same
+   request to one server in the same process that every trial shares (what the mock costs is
+   its own server per trial and the records, not the request). Target: ≤ 1.3×.
+
+Each run is a fresh child process, so one scenario's imports and caches never help another.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+TARGET_SETUP_MS = 5.0
+TARGET_RATIO = 1.3
+
+PY_AGENT = '''
+import asyncio
+
+_shared = None  # without mocks: the same request, to one server shared by every trial
+
+
+async def _answer(reader, writer):
+    await reader.readuntil(b"\\r\\n\\r\\n")
+    writer.write(b"HTTP/1.1 200 OK\\r\\nContent-Type: application/json\\r\\nContent-Length: 11\\r\\n"
+                 b"Connection: close\\r\\n\\r\\n{\\"usd\\": 10}")
+    await writer.drain()
+    writer.close()
+
+
+async def _server_url():
+    global _shared
+    if _shared is None:  # one start, however many trials ask at once
+        _shared = asyncio.ensure_future(asyncio.start_server(_answer, "127.0.0.1", 0, backlog=1024))
+    server = await _shared
+    return f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+
+
+async def agent(turn):
+    pay = turn.mocks.get("pay")
+    url = pay.url if pay is not None else await _server_url()
+    host, port = url[len("http://"):].split(":")
+    reader, writer = await asyncio.open_connection(host, int(port))
+    writer.write(b"GET /balance HTTP/1.1\\r\\nHost: x\\r\\nConnection: close\\r\\n\\r\\n")
+    await writer.drain()
+    reply = await reader.read()
+    writer.close()
+    assert b" 200 " in reply.split(b"\\r\\n", 1)[0], reply
+    return turn.input
+'''
+
+EVAL = '''
+from anpord import define_eval
+from anpord.expect import includes
+{imports}
+
+@define_eval(each=list(range({n})), id=lambda row: f"t{{row}}"{mocks})
+async def test(t, row):
+    await t.send(f"hello {{row}}")
+    t.check(t.reply, includes("hello"))
+'''
+
+CONFIG = '''
+from anpord import Variant, define_eval_config
+config = define_eval_config(max_concurrency={conc}, timeout=300, variants=[
+    Variant(name="bench", harness="python:bench_agents.agent:agent")])
+'''
+
+
+def _project(mocked: bool, n: int, conc: int) -> Path:
+    folder = Path(tempfile.mkdtemp(prefix="anpord-bench-mocks-"))
+    (folder / "evals").mkdir()
+    (folder / "bench_agents").mkdir()
+    (folder / "bench_agents" / "__init__.py").write_text("")
+    (folder / "bench_agents" / "agent.py").write_text(PY_AGENT)
+    imports = "from anpord.mocks import http_mock" if mocked else ""
+    mocks = ", mocks=[http_mock('pay', routes={'GET /balance': {'json': {'usd': 10}}})]" if mocked else ""
+    (folder / "evals" / "evals.config.py").write_text(CONFIG.format(conc=conc))
+    (folder / "evals" / "bench.eval.py").write_text(EVAL.format(n=n, imports=imports, mocks=mocks))
+    return folder
+
+
+def _child_run(mocked: bool, n: int, conc: int) -> dict[str, Any]:
+    folder = _project(mocked, n, conc)
+    os.chdir(folder)
+    try:
+        from anpord.runner import RunOptions, build_plan, execute, find_project, load_cases, select_files
+
+        project = find_project([])
+        opts = RunOptions(history=False)
+        plan = build_plan(project, load_cases(select_files(project, [])), opts)
+        t0 = time.perf_counter()
+        summary = execute(plan, opts, reporters=[]).summary
+        wall = time.perf_counter() - t0
+        calls = 0
+        for path in Path(summary.run_dir).rglob("*.ndjson"):
+            with open(path, "rb") as f:
+                calls += sum(b'"mock.called"' in line for line in f)
+        return {"wall_s": wall, "totals": summary.totals, "mock_calls": calls}
+    finally:
+        os.chdir("/")
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _ctx() -> Any:
+    from anpord.authoring import Variant
+    from anpord.runner._services import ServiceContext
+
+    return ServiceContext(Variant(), "bench", None, lambda _m: None, lambda _e: None)
+
+
+def _child_setup(setups: int) -> dict[str, Any]:
+    from anpord.mocks import http_mock
+    from anpord.mocks._service import MockService
+
+    mocks = (http_mock("pay", routes={"GET /balance": {"json": {"usd": 10}}}),)
+
+    async def main() -> dict[str, Any]:
+        times = []
+        for _ in range(setups):
+            t0 = time.perf_counter()
+            service = MockService(mocks)
+            await service.start(_ctx())
+            service.env()
+            await service.stop()
+            times.append(time.perf_counter() - t0)
+        times.sort()
+        return {"mean_ms": 1000 * statistics.fmean(times), "p50_ms": 1000 * times[len(times) // 2],
+                "p99_ms": 1000 * times[int(len(times) * 0.99)]}
+
+    return asyncio.run(main())
+
+
+def _child_relay(count: int) -> dict[str, Any]:
+    from anpord.mocks import cli_mock, mcp_mock, mcp_tool
+    from anpord.mocks._service import MockService
+
+    mocks = (mcp_mock("crm", tools=[mcp_tool("lookup", result="gold")]),
+             cli_mock("gh", responses=[{"stdout": "ok\n"}]))
+
+    async def main() -> dict[str, Any]:
+        service = MockService(mocks)
+        await service.start(_ctx())
+        server = service.handles["crm"].mcp_server
+        program = service.handles["gh"].path
+        assert server is not None and program is not None
+        mcp, cli = [], []
+        ping = b'{"jsonrpc": "2.0", "id": 1, "method": "ping"}\n'
+        for _ in range(count):
+            t0 = time.perf_counter()
+            proc = await asyncio.create_subprocess_exec(server["command"], *server["args"], stdin=asyncio.subprocess.PIPE,
+                                                        stdout=asyncio.subprocess.PIPE)
+            assert proc.stdin is not None and proc.stdout is not None
+            proc.stdin.write(ping)
+            await proc.stdin.drain()
+            await proc.stdout.readline()
+            mcp.append(time.perf_counter() - t0)
+            proc.stdin.close()
+            await proc.wait()
+            t0 = time.perf_counter()
+            gh = await asyncio.create_subprocess_exec(program, "pr", "list", stdin=asyncio.subprocess.DEVNULL,
+                                                      stdout=asyncio.subprocess.PIPE)
+            await gh.communicate()
+            cli.append(time.perf_counter() - t0)
+        await service.stop()
+        return {"mcp_ms": 1000 * statistics.median(mcp), "cli_ms": 1000 * statistics.median(cli)}
+
+    return asyncio.run(main())
+
+
+def _spawn(*args: str) -> dict[str, Any]:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(SRC), os.environ.get("PYTHONPATH")])))
+    out = subprocess.run([sys.executable, __file__, "--child", *args], env=env, capture_output=True, text=True)
+    if out.returncode != 0:
+        raise SystemExit(f"bench child {args} failed:\n{out.stderr[-3000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--trials", type=int, default=1000)
+    ap.add_argument("--concurrency", type=int, default=100)
+    ap.add_argument("--setups", type=int, default=2000)
+    ap.add_argument("--only", choices=["setup", "relay", "run"])
+    ap.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        kind, *rest = args.child
+        if kind == "setup":
+            print(json.dumps(_child_setup(int(rest[0]))))
+        elif kind == "relay":
+            print(json.dumps(_child_relay(int(rest[0]))))
+        else:
+            print(json.dumps(_child_run(rest[0] == "mocked", int(rest[1]), int(rest[2]))))
+        return
+    print(f"mocks bench: {args.trials} trials at C={args.concurrency}; "
+          f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}")
+    if args.only in (None, "setup"):
+        s = _spawn("setup", str(args.setups))
+        ok = "ok" if s["p50_ms"] <= TARGET_SETUP_MS else "OVER TARGET"
+        print(f"HTTP mock set-up + stop per trial: mean {s['mean_ms']:.3f} ms, p50 {s['p50_ms']:.3f} ms, "
+              f"p99 {s['p99_ms']:.3f} ms (target <= {TARGET_SETUP_MS} ms: {ok})")
+    if args.only in (None, "relay"):
+        r = _spawn("relay", "50")
+        print(f"relay start (median of 50): MCP server spawn -> first answer {r['mcp_ms']:.1f} ms; "
+              f"CLI mock program run to exit {r['cli_ms']:.1f} ms")
+    if args.only in (None, "run"):
+        common = [str(args.trials), str(args.concurrency)]
+        plain = _spawn("run", "plain", *common)
+        mocked = _spawn("run", "mocked", *common)
+        ratio = mocked["wall_s"] / plain["wall_s"]
+        ok = "ok" if ratio <= TARGET_RATIO else "OVER TARGET"
+        print(f"python agents: without mocks {plain['wall_s']:.2f} s ({plain['totals']['passed']} passed), "
+              f"with an HTTP mock each {mocked['wall_s']:.2f} s ({mocked['totals']['passed']} passed, "
+              f"{mocked['mock_calls']} calls recorded): {ratio:.2f}x (target <= {TARGET_RATIO}x: {ok})")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,83 @@
+"""The relay: what a CLI mock's program and an MCP mock's server process really are.
+
+A standard-library script run with ``-I -S`` (no site, nothing of anpord imported: it starts in
+a few tens of milliseconds), so that the mock's logic and its records stay in the runner. It
+connects to the trial's relay port on ``127.0.0.1`` (bridged in where the sandbox closes the
+network), sends one JSON line saying which mock it is, then:
+
+- ``cli``: its argv, stdin (unless a terminal, or a pipe with nothing for half a second) and cwd; it prints the answer's stdout and stderr
+  and exits with its code;
+- ``mcp``: it copies stdin to the runner and the runner's answers to stdout, until either ends.
+"""
+
+from __future__ import annotations
+
+__all__ = ["RELAY_SOURCE"]
+
+# Free of anything newer than the oldest python3 a system may have (see sandboxes/_bridge).
+RELAY_SOURCE = r"""
+import json, os, socket, sys, threading
+port, kind, name = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+try:
+    conn = socket.create_connection(("127.0.0.1", port), timeout=30)
+except OSError as exc:
+    sys.stderr.write("%s: the mock is not reachable: %s\n" % (name, exc))
+    sys.exit(70)
+conn.settimeout(None)
+if kind == "cli":
+    data = b""
+    try:
+        # Read unless a terminal; a pipe nobody writes to (a stdin inherited from a parent that
+        # never closes it) is given half a second to start, never waited on for ever.
+        if not os.isatty(0):
+            import select
+            if select.select([0], [], [], 0.5)[0]:
+                data = sys.stdin.buffer.read()
+    except (OSError, ValueError, AttributeError):
+        pass
+    try:
+        cwd = os.getcwd()
+    except OSError:
+        cwd = ""
+    head = {"kind": "cli", "mock": name, "argv": sys.argv[4:], "cwd": cwd,
+            "stdin": data.decode("utf-8", "replace")}
+    conn.sendall(json.dumps(head).encode() + b"\n")
+    reader = conn.makefile("rb")
+    line = reader.readline()
+    if not line:
+        sys.stderr.write("%s: the mock closed without answering\n" % name)
+        sys.exit(70)
+    answer = json.loads(line.decode("utf-8"))
+    sys.stdout.write(answer.get("stdout", ""))
+    sys.stdout.flush()
+    sys.stderr.write(answer.get("stderr", ""))
+    sys.stderr.flush()
+    sys.exit(int(answer.get("exit_code", 0)))
+conn.sendall(json.dumps({"kind": "mcp", "mock": name}).encode() + b"\n")
+
+def upstream():
+    try:
+        while True:
+            chunk = os.read(0, 65536)
+            if not chunk:
+                break
+            conn.sendall(chunk)
+    except OSError:
+        pass
+    try:
+        conn.shutdown(socket.SHUT_WR)
+    except OSError:
+        pass
+
+threading.Thread(target=upstream, daemon=True).start()
+out = sys.stdout.buffer
+try:
+    while True:
+        chunk = conn.recv(65536)
+        if not chunk:
+            break
+        out.write(chunk)
+        out.flush()
+except OSError:
+    pass
+"""

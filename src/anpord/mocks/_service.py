@@ -1,0 +1,233 @@
+"""The mock service: one trial's mocks, started on the per-trial service seam (runner/_services).
+
+Each HTTP mock is a server on ``127.0.0.1``; CLI and MCP mocks share one relay port, which the
+programs it writes into the trial's state folder (read-only inside the sandbox) connect to
+(``_relay``). Where the sandbox closes the network, every port also listens on a unix socket
+bridged in, so a trial reaches its own mocks and nothing else. Every call is a ``mock.called``
+event (MCP calls also ``tool.called``/``tool.result`` named ``<server>.<tool>``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shlex
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .._errors import exception_line
+from ..events import Event
+from ..expect import match_detail
+from ..traces._http import MAX_HEADERS, Reply, serve_connection
+from ._declare import MOCK_CALLED, CliMock, HttpMock, McpMock, Mock
+from ._http_mock import answer_http
+from ._mcp import MAX_LINE, serve_mcp
+from ._relay import RELAY_SOURCE
+
+if TYPE_CHECKING:
+    from ..runner._services import ServiceContext
+
+__all__ = ["MockService", "MockHandle", "MOCK_CALLED", "env_name"]
+
+STDIN_KEPT = 64 * 1024
+
+
+def env_name(name: str) -> str:
+    return f"ANPORD_MOCK_{name.upper().replace('-', '_')}_URL"
+
+
+@dataclass
+class MockHandle:
+    """A running mock as a Python agent sees it (``turn.mocks[name]``): ``url`` for an HTTP
+    mock, ``mcp_server`` (an ``mcpServers`` entry: command and args) for an MCP mock, ``path``
+    (the program) for a CLI mock."""
+
+    name: str
+    kind: str
+    url: str | None = None
+    mcp_server: dict[str, Any] | None = None
+    path: str | None = None
+    calls: list[dict[str, Any]] = field(default_factory=list)
+
+
+class MockService:
+    name = "mocks"
+
+    def __init__(self, mocks: tuple[Mock, ...]):
+        self.mocks = mocks
+        self.handles: dict[str, MockHandle] = {}
+        self._ctx: ServiceContext | None = None
+        self._servers: list[asyncio.AbstractServer] = []
+        self._writers: set[asyncio.StreamWriter] = set()
+        self._folder: Path | None = None
+        self._own_folder = False
+        self._env: dict[str, str] = {}
+        self._open = True
+        self.needs_sandbox = any(isinstance(m, CliMock) for m in mocks)
+
+    # -- the TrialService protocol ------------------------------------------------------------
+
+    async def start(self, ctx: ServiceContext) -> None:
+        self._ctx = ctx
+        relay_port = 0
+        for mock in self.mocks:
+            if isinstance(mock, HttpMock):
+                port = await self._listen(lambda r, w, m=mock: self._http(m, r, w), f"http-{mock.name}")
+                url = f"http://127.0.0.1:{port}"
+                self.handles[mock.name] = MockHandle(mock.name, "http", url=url)
+                self._env[env_name(mock.name)] = url
+            elif not relay_port:
+                relay_port = await self._listen(self._relay, "relay")
+        if relay_port:
+            self._write_programs(relay_port)
+
+    def _files(self) -> Path:
+        """The folder for the mocks' programs and sockets, made on first use (an HTTP mock on a
+        shared loopback needs none): in the sandbox's state folder, else a temporary one."""
+        if self._folder is None:
+            sandbox = self._ctx.sandbox if self._ctx is not None else None
+            if sandbox is not None:
+                self._folder = sandbox.state_dir / "mocks"
+                self._folder.mkdir(exist_ok=True)
+            else:
+                self._folder = Path(tempfile.mkdtemp(prefix="anpord-mocks-"))
+                self._own_folder = True
+        return self._folder
+
+    async def _listen(self, handler: Any, tag: str) -> int:
+        tcp = await asyncio.start_server(handler, "127.0.0.1", 0, limit=max(MAX_HEADERS, MAX_LINE))
+        self._servers.append(tcp)
+        port: int = tcp.sockets[0].getsockname()[1]
+        sandbox = self._ctx.sandbox if self._ctx is not None else None
+        if sandbox is not None and sandbox.loopback_bridged:
+            from ..sandboxes._bridge import bind_unix
+
+            path = self._files() / f".{tag}-{port}.sock"
+            sock = bind_unix(path)
+            self._servers.append(await asyncio.start_unix_server(handler, sock=sock, limit=max(MAX_HEADERS, MAX_LINE)))
+            sandbox.bridge_loopback(port, path)
+        return port
+
+    def _write_programs(self, port: int) -> None:
+        from ..sandboxes._bridge import interpreter
+
+        assert self._ctx is not None
+        folder = self._files()
+        python, _ = interpreter()
+        relay = folder / "relay.py"
+        relay.write_text(RELAY_SOURCE, encoding="utf-8")
+        relay.chmod(0o644)
+        base = [python, "-I", "-S", str(relay), str(port)]
+        servers: dict[str, Any] = {}
+        bin_dir = folder / "bin"
+        for mock in self.mocks:
+            if isinstance(mock, CliMock):
+                bin_dir.mkdir(exist_ok=True)
+                program = bin_dir / mock.name
+                program.write_text("#!/bin/sh\nexec " + shlex.join([*base, "cli", mock.name]) + ' "$@"\n',
+                                   encoding="utf-8")
+                program.chmod(0o755)
+                self.handles[mock.name] = MockHandle(mock.name, "cli", path=str(program))
+            elif isinstance(mock, McpMock):
+                entry = {"command": python, "args": [*base[1:], "mcp", mock.name]}
+                servers[mock.name] = entry
+                self.handles[mock.name] = MockHandle(mock.name, "mcp", mcp_server=dict(entry))
+        if bin_dir.exists():
+            sandbox = self._ctx.sandbox
+            path = sandbox.environment().get("PATH") if sandbox is not None else os.environ.get("PATH")
+            self._env["PATH"] = f"{bin_dir}:{path or '/usr/local/bin:/usr/bin:/bin'}"
+        if servers:
+            config = folder / "mcp.json"
+            config.write_text(json.dumps({"mcpServers": servers}, indent=2), encoding="utf-8")
+            config.chmod(0o644)
+            self._env["ANPORD_MCP_CONFIG"] = str(config)
+
+    def env(self) -> dict[str, str]:
+        return dict(self._env)
+
+    async def settle(self) -> None:
+        await asyncio.sleep(0)
+
+    def seal(self) -> None:
+        self._open = False
+
+    async def stop(self) -> None:
+        self._open = False
+        for server in self._servers:
+            server.close()
+        for writer in list(self._writers):
+            writer.close()
+        self._servers.clear()
+        if self._own_folder and self._folder is not None:
+            shutil.rmtree(self._folder, ignore_errors=True)
+
+    # -- recording ------------------------------------------------------------------------------
+
+    def _record(self, type_: str, data: dict[str, Any]) -> None:
+        ctx = self._ctx
+        if ctx is None or not self._open:
+            return
+        if type_ == MOCK_CALLED:
+            handle = self.handles.get(data["mock"])
+            if handle is not None:
+                handle.calls.append(data)
+            if data.get("error"):
+                ctx.log(f"mock {data['mock']}: {data['error']}")
+        ctx.record(Event(type_, data))
+
+    # -- serving ----------------------------------------------------------------------------------
+
+    async def _http(self, mock: HttpMock, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._writers.add(writer)
+
+        async def handle(request: Any) -> Reply:
+            reply, call = await answer_http(mock, request)
+            self._record(MOCK_CALLED, call)
+            return reply
+
+        try:
+            await serve_connection(reader, writer, handle, lambda reply: None)
+        finally:
+            self._writers.discard(writer)
+
+    async def _relay(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._writers.add(writer)
+        try:
+            head = json.loads(await reader.readuntil(b"\n"))
+            mock = next((m for m in self.mocks if m.name == head.get("mock") and m.kind == head.get("kind")), None)
+            if isinstance(mock, CliMock):
+                writer.write(json.dumps(self._cli(mock, head)).encode() + b"\n")
+                await writer.drain()
+            elif isinstance(mock, McpMock):
+                await serve_mcp(mock, reader, writer, self._record)
+        except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError, ValueError, AttributeError):
+            pass
+        except Exception as exc:  # noqa: BLE001 - a fault of one call never ends the trial
+            if self._ctx is not None:
+                self._ctx.log(f"mocks: relay failed: {exception_line(exc)}")
+        finally:
+            self._writers.discard(writer)
+            writer.close()
+
+    def _cli(self, mock: CliMock, head: dict[str, Any]) -> dict[str, Any]:
+        argv = [str(a) for a in head.get("argv") or []]
+        answer = mock.default
+        matched = False
+        for response in mock.responses:
+            wanted = response.get("argv")
+            if wanted is None or match_detail(wanted, argv).ok:
+                answer, matched = response, True
+                break
+        out = {"stdout": answer.get("stdout", ""), "stderr": answer.get("stderr", ""),
+               "exit_code": answer.get("exit_code", 0)}
+        self._record(MOCK_CALLED, {
+            "mock": mock.name, "kind": "cli", "argv": argv, "stdin": str(head.get("stdin", ""))[:STDIN_KEPT],
+            "cwd": head.get("cwd"), "exit_code": out["exit_code"], "stdout": out["stdout"][:STDIN_KEPT],
+            "error": None if matched or mock.default_given
+            else f"no mocked response for {shlex.join([mock.name, *argv])}",
+        })
+        return out

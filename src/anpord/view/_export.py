@@ -1,0 +1,159 @@
+"""``anpord view --export DIR``: the view as static HTML that opens from disk, with no server.
+
+The live view's templates render every page, with the same autoescaping; only the URLs differ:
+each page is a file named from what it shows (``pages/run-….html``), linked by relative paths,
+and the stylesheet, script and icon are copied beside them, so nothing is fetched from elsewhere.
+What needs a server is left out: the filter and search forms, picking two runs, "show all" of a
+cut value (the trial's page keeps the first part; the run folder has the whole).
+
+Written: the runs list (``index.html``), each run's grid pages, each cell's page, each trial's page,
+and each run's compare page against its baseline (the earliest run that measured its cells) with
+each compared cell's page.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import shutil
+from collections.abc import Collection
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ._compare import compare_cell_page, compare_page
+from ._data import ViewData
+from ._pages import GridQuery, cell_page, grid_page, runs_page, trial_page
+
+__all__ = ["ExportError", "ExportReport", "export_view"]
+
+PAGES = "pages"
+
+
+class ExportError(Exception):
+    """Why the export cannot be written (one line)."""
+
+
+@dataclass(frozen=True)
+class ExportReport:
+    folder: Path
+    pages: int
+    bytes: int
+
+
+def _slug(*parts: object) -> str:
+    """A file-name-safe, collision-free name for ``parts``: a readable head and a hash."""
+    text = "\x00".join(str(p) for p in parts)
+    head = re.sub(r"[^A-Za-z0-9._-]+", "_", str(parts[0]))[:40].strip("._") or "x"
+    return f"{head}-{hashlib.sha256(text.encode()).hexdigest()[:12]}"
+
+
+def _names() -> dict[str, Any]:
+    def run_url(run_id: str, filters: Collection[str] = (), q: str = "", page: int = 1) -> str:
+        return f"run-{_slug(run_id)}" + (f"-p{page}" if page > 1 else "") + ".html"
+
+    def trial_url(run_id: str, case_id: str, variant: str, trial: int, **extra: Any) -> str:
+        return f"trial-{_slug(case_id, run_id, variant)}-{trial}.html"
+
+    def cell_url(run_id: str, case_id: str, variant: str, **extra: Any) -> str:
+        page = extra.get("page") or 1
+        return f"cell-{_slug(case_id, run_id, variant)}" + (f"-p{page}" if page > 1 else "") + ".html"
+
+    def value_url(run_id: str, case_id: str, variant: str, trial: int, at: str) -> str:
+        return "#"
+
+    def compare_url(base: str, cand: str, statuses: Collection[str] = ()) -> str:
+        return f"compare-{_slug(cand, base)}.html"
+
+    def compare_cell_url(base: str, cand: str, case_id: str, variant: str, bt: int = 0, ct: int = 0) -> str:
+        return f"ccell-{_slug(case_id, base, cand, variant)}.html"
+
+    return {"run_url": run_url, "trial_url": trial_url, "cell_url": cell_url, "value_url": value_url,
+            "compare_url": compare_url, "compare_cell_url": compare_cell_url}
+
+
+def _prefixed(names: dict[str, Any], prefix: str) -> dict[str, Any]:
+    return {k: (lambda fn: lambda *a, **kw: prefix + fn(*a, **kw))(fn) for k, fn in names.items()}
+
+
+def check_target(folder: Path, force: bool) -> None:
+    if folder.exists() and not folder.is_dir():
+        raise ExportError(f"{folder} is a file, not a folder")
+    if folder.is_dir() and any(folder.iterdir()) and not force:
+        raise ExportError(f"{folder} is not empty (--force replaces what is in it)")
+    if not folder.parent.is_dir():
+        raise ExportError(f"folder {folder.parent} does not exist")
+
+
+def export_view(data: ViewData, folder: Path, *, title: str, project_folder: str,
+                force: bool = False) -> ExportReport:
+    from ._app import template_env
+
+    folder = folder.resolve()
+    check_target(folder, force)
+    if folder.is_dir() and force:
+        for child in folder.iterdir():
+            if child.is_dir() and not child.is_symlink():
+                shutil.rmtree(child)
+            else:
+                child.unlink()
+    (folder / PAGES).mkdir(parents=True, exist_ok=True)
+    (folder / "static").mkdir(exist_ok=True)
+    env, static = template_env()
+    for name, (body, _) in static.items():
+        (folder / "static" / name).write_bytes(body)
+    names = _names()
+    env.globals.update(title=title, project_folder=project_folder, static_export=True)
+    inner = {**names, "home_url": lambda: "../index.html", "asset": lambda n: f"../static/{n}"}
+    root = {**_prefixed(names, PAGES + "/"), "home_url": lambda: "index.html",
+            "asset": lambda n: f"static/{n}"}
+    templates = {n: env.get_template(n) for n in (
+        "runs.html", "run.html", "cell.html", "trial.html", "compare.html", "compare_cell.html")}
+    written = [0, 0]
+
+    def write(path: Path, template: str, ctx: dict[str, Any], urls: dict[str, Any]) -> None:
+        body = templates[template].render(**urls, **ctx).encode("utf-8")
+        path.write_bytes(body)
+        written[0] += 1
+        written[1] += len(body)
+
+    write(folder / "index.html", "runs.html", runs_page(data), root)
+    pages = folder / PAGES
+    for row in data.runs():
+        run_id = row.run_id
+        first = grid_page(data, run_id, GridQuery())
+        if first is None:
+            continue
+        write(pages / names["run_url"](run_id), "run.html", first, inner)
+        for n in range(2, first["pages"] + 1):
+            ctx = grid_page(data, run_id, GridQuery(page=n))
+            if ctx is not None:
+                write(pages / names["run_url"](run_id, page=n), "run.html", ctx, inner)
+        view = first["view"]
+        for cell in view.cells:
+            case_id, variant = cell.key
+            ctx = cell_page(data, run_id, case_id, variant)
+            if ctx is not None:
+                write(pages / names["cell_url"](run_id, case_id, variant), "cell.html", ctx, inner)
+                for n in range(2, ctx["pages"] + 1):
+                    more = cell_page(data, run_id, case_id, variant, n)
+                    if more is not None:
+                        write(pages / names["cell_url"](run_id, case_id, variant, page=n), "cell.html", more, inner)
+            for i, verdict in enumerate(cell.verdicts):
+                if verdict is None:
+                    continue
+                tctx = trial_page(data, run_id, case_id, variant, i, with_timeline=False)
+                if tctx is not None:
+                    write(pages / names["trial_url"](run_id, case_id, variant, i), "trial.html", tctx, inner)
+        baselines = first["baselines"]
+        if baselines and baselines[0] != run_id:
+            base = baselines[0]
+            cctx = compare_page(data, base, run_id, limit=None)  # every row, each with its page
+            if cctx is not None:
+                write(pages / names["compare_url"](base, run_id), "compare.html", cctx, inner)
+                for r in cctx["rows"]:
+                    ctx = compare_cell_page(data, base, run_id, r.case_id, r.variant)
+                    if ctx is not None:
+                        write(pages / names["compare_cell_url"](base, run_id, r.case_id, r.variant),
+                              "compare_cell.html", ctx, inner)
+    return ExportReport(folder, written[0], written[1])

@@ -1,0 +1,109 @@
+"""HTTP mocks, run by the real runner: a command agent (a real subprocess) calls a real loopback
+server of its trial; unknown routes are 404s, a route that raises a 500 the record explains, and
+the checks read the calls (failures name the mock and show what it received)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from mocks_support import config, write_agent
+from project_support import assert_passed, eval_file
+
+# A command agent: posts a refund to the payments API it finds in its environment, then asks an
+# unknown path and a route whose function raises, and prints what it got back.
+AGENT = r'''
+import json, os, urllib.request, urllib.error
+base = os.environ["ANPORD_MOCK_PAY_URL"]
+def call(method, path, body=None):
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(base + path, data=data, method=method, headers={"Content-Type": "application/json", "Authorization": "Bearer sk-live-123"})
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return r.status, r.read().decode(), dict(r.headers)
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode(), dict(e.headers)
+s1, b1, h1 = call("POST", "/refunds?dry=1", {"order": "A1", "amount": 5})
+s2, b2, _ = call("GET", "/nowhere")
+s3, b3, _ = call("GET", "/boom")
+s4, b4, _ = call("GET", "/orders/A1")
+print(json.dumps({"refund": [s1, json.loads(b1), h1.get("X-Mock")], "missing": [s2, b2], "boom": [s3, b3], "order": [s4, json.loads(b4)]}))
+'''
+
+PAY = """
+from anpord.mocks import http_mock
+
+def boom(request):
+    raise RuntimeError("ledger offline")
+
+def order(request):
+    return {"id": request.path.rsplit("/", 1)[1], "state": "shipped"}
+
+PAY = http_mock("pay", routes={
+    "POST /refunds": {"status": 201, "json": {"id": "r_1"}, "headers": {"X-Mock": "yes"}},
+    "GET /boom": boom,
+    "GET /orders/*": order,
+})
+"""
+
+REFUND = eval_file('''
+    @define_eval(mocks=[PAY])
+    async def refund(t):
+        await t.send("refund order A1")
+        out = json.loads(t.reply)
+        t.check(out["refund"], equals([201, {"id": "r_1"}, "yes"]))
+        t.check(out["missing"][0], equals(404))
+        t.check(out["missing"][1], includes("no route for GET /nowhere"))
+        t.check(out["boom"][0], equals(500))
+        t.check(out["boom"][1], includes("RuntimeError: ledger offline"))
+        t.check(out["order"], equals([200, {"id": "A1", "state": "shipped"}]))
+        t.mock("pay").called("POST /refunds", json={"order": "A1"}, count=1)
+        t.mock("pay").called("GET /orders/*")
+        t.mock("pay").not_called("DELETE /refunds")
+        calls = t.mock("pay").calls
+        t.check(len(calls), equals(4))
+        t.check(calls[0]["query"], equals({"dry": "1"}))
+        t.check(calls[0]["headers"]["authorization"], equals("[hidden]"))
+        t.check(calls[1]["status"], equals(404))
+        t.check(calls[2]["error"], includes("ledger offline"))
+        t.check("end", equals("end")).label("reached the end")
+''', imports="from pay_mock import PAY")
+
+MISSES = eval_file('''
+    @define_eval(mocks=[PAY])
+    async def misses(t):
+        await t.send("refund order A1")
+        t.mock("pay").called("POST /refunds", json={"order": "B7"})
+        t.mock("pay").not_called("GET /boom")
+        t.mock("nope").called()
+''', imports="from pay_mock import PAY")
+
+
+def test_an_http_mock_answers_records_and_is_asserted(make_project: Any, tmp_path: Path) -> None:
+    agent = write_agent(tmp_path / "agents", "pay_agent.py", AGENT)
+    project = make_project({"evals/pay_mock.py": PAY, "evals/refund.eval.py": REFUND,
+                            "evals/misses.eval.py": MISSES}, config=config(agent))
+    run = project.run("--json", timeout=120)
+    assert_passed(run, "refund")
+    events = [e for e in run.events("refund") if e["type"] == "mock.called"]
+    assert [(e["method"], e["path"], e["status"]) for e in events] == [
+        ("POST", "/refunds", 201), ("GET", "/nowhere", 404), ("GET", "/boom", 500), ("GET", "/orders/A1", 200)]
+    # The route that raised: the record says why.
+    assert any("route GET /boom raised RuntimeError: ledger offline" in line for line in run.trial("refund")["logs"])
+    # Failures name the mock and show what it received.
+    by_name = {a["name"]: a for a in run.result("misses")["assertions"]}
+
+    def named(part: str) -> dict[str, Any]:
+        found = [a for n, a in by_name.items() if part in n]
+        assert len(found) == 1, (part, list(by_name))
+        return found[0]
+
+    wrong = named('called("POST /refunds"')
+    assert wrong["status"] == "failed"
+    assert "mock pay received no call matching" in wrong["message"]
+    assert 'POST /refunds {"order": "A1", "amount": 5} → 201' in wrong["message"]
+    boom = named('not_called("GET /boom"')
+    assert "mock pay was called 1 time (expected none): GET /boom → 500" in boom["message"]
+    unknown = named("mock('nope')")
+    assert unknown["status"] == "error" and "no mock named 'nope'" in unknown["message"], unknown
+    assert run.result("misses")["verdict"] == "failed"
