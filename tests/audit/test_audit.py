@@ -270,9 +270,21 @@ def test_a_saboteur_that_cannot_stand_in_is_named(make_project: Any) -> None:
     assert "sound: empty could not stand in: broken: cannot set up its sandbox" in text.stdout
 
 
+def test_a_project_with_no_eval_file_says_what_to_write(make_project: Any) -> None:
+    project = make_project({})
+    proc = audit(project)
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == ("anpord audit: nothing to audit: no *.eval.py file under evals "
+                                   "(write one, or run `anpord init`)")
+    tagged = audit(make_project({"evals/sound.eval.py": CASES["evals/sound.eval.py"]}), "--tag", "nope")
+    assert tagged.returncode == 2
+    assert "no selected case matches --tag/--exclude-tag" in tagged.stderr
+
+
 def test_bad_input_is_one_line(make_project: Any) -> None:
     project = make_project({"evals/sound.eval.py": CASES["evals/sound.eval.py"]})
     for args, words in ((["--saboteurs", "empty,bogus"], "unknown saboteur 'bogus'"),
+                        (["--saboteurs", "emtpy"], "unknown saboteur 'emtpy' (did you mean 'empty'?)"),
                         (["nope"], "unknown eval id or path: nope"),
                         (["--fail-on", "sometimes"], "invalid choice")):
         proc = audit(project, *args)

@@ -172,6 +172,10 @@ def test_a_mistyped_flag_gets_the_closest_one(make_project: Any) -> None:
     run = project.run("--trails", "3")
     assert run.code == 2
     assert run.stderr.strip().endswith("did you mean --trials? (see --help)")
+    json_guess = project.run("--format", "json")
+    assert json_guess.code == 2
+    assert json_guess.stderr.strip().endswith(
+        "JSON output is --json (--format belongs to `anpord eval import`) (see --help)")
 
 
 def test_a_suite_whose_agent_program_is_missing_says_so_before_running(make_project: Any) -> None:

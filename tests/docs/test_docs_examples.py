@@ -91,3 +91,18 @@ def test_each_runnable_example_runs_as_written(where: str, marker: str, body: st
     output = f"exit {done.returncode}\n{done.stdout}\n{done.stderr}"
     assert done.stdout.rstrip().splitlines()[-1:] == [attrs["expect"]], output
     assert "Traceback" not in done.stderr, output
+
+
+def test_the_readme_documentation_list_links_every_page() -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    listed = readme.split("## Documentation", 1)[1].split("\n## ", 1)[0]
+    missing = [p.name for p in sorted((REPO / "docs").glob("*.md")) if f"](docs/{p.name})" not in listed]
+    assert missing == []
+
+
+def test_the_paired_comparison_api_example_runs_as_written() -> None:
+    text = (REPO / "docs" / "statistics.md").read_text(encoding="utf-8")
+    (code,) = [m.group(2) for m in FENCE.finditer(text) if m.group(1) == "python" and "compare_paired(" in m.group(2)]
+    scope: dict[str, object] = {}
+    exec(compile(code, "docs/statistics.md", "exec"), scope)
+    assert scope["cmp"].regressed  # type: ignore[attr-defined]

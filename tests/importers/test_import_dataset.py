@@ -194,3 +194,19 @@ def test_jsonl_lines_read_as_json_decode_reads_them(line: str) -> None:
     except CaseFileNotDataset as refusal:
         got = ("refused", refusal.reason)
     assert got == expected
+
+
+def test_without_match_the_import_names_the_flag_that_writes_the_checks(tmp_path: Path) -> None:
+    path = _jsonl(tmp_path, ROWS)
+    (note,) = import_cases("dataset", str(path)).notes
+    assert "import again with --match equals|includes|judge" in note
+    assert import_cases("dataset", str(path), match="equals").notes == ()
+
+
+def test_a_yaml_file_is_refused_naming_the_formats_that_read_yaml(tmp_path: Path) -> None:
+    path = tmp_path / "promptfooconfig.yaml"
+    path.write_text("prompts:\n  - 'Say {{ x }}'\ntests:\n  - vars: {x: hi}\n", encoding="utf-8")
+    with pytest.raises(CaseFileNotDataset) as refused:
+        import_cases("dataset", str(path))
+    line = refused.value.line()
+    assert "a YAML file" in line and "--format promptfoo" in line and "\\n" not in line

@@ -274,7 +274,7 @@ def test_grid_prints_each_cell_when_its_last_trial_finishes() -> None:
     assert out.getvalue() == ""  # the cell has one trial to go
     reporter.on_trial_end(results[2])
     lines = out.getvalue().splitlines()
-    assert lines[0] == "✗ weather/rain  small  2/3 passed  (pass rate 67% [21–94%])"
+    assert lines[0] == "✗ weather/rain  small  2/3 passed"
     assert lines[1] == "    ✗ #1  failed: reply did not include 'Sunny'"
 
 
@@ -282,7 +282,7 @@ def test_grid_shows_void_trials_apart_with_their_reasons() -> None:
     out = io.StringIO()
     feed(ConsoleReporter(out), grid_results())
     lines = out.getvalue().splitlines()
-    assert "✓ weather/rain  large  2/2 passed  (pass rate 100% [34–100%])  1 void" in lines
+    assert "✓ weather/rain  large  2/2 passed  1 void" in lines
     assert "    ○ #1 void: judge could not answer" in lines
     assert "○ weather/sunny  large  not measured  3 void" in lines
     assert "    ○ #0, #1, #2 void: harness could not start" in lines
@@ -311,8 +311,8 @@ def test_grid_with_one_trial_per_cell_and_several_variants() -> None:
     out = io.StringIO()
     feed(ConsoleReporter(out), results)
     lines = out.getvalue().splitlines()
-    assert "✓ a  small  1/1 passed  (pass rate 100% [21–100%])" in lines
-    assert "✗ a  large  0/1 passed  (pass rate 0% [0–79%])" in lines
+    assert "✓ a  small  1/1 passed" in lines
+    assert "✗ a  large  0/1 passed" in lines
     assert "    ✗ #0  failed: no" in lines
 
 
@@ -324,7 +324,7 @@ def test_grid_cell_cut_short_by_an_interrupt_is_reported_at_the_end() -> None:
         ConsoleReporter(out), done, info=info, summary=summary_for(done, interrupted=True)
     )
     lines = out.getvalue().splitlines()
-    assert "✓ a  small  1/1 passed  (pass rate 100% [21–100%])  (2 not run)" in lines
+    assert "✓ a  1/1 passed  (2 not run)" in lines  # one variant: the table names it
     assert lines[-2] == "Interrupted: 1 of 3 trials finished; finished trials are kept."
     assert lines[-1] == summary.closing_line()
 

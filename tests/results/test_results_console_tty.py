@@ -151,7 +151,7 @@ def test_a_real_pseudo_terminal() -> None:
     text = b"".join(chunks).decode("utf-8").replace("\r\n", "\n")
     assert "\x1b[" in text
     plain = ANSI.sub("", text)
-    assert "✗ a  small  1/2 passed  (pass rate 50% [9–91%])" in plain
+    assert "✗ a  small  1/2 passed" in plain
     assert plain.rstrip("\n").splitlines()[-1] == summary.closing_line()
 
 

@@ -12,12 +12,18 @@ def test_an_empty_history_says_how_many_runs_it_has(tmp_path: Path) -> None:
     project = history_project(tmp_path / "p")
     flaky = anpord(project, "flaky")
     assert flaky.returncode == 2
-    assert flaky.stderr.strip().splitlines() == ["anpord flaky: not enough runs yet: 0 of 2"]
+    assert flaky.stderr.strip().splitlines() == ["anpord flaky: not enough runs yet: 0 of 2 (each `anpord eval` adds one)"]
     plan = anpord(project, "plan")
     assert plan.returncode == 2
     assert plan.stderr.strip() == "anpord plan: not enough runs yet: 0 of 1 (run `anpord eval` first)"
     assert project.run().code == 0
-    assert anpord(project, "flaky").stderr.strip() == "anpord flaky: not enough runs yet: 1 of 2"
+    assert anpord(project, "flaky").stderr.strip() == "anpord flaky: not enough runs yet: 1 of 2 (each `anpord eval` adds one)"
+    window = anpord(project, "flaky", "--runs", "1")
+    assert window.returncode == 2 and "flakiness needs at least 2 runs, got '1'" in window.stderr
+    one = anpord(project, "plan")  # every trial passed: no variance, so no "change of 0.000"
+    assert one.returncode == 0, one.stderr
+    assert "no variation to plan from at 2 cases × 3 trials" in one.stdout
+    assert "change of 0.000" not in one.stdout
     bad = anpord(project, "plan", "--effect", "2")
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
     assert "expected a pass-rate change between 0 and 1, got '2'" in bad.stderr
@@ -84,3 +90,14 @@ def test_compare_lists_cells_then_variants_then_the_judgement_it_used(tmp_path: 
     show = anpord(project, "show", "latest")
     assert "python:agents.moody:agent/default: pass rate 0% [0–" in show.stdout
     assert "✗ 0/3 0% [0–56%]" in show.stdout
+
+
+def test_comparing_a_run_with_itself_is_refused_in_one_line(tmp_path: Path) -> None:
+    project = history_project(tmp_path / "p")
+    assert project.run().code == 0
+    same = anpord(project, "compare", "latest", "latest")
+    assert same.returncode == 2 and same.stdout == ""
+    (line,) = same.stderr.strip().splitlines()
+    assert line.startswith("anpord compare: latest and latest are the same run (")
+    assert "`anpord compare` alone" in line
+    assert anpord(project, "compare").returncode == 0  # against the baselines: fine

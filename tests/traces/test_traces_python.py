@@ -3,9 +3,10 @@ are routed to the trial whose context made them, however many trials run at once
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
-from project_support import assert_passed, eval_file
+from project_support import assert_passed, eval_file, run_env
 
 AGENT = '''
 import asyncio, json, random, threading
@@ -177,3 +178,47 @@ def test_an_agent_with_its_own_provider_keeps_its_exporters(make_project: Any) -
     run = project.run(timeout=60)
     assert run.code == 0, run.output
     assert_passed(run, "own")
+
+
+NO_SDK = '''
+import sys
+
+
+class _NoSdk:
+    """This process without the OpenTelemetry SDK, as a fresh virtualenv is."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name == "opentelemetry.sdk" or name.startswith("opentelemetry.sdk."):
+            raise ModuleNotFoundError(f"No module named {name!r}")
+        return None
+
+
+sys.meta_path.insert(0, _NoSdk())
+'''
+
+
+def test_without_the_sdk_the_run_says_so_before_it_starts(make_project: Any, tmp_path: Any) -> None:
+    blocker = tmp_path / "no-sdk"
+    blocker.mkdir()
+    (blocker / "sitecustomize.py").write_text(NO_SDK)
+    project = make_project(
+        {"evals/plain.eval.py": eval_file("""
+            from anpord import define_eval
+
+            @define_eval
+            async def test(t):
+                await t.send("hello")
+                t.succeeded()
+        """)},
+        config=(
+            "from anpord import Variant, define_eval_config\n"
+            "config = define_eval_config(timeout=20, variants=[\n"
+            "    Variant(name='traced', harness='python:agents.kit:agent', traces='otlp')])\n"
+        ),
+    )
+    run = project.run(env={"PYTHONPATH": os.pathsep.join([str(blocker), run_env()["PYTHONPATH"]])})
+    notes = [line for line in run.stderr.splitlines() if "OpenTelemetry SDK" in line]
+    assert notes == ["anpord eval: note: variant traced traces a Python agent, but the OpenTelemetry "
+                     "SDK is not installed here, so its spans will not be recorded: "
+                     "pip install 'anpord[traces]' (opentelemetry-sdk)"], run.stderr
+    assert "OpenTelemetry SDK" not in project.run().stderr  # with it installed: nothing to say

@@ -21,8 +21,12 @@ class Parser(argparse.ArgumentParser):
         if not message.startswith("unrecognized arguments:"):
             return ""
         known = [s for s in self._option_string_actions if s.startswith("--")]
+        words = message.split(":", 1)[1].split()
+        if "--json" in known and any(w.split("=", 1)[0] == "--format" for w in words):
+            # A newcomer's guess for JSON output (promptfoo, inspect-ai...), or import's flag.
+            return "; JSON output is --json (--format belongs to `anpord eval import`)"
         hints = []
-        for word in message.split(":", 1)[1].split():
+        for word in words:
             flag = word.split("=", 1)[0]
             if flag.startswith("-"):
                 close = difflib.get_close_matches(flag if flag.startswith("--") else "-" + flag, known, n=1)

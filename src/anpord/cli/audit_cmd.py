@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import Any, TextIO
 
@@ -27,7 +28,11 @@ def _saboteurs(text: str) -> list[str]:
     names = [n.strip() for n in text.split(",") if n.strip()]
     unknown = [n for n in names if n not in SABOTEURS]
     if unknown or not names:
-        what = f"unknown saboteur {unknown[0]!r}" if unknown else "no saboteur named"
+        import difflib
+
+        close = difflib.get_close_matches(unknown[0], SABOTEURS, n=1) if unknown else []
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        what = f"unknown saboteur {unknown[0]!r}{hint}" if unknown else "no saboteur named"
         raise argparse.ArgumentTypeError(f"{what}; the saboteurs are {','.join(SABOTEURS)}")
     return list(dict.fromkeys(names))
 
@@ -76,9 +81,15 @@ def _run(args: argparse.Namespace, out: TextIO) -> int:
         opts = RunOptions(trials=1, timeout=args.timeout, max_concurrency=args.max_concurrency,
                           variants=args.variant, fail_on="never", compare=False, executor="local",
                           kind="audit")
-        cases = filter_tags(load_cases(select_files(project, args.targets)), args.tag, args.exclude_tag)
+        loaded = load_cases(select_files(project, args.targets))
+        cases = filter_tags(loaded, args.tag, args.exclude_tag)
         if not cases:
-            raise UsageError("nothing to audit: no case selected")
+            if loaded:
+                raise UsageError("nothing to audit: no selected case matches --tag/--exclude-tag")
+            raise UsageError(
+                f"nothing to audit: no *.eval.py file under {os.path.relpath(project.root)} "
+                "(write one, or run `anpord init`)"
+            )
         plan = build_plan(project, cases, opts)
         if not plan.cells:
             raise UsageError("nothing to audit: no variant selected")

@@ -67,6 +67,10 @@ def main(argv: list[str]) -> int:
             )
     except (CommandError, StoreError, LookupError) as exc:
         return fail(PROG, str(exc).strip("'\""))
+    if cmp.base_run is not None and cmp.base_run == cmp.candidate_run:
+        return fail(PROG, f"{args.base} and {args.candidate} are the same run ({cmp.base_run}): "
+                    "compare it with an earlier run (`anpord runs` lists them), or run "
+                    "`anpord compare` alone to compare the latest run with its baselines")
     code = 1 if cmp.fails else 0
     if form == "md":
         print(_markdown(cmp, folder), end="")

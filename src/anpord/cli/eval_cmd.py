@@ -417,6 +417,13 @@ def _note_missing_programs(plan: Any) -> None:
 
     for variant in plan.variants:
         spec = variant.harness or ""
+        if variant.traces == "otlp" and spec.startswith("python:") and not _has_otel_sdk():
+            print(
+                f"anpord eval: note: variant {variant.label} traces a Python agent, but the "
+                "OpenTelemetry SDK is not installed here, so its spans will not be recorded: "
+                "pip install 'anpord[traces]' (opentelemetry-sdk)",
+                file=sys.stderr,
+            )
         program = None
         if spec.startswith("command:"):
             program = _first_program(spec.removeprefix("command:"))
@@ -435,6 +442,15 @@ def _note_missing_programs(plan: Any) -> None:
             "workspace, so name its program by an absolute path)",
             file=sys.stderr,
         )
+
+
+def _has_otel_sdk() -> bool:
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec("opentelemetry.sdk.trace") is not None
+    except (ImportError, ValueError):
+        return False
 
 
 def _sweep(project_folder: Path) -> None:

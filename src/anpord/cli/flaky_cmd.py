@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 
 from ._args import Parser, positive_int
@@ -17,9 +18,16 @@ run by run. Re-runs and cached runs are not history."""
 MIN_RUNS = 2
 
 
+def window(text: str) -> int:
+    value = positive_int(text)
+    if value < MIN_RUNS:
+        raise argparse.ArgumentTypeError(f"flakiness needs at least {MIN_RUNS} runs, got {text!r}")
+    return value
+
+
 def build_parser() -> Parser:
     p = Parser(prog=PROG, description=DESCRIPTION)
-    p.add_argument("--runs", type=positive_int, default=20, metavar="N",
+    p.add_argument("--runs", type=window, default=20, metavar="N",
                    help="how many recent runs make the history (default 20)")
     p.add_argument("--limit", type=positive_int, default=20, metavar="N",
                    help="how many cells to list (default 20)")
@@ -36,7 +44,7 @@ def main(argv: list[str]) -> int:
         with open_history(project_folder()) as store:
             runs = store.history_runs(limit=args.runs)
             if len(runs) < MIN_RUNS:
-                raise CommandError(f"not enough runs yet: {len(runs)} of {MIN_RUNS}")
+                raise CommandError(f"not enough runs yet: {len(runs)} of {MIN_RUNS} (each `anpord eval` adds one)")
             histories = store.cell_histories(limit=args.runs)
     except (CommandError, StoreError, LookupError) as exc:
         return fail(PROG, str(exc).strip("'\""))

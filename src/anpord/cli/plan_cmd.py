@@ -79,11 +79,16 @@ def main(argv: list[str]) -> int:
         if p is None:
             print(f"  {variant}: nothing measured")
             continue
+        size = (f"{p.cases} case{'s' if p.cases != 1 else ''} × "
+                f"{p.trials:.3g} trial{'s' if p.trials != 1 else ''}")
+        if p.within == 0 and p.between == 0:
+            print(f"  {variant}: no variation to plan from at {size} (every case passed or failed "
+                  f"alike); run more trials (`anpord eval --trials 5`) or cases, then plan again")
+            continue
         rho = (f"r = {p.correlation:.2f} observed" if p.correlation_observed
                else "r = 0.50 assumed (no comparison yet)")
         quiet = "; no case varied between its trials, so this is a floor" if p.within == 0 else ""
-        print(f"  {variant}: detects a change of {p.mde:.3f} at {p.cases} cases × "
-              f"{p.trials:.3g} trials ({rho}{quiet})")
+        print(f"  {variant}: detects a change of {p.mde:.3f} at {size} ({rho}{quiet})")
         if p.effect is not None:
             n = p.trials_needed
             trials = (f"{n} trial{'s' if n != 1 else ''} a case at {p.cases} cases"

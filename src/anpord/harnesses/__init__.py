@@ -94,5 +94,10 @@ def resolve_harness(spec: str, project_dir: Path | None = None) -> Harness:
             return resolver(spec, project_dir)
     if spec.partition(":")[0] in CODING_AGENTS:
         return _coding(spec, project_dir)
+    import difflib
+
     known = ", ".join([*(f"{p}..." for p in _RESOLVERS), *CODING_AGENTS])
-    raise HarnessSpecError(f"unknown harness spec {spec!r}: expected one of {known}")
+    head = spec.partition(":")[0]
+    close = difflib.get_close_matches(head, [*CODING_AGENTS, *(p.rstrip(":/") for p in _RESOLVERS)], n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close and close[0] != head else ""
+    raise HarnessSpecError(f"unknown harness spec {spec!r}{hint}: expected one of {known}")

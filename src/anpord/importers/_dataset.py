@@ -44,6 +44,9 @@ def _rows(path: str, text: str) -> tuple[list[str], list[tuple[int, dict[str, An
     """The column names (in first-seen order) and each row with its line (JSONL) or row number."""
     lower = path.lower()
     stripped = text.lstrip()
+    if lower.endswith((".yaml", ".yml")):
+        raise _refuse(path, "a YAML file: a dataset is JSONL, a JSON array or CSV (a promptfoo "
+                            "config is --format promptfoo, an OpenAI evals spec --format openai-evals)")
     if (
         lower.endswith(".csv")
         or lower.endswith(".tsv")
@@ -239,4 +242,9 @@ def read_dataset(
         path=path,
         cases=tuple(cases),
         about=(f"Input column: {source}; expected column: {target}; check: {how}",),
+        # Said on stderr beside the summary: the one flag that turns every placeholder into a check.
+        notes=(
+            "A dataset says what the answer should be, not how to compare it: import again with "
+            "--match equals|includes|judge to write the checks.",
+        ) if match is None else (),
     )

@@ -231,21 +231,19 @@ class ConsoleReporter:
         return [(f"  {label}" + (f": {reason}" if reason else ""), SGR[v])]
 
     def _cell_lines(self, cell: _Cell) -> list[str]:
-        """``✗ case  variant  2/3 passed  (pass rate 67% [21–94%])``, void trials apart, then
-        details."""
+        """``✗ case  variant  2/3 passed``, void trials apart, then details. The rate and its
+        interval are printed once, in the closing table."""
         c = summarize_cell(cell.results)
         state, n = cell_state(c), measured(c)
         head: list[Segment] = [
             self._mark(state),
             (" ", ""),
             (cell.case_id, "" if state == "passed" else BOLD),
-            (f"  {cell.variant}  ", ""),
+            # One variant: the table's header names it once, not every cell's line.
+            (f"  {cell.variant}  " if len(self._variants) > 1 else "  ", ""),
         ]
         if n:
-            head += [
-                (f"{c.passed}/{n} passed", SGR[state]),
-                (f"  (pass rate {rate_with_interval(c.passed, n)})", DIM),
-            ]
+            head.append((f"{c.passed}/{n} passed", SGR[state]))
         else:
             head.append(("not measured", SGR[state]))
         for count, verdict in ((c.scored, "scored"), (c.skipped, "skipped"), (c.void, "void")):
