@@ -217,3 +217,28 @@ def test_a_subshell_or_a_command_list_is_looked_into_for_its_program(make_projec
     assert len(notes) == 1, run.stderr
     assert "note: no-such-agent-cli is not installed here" in notes[0]
     assert "variant group will be void" in notes[0]
+
+
+def test_a_missing_first_program_followed_by_another_command_is_no_void_note(make_project: Any) -> None:
+    # The trial is void only when the command line exits 126/127 printing nothing: with another
+    # command after `;`, `||`, `|`, `&` or a line break, a missing first program may not matter.
+    project = make_project({"evals/imported.eval.py": eval_file("""
+        from anpord import Variant
+
+        suite = define_suite(
+            cases=[define_eval(prompt="hi", validate=lambda c: True)],
+            variants=[
+                Variant(name="semi", harness="command:no-such-agent-cli -n true 2>/dev/null; echo ok"),
+                Variant(name="or", harness="command:no-such-agent-cli || echo ok"),
+                Variant(name="pipe", harness="command:no-such-agent-cli | cat; echo ok"),
+                Variant(name="lines", harness="command:no-such-agent-cli 2>/dev/null\\necho ok"),
+                Variant(name="and", harness="command:no-such-agent-cli && echo ok"),
+            ],
+        )
+    """)})
+    run = project.run("--json")
+    notes = [line for line in run.stderr.splitlines() if "note:" in line]
+    assert len(notes) == 1, run.stderr
+    assert "variant and will be void" in notes[0]
+    totals = json.loads(run.stdout)["totals"]
+    assert totals["passed"] == 4 and totals["void"] == 1, totals

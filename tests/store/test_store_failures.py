@@ -168,6 +168,10 @@ def _pg_urls() -> list[str]:
         f"postgresql://anpord:Pw9Odd?secret@127.0.0.1:{port}/anpord",
         "postgresql://anpord:Pw9NoHost-secret",
         f"anpord:Pw9NoScheme-secret@127.0.0.1:{port}/anpord",
+        # libpq's keyword/value form, bare and quoted, and a query key in capitals
+        f"host=127.0.0.1 port={port} password=Pw9Keyword-secret dbname=anpord",
+        f"host=127.0.0.1 port={port} password = 'Pw9Quoted secret' dbname=anpord",
+        f"postgresql://anpord@127.0.0.1:{port}/anpord?PASSWORD=Pw9Caps-secret",
     ]
 
 

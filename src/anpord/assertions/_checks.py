@@ -337,6 +337,23 @@ def max_tool_calls(events: Sequence[Event], n: int) -> Outcome:
     )
 
 
+def _nonzero_exit(code: Any) -> bool:
+    """An exit code other than 0, however an agent spelled it: an int, a float (``3.0``, or a
+    number too large for an int), or text (``"3"`` from a shell script). None (unknown) and
+    booleans are no code."""
+    if code is None or isinstance(code, bool):
+        return False
+    if isinstance(code, (int, float)):
+        return code != 0
+    if isinstance(code, str):
+        text = code.strip()
+        try:
+            return float(text) != 0
+        except ValueError:
+            return bool(text)  # "error", say: a code that is not 0
+    return True
+
+
 def no_failed_actions(statuses: Sequence[str], events: Sequence[Event]) -> Outcome:
     failures: list[str] = []
     failed_turn_event = False
@@ -352,7 +369,7 @@ def no_failed_actions(statuses: Sequence[str], events: Sequence[Event]) -> Outco
         elif ev.type == COMMAND_COMPLETED or ev.type == "process.exited":
             # process.exited: the agent program itself (command harness) ended with this code.
             code = data.get("exit_code")
-            if isinstance(code, int) and not isinstance(code, bool) and code != 0:
+            if _nonzero_exit(code):
                 what = "command" if ev.type == COMMAND_COMPLETED else "agent program"
                 failures.append(f"{what} {preview(data.get('command'), 120)} exited {code}")
         elif ev.type in (TURN_FAILED, SESSION_FAILED):

@@ -396,10 +396,29 @@ def _first_program(command: str) -> str | None:
                 return None  # a redirection's descriptor (``2>/dev/null prog``)
             if "/" in word or "$" in word or "=" in word or "`" in word or word in _SHELL_WORDS:
                 return None
-            return word
+            return None if _more_commands(lexer) or _later_lines(command) else word
     except ValueError:
         return None
     return None
+
+
+# Operators after which another command runs whether or not the first program started (after
+# ``&&`` none does: a missing first program still ends the line with 127 and nothing printed).
+_THEN_ANOTHER = frozenset({";", "||", "|", "&", "|&"})
+
+
+def _more_commands(lexer: Any) -> bool:
+    """Whether the rest of the line runs another command after one of ``_THEN_ANOTHER``."""
+    after = False
+    for word in lexer:
+        if after and word not in ("}", ")", ";", "&"):
+            return True
+        after = after or word in _THEN_ANOTHER
+    return False
+
+
+def _later_lines(command: str) -> bool:
+    return any(line.strip() for line in command.strip().splitlines()[1:])
 
 
 # Words that open a compound command before its first program (punctuation_chars keeps "((" one

@@ -88,11 +88,27 @@ def _sweep_stale_sandboxes() -> None:
 def entry() -> None:
     try:
         code = main()
+    except BrokenPipeError:
+        # The reader of stdout stopped early (`anpord show latest | head`): it has what it
+        # wanted. Nothing more goes to the closed pipe, not even at the interpreter's exit.
+        _quiet_stdout()
+        code = 0
     except KeyboardInterrupt:
         # Interrupted before a run started (a run handles Ctrl-C itself and exits 130).
         print("anpord: interrupted", file=sys.stderr)
         code = 130
     raise SystemExit(code)
+
+
+def _quiet_stdout() -> None:
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
 
 
 if __name__ == "__main__":

@@ -57,7 +57,7 @@ def main(argv: list[str]) -> int:
     except Exception as exc:
         from .._errors import UsageError
 
-        if isinstance(exc, (UsageError, OSError, ValueError)):
+        if isinstance(exc, (UsageError, OSError, ValueError)) and not isinstance(exc, BrokenPipeError):
             return fail(PROG, str(exc))
         raise
 

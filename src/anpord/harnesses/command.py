@@ -110,8 +110,17 @@ def start_failure(code: int, stderr: str) -> str:
 
 
 def stderr_tail(stderr: str, lines: int = STDERR_TAIL_LINES) -> str:
-    """The last non-blank stderr lines, each cut to ``STDERR_TAIL_LINE`` characters."""
-    kept = [line.rstrip() for line in stderr.splitlines() if line.strip()][-lines:]
+    """The last non-blank stderr lines, each cut to ``STDERR_TAIL_LINE`` characters; led by the
+    first line before them that reads as an error, when there is one (node names the missing
+    module, then prints a stack and an object dump: the cause is not among the last lines)."""
+    from .coding._stderr import _ERRORISH, _meaningful
+
+    every = [line.rstrip() for line in stderr.splitlines() if line.strip()]
+    kept = every[-lines:]
+    if not any(_ERRORISH.search(line) for line in kept):
+        cause = next((line for line in every[:-lines] if _meaningful(line) and _ERRORISH.search(line)), None)
+        if cause is not None:
+            kept = [cause, *kept]
     cap = STDERR_TAIL_LINE
     return "\n".join(line[:cap] + ("…" if len(line) > cap else "") for line in kept)
 

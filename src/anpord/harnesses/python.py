@@ -367,7 +367,14 @@ class PythonSession:
         if isinstance(value, str):
             message, data = value, None
         else:
-            data = to_jsonable(value)
+            try:
+                data = to_jsonable(value)
+            except RecursionError:
+                # Nested thousands deep: kept as the records keep it, cut with a note where a
+                # reader would give up, rather than failing the turn at the test's line.
+                from ..results._encode import decode, encode
+
+                data = decode(encode(value))
             message = json.dumps(data, ensure_ascii=False)
         self.messages.append({"role": "assistant", "content": message})
         self._route(Event(MESSAGE_COMPLETED, {"session_id": self.session_id, "role": "assistant", "text": message}))

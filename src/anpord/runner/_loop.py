@@ -56,6 +56,12 @@ def run_bounded(main: Coroutine[Any, Any, T], grace: float = SHUTDOWN_GRACE) -> 
             # Bounded too: a thread stuck in an ``asyncio.to_thread`` call is not waited for.
             loop.run_until_complete(_bounded(loop.shutdown_default_executor(), grace))
         finally:
+            # Tasks started during the shutdown by those given up on (a cancelled
+            # ``asyncio.shield`` leaves its inner task running, the agent shields another) had
+            # their grace period too: given up on as well, not reported as destroyed.
+            for task in asyncio.all_tasks(loop):
+                if not task.done():
+                    abandon(task)
             asyncio.set_event_loop(None)
             loop.close()
 

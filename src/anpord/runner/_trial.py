@@ -412,12 +412,26 @@ def _mocks_of(job: TrialJob) -> tuple[Any, ...]:
     return merge_mocks(job.spec.variant.mocks, suite, own)
 
 
+def _stderr_cause(tail: str) -> str:
+    """What a program's last stderr lines say went wrong: the first line that reads as an error
+    (node's ``Error: Cannot find module …``, before its stack and object dump), with the last line
+    when it says more (a Python traceback's exception); else the last three lines."""
+    from ..harnesses.coding._stderr import _ERRORISH, stderr_reason
+
+    lines = [line.strip() for line in tail.splitlines() if line.strip()]
+    cause = stderr_reason(tail) if any(_ERRORISH.search(line) for line in lines) else ""
+    if not cause:
+        return " | ".join(lines[-3:])
+    last = stderr_reason("", tail)
+    return cause if not last or last in cause else f"{cause} | {last}"
+
+
 def silent_exit(events: list[Event]) -> str | None:
     """``agent exited 2 with no answer; stderr: …`` for the last agent program that exited
     non-zero without answering (the command harness marks it with ``stderr_tail``), else None."""
     for ev in reversed(events):
         if ev.type == PROCESS_EXITED and "stderr_tail" in ev.data:
-            tail = " | ".join(str(ev.data["stderr_tail"]).splitlines()[-3:])
+            tail = _stderr_cause(str(ev.data["stderr_tail"]))
             code = ev.data.get("exit_code")
             return f"agent exited {code} with no answer" + (f"; stderr: {tail}" if tail else "")
     return None

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import hmac
-import json
 import traceback
 from collections.abc import Awaitable, Callable, Collection
 from pathlib import Path
@@ -23,10 +22,10 @@ from .._agent_protocol import (
     TURN_END,
     error_body,
 )
-from ..events import Event, to_jsonable
+from ..events import Event
 from ..harnesses._protocol import InputResponse, TurnOutcome, TurnRequest
 from ..harnesses.python import PythonHarness
-from ..results._encode import decode
+from ..results._encode import decode, encode
 from ._sessions import ServedSession, SessionBusy, SessionExists, SessionTable
 
 __all__ = ["MAX_REQUEST_BYTES", "create_app"]
@@ -56,12 +55,14 @@ def _error(status: int, code: str, message: str) -> web.Response:
 
 
 def _line(obj: dict[str, Any]) -> bytes:
-    return (json.dumps(obj, ensure_ascii=False, default=str) + "\n").encode("utf-8")
+    # The records' encoder: standard JSON whatever an agent returned (NaN and infinities as
+    # null, which JSON.parse and Go can read; nesting past what a reader takes cut with a note).
+    return encode(obj) + b"\n"
 
 
 def _event_line(event: Event) -> bytes:
     # Data fields at the top level, as in events.ndjson; the client stamps its own time.
-    return _line({"type": event.type, **to_jsonable(dict(event.data))})
+    return _line({"type": event.type, **dict(event.data)})
 
 
 async def _json_body(request: web.Request, *, optional: bool = False) -> dict[str, Any]:

@@ -62,6 +62,10 @@ class StoreLocation:
 _PASSWORD_PARAM = re.compile(r"(?i)([?&](?:password|passwd|pass|sslpassword)=)([^&#]*)")
 
 
+# libpq's keyword/value form (``host=db password=secret``, ``password = 'two words'``).
+_PASSWORD_KEYWORD = re.compile(r"(?i)((?:^|\s)(?:password|sslpassword)\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s']*)")
+
+
 def _userinfo_password(raw: str) -> tuple[int, int] | None:
     """Where the password of ``user:password@host`` is in ``raw``: up to the last ``@`` before
     the host, which is the last ``@`` of all: a malformed URL may hold an unescaped ``@``, ``/``,
@@ -83,6 +87,8 @@ def _userinfo_password(raw: str) -> tuple[int, int] | None:
 def url_passwords(raw: str) -> list[str]:
     """Every password a database URL holds (userinfo and query), well-formed or not."""
     found = [m.group(2) for m in _PASSWORD_PARAM.finditer(raw) if m.group(2)]
+    if "://" not in raw:
+        found += [m.group(2) for m in _PASSWORD_KEYWORD.finditer(raw) if m.group(2)]
     span = _userinfo_password(raw)
     if span is not None and span[1] > span[0]:
         found.append(raw[span[0] : span[1]])
@@ -91,6 +97,8 @@ def url_passwords(raw: str) -> list[str]:
 
 def mask_url(raw: str) -> str:
     """``raw`` with every password in it (see ``url_passwords``) shown as ``***``."""
+    if "://" not in raw and _PASSWORD_KEYWORD.search(raw):
+        return _PASSWORD_KEYWORD.sub(r"\1***", raw)
     span = _userinfo_password(raw)
     if span is not None and span[1] > span[0]:
         raw = raw[: span[0]] + "***" + raw[span[1] :]

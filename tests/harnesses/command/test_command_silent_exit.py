@@ -53,3 +53,46 @@ def test_an_agent_that_answers_and_exits_non_zero_is_not_blamed(make_project: An
     result = run.result("exit3/three")
     assert result["verdict"] == "failed"
     assert "exited" not in result["reason"] and result["error"] is None, result
+
+
+NODE_LIKE = r'''
+import sys
+sys.stderr.write("""node:internal/modules/cjs/loader:1228
+  throw err;
+  ^
+
+Error: Cannot find module '/home/me/proj/agents/agent.js'
+    at Module._resolveFilename (node:internal/modules/cjs/loader:1225:15)
+    at Module._load (node:internal/modules/cjs/loader:1051:27)
+    at node:internal/main/run_main_module:28:49 {
+  code: 'MODULE_NOT_FOUND',
+  requireStack: []
+}
+
+Node.js v20.20.2
+""")
+sys.exit(1)
+'''
+
+
+def test_the_cause_is_shown_when_a_stack_and_an_object_dump_follow_it(make_project: Any) -> None:
+    # Node names the missing module first, then prints a stack, an object ending in "}" and its
+    # version: the reason names the module, not "requireStack: [] | } | Node.js v20".
+    project = make_project({"agents/node_like.py": NODE_LIKE})
+    agent = project.path("agents/node_like.py")
+    project.write({"evals/weather.eval.py": eval_file(f"""
+        from anpord import Variant
+
+        async def answered(context):
+            return "weather" in (await context.answer() or "")
+
+        suite = define_suite(
+            cases=[define_eval(id="paris", prompt="Paris", validate=answered)],
+            variants=[Variant(name="js", harness="command:python3 {agent}", sandbox="local")],
+        )
+    """)})
+    run = project.run()
+    assert run.code == 1, run.output
+    reason = run.result("weather/paris")["reason"]
+    assert "agent exited 1 with no answer; stderr: Error: Cannot find module '/home/me/proj/agents/agent.js'" in reason
+    assert "Error: Cannot find module" in run.stdout

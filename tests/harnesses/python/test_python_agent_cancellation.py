@@ -22,6 +22,18 @@ async def swallow(turn):
         except asyncio.CancelledError:
             pass
 
+async def shielded(turn):
+    for _ in range(3):
+        try:
+            await asyncio.shield(asyncio.sleep(1000))
+        except asyncio.CancelledError:
+            pass
+    while True:
+        try:
+            await asyncio.sleep(1000)
+        except BaseException:
+            pass
+
 async def raiser(turn):
     raise asyncio.CancelledError()
 
@@ -54,6 +66,16 @@ def test_an_agent_that_swallows_its_cancellation_is_abandoned_and_the_run_ends(m
     assert result["reason"].startswith("timed out after 2s; the agent ignored its cancellation for 1s")
     assert any(line.startswith("the agent ignored its cancellation") for line in run.trial("one")["logs"])
     assert run.run_json()["status"] == "finished"
+
+
+def test_an_agent_that_swallows_cancellation_through_shield_leaves_no_asyncio_report(make_project: Any) -> None:
+    # Each cancelled shield leaves its inner task running, and the agent starts another while
+    # the run shuts down: none of them is reported "destroyed but pending" after the closing line.
+    project = _project(make_project, "shielded", 2)
+    run = project.run(timeout=60)
+    assert run.code == 1, run.output
+    assert run.result("one")["verdict"] == "timed_out"
+    assert "Task was destroyed" not in run.output, run.output
 
 
 def test_a_cancel_the_test_asks_for_ends_the_turn_even_if_the_agent_ignores_it(make_project: Any) -> None:
