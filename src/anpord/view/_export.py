@@ -14,6 +14,8 @@ each compared cell's page.
 from __future__ import annotations
 
 import hashlib
+import multiprocessing
+import os
 import re
 import shutil
 from collections.abc import Collection
@@ -76,6 +78,89 @@ def _prefixed(names: dict[str, Any], prefix: str) -> dict[str, Any]:
     return {k: (lambda fn: lambda *a, **kw: prefix + fn(*a, **kw))(fn) for k, fn in names.items()}
 
 
+_PRE = re.compile(r"(<pre\b.*?</pre>)", re.S)
+_GAP = re.compile(r">[ \t]*\n\s*<")
+_VALUE = re.compile(r'(<pre class="value[^"<>]*">)([^<]*)(</pre>)')
+
+
+def _unquote(m: re.Match[str]) -> str:
+    # A value's text holds no tag: in element text a quote needs no escaping.
+    return m.group(1) + m.group(2).replace("&#34;", '"').replace("&#39;", "'") + m.group(3)
+
+
+def _lean(html: str) -> str:
+    """``html`` with the templates' indentation dropped: whitespace between two tags that spans
+    a line becomes one newline (it renders the same), except inside ``<pre>``; and the quotes of
+    a value's text unescaped (plain text in element content, never in an attribute)."""
+    parts = _PRE.split(html)
+    for i in range(0, len(parts), 2):
+        parts[i] = _GAP.sub(">\n<", parts[i])
+    return _VALUE.sub(_unquote, "".join(parts))
+
+
+class _Snapshot:
+    """``data`` read once for the export: the runs, each run's view and deltas are asked for once
+    (every page of a run needs them), the rest is passed through."""
+
+    def __init__(self, data: ViewData) -> None:
+        self._data = data
+        self._runs: Any = None
+        self._views: dict[str, Any] = {}
+        self._deltas: dict[str, Any] = {}
+        self._flaky: Any = None
+
+    def runs(self) -> Any:
+        if self._runs is None:
+            self._runs = self._data.runs()
+        return self._runs
+
+    def run(self, run_id: str) -> Any:
+        if run_id not in self._views:
+            self._views[run_id] = self._data.run(run_id)
+        return self._views[run_id]
+
+    def baseline_deltas(self, run_id: str) -> Any:
+        if run_id not in self._deltas:
+            self._deltas[run_id] = self._data.baseline_deltas(run_id)
+        return self._deltas[run_id]
+
+    def flaky_history(self) -> Any:
+        if self._flaky is None:
+            fn = getattr(self._data, "flaky_history", None)
+            self._flaky = fn() if fn is not None else frozenset()
+        return self._flaky
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._data, name)
+
+
+# What the trial pages' workers render from: set before they are forked, so each has it.
+_WORK: dict[str, Any] = {}
+
+
+def _trial_pages(job: tuple[str, str, str, tuple[int, ...]]) -> tuple[int, int]:
+    """Write one cell's trial pages; (pages, bytes) written."""
+    run_id, case_id, variant, indices = job
+    data, template, urls, pages = _WORK["data"], _WORK["template"], _WORK["urls"], _WORK["pages"]
+    count = size = 0
+    for i in indices:
+        ctx = trial_page(data, run_id, case_id, variant, i, with_timeline=False)
+        if ctx is None:
+            continue
+        body = _lean(template.render(**urls, **ctx)).encode("utf-8")
+        (pages / urls["trial_url"](run_id, case_id, variant, i)).write_bytes(body)
+        count += 1
+        size += len(body)
+    return count, size
+
+
+def _workers() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
 def check_target(folder: Path, force: bool) -> None:
     if folder.exists() and not folder.is_dir():
         raise ExportError(f"{folder} is a file, not a folder")
@@ -110,15 +195,18 @@ def export_view(data: ViewData, folder: Path, *, title: str, project_folder: str
     templates = {n: env.get_template(n) for n in (
         "runs.html", "run.html", "cell.html", "trial.html", "compare.html", "compare_cell.html")}
     written = [0, 0]
+    data = _Snapshot(data)
 
     def write(path: Path, template: str, ctx: dict[str, Any], urls: dict[str, Any]) -> None:
-        body = templates[template].render(**urls, **ctx).encode("utf-8")
+        body = _lean(templates[template].render(**urls, **ctx)).encode("utf-8")
         path.write_bytes(body)
         written[0] += 1
         written[1] += len(body)
 
     write(folder / "index.html", "runs.html", runs_page(data), root)
     pages = folder / PAGES
+    later = []  # (run id, its first grid page): cells and compare pages, written while trials are
+    jobs = []  # one cell's trial pages each
     for row in data.runs():
         run_id = row.run_id
         first = grid_page(data, run_id, GridQuery())
@@ -129,31 +217,51 @@ def export_view(data: ViewData, folder: Path, *, title: str, project_folder: str
             ctx = grid_page(data, run_id, GridQuery(page=n))
             if ctx is not None:
                 write(pages / names["run_url"](run_id, page=n), "run.html", ctx, inner)
-        view = first["view"]
-        for cell in view.cells:
-            case_id, variant = cell.key
-            ctx = cell_page(data, run_id, case_id, variant)
-            if ctx is not None:
-                write(pages / names["cell_url"](run_id, case_id, variant), "cell.html", ctx, inner)
-                for n in range(2, ctx["pages"] + 1):
-                    more = cell_page(data, run_id, case_id, variant, n)
-                    if more is not None:
-                        write(pages / names["cell_url"](run_id, case_id, variant, page=n), "cell.html", more, inner)
-            for i, verdict in enumerate(cell.verdicts):
-                if verdict is None:
-                    continue
-                tctx = trial_page(data, run_id, case_id, variant, i, with_timeline=False)
-                if tctx is not None:
-                    write(pages / names["trial_url"](run_id, case_id, variant, i), "trial.html", tctx, inner)
-        baselines = first["baselines"]
-        if baselines and baselines[0] != run_id:
-            base = baselines[0]
-            cctx = compare_page(data, base, run_id, limit=None)  # every row, each with its page
-            if cctx is not None:
-                write(pages / names["compare_url"](base, run_id), "compare.html", cctx, inner)
-                for r in cctx["rows"]:
-                    ctx = compare_cell_page(data, base, run_id, r.case_id, r.variant)
-                    if ctx is not None:
-                        write(pages / names["compare_cell_url"](base, run_id, r.case_id, r.variant),
-                              "compare_cell.html", ctx, inner)
+        later.append((run_id, first))
+        for cell in first["view"].cells:
+            indices = tuple(i for i, v in enumerate(cell.verdicts) if v is not None)
+            if indices:
+                jobs.append((run_id, *cell.key, indices))
+
+    _WORK.update(data=data, template=templates["trial.html"], urls=inner, pages=pages)
+    trials = sum(len(j[3]) for j in jobs)
+    pool = None
+    if trials >= 500 and _workers() > 1:
+        pool = multiprocessing.get_context("fork").Pool(_workers())
+        done: Any = pool.imap_unordered(_trial_pages, jobs, chunksize=8)
+    else:
+        done = map(_trial_pages, jobs)
+    try:
+        if pool is None:  # one core: the trial pages first, then the rest
+            done = list(done)
+        for run_id, first in later:
+            for cell in first["view"].cells:
+                case_id, variant = cell.key
+                ctx = cell_page(data, run_id, case_id, variant)
+                if ctx is not None:
+                    write(pages / names["cell_url"](run_id, case_id, variant), "cell.html", ctx, inner)
+                    for n in range(2, ctx["pages"] + 1):
+                        more = cell_page(data, run_id, case_id, variant, n)
+                        if more is not None:
+                            write(pages / names["cell_url"](run_id, case_id, variant, page=n), "cell.html",
+                                  more, inner)
+            baselines = first["baselines"]
+            if baselines and baselines[0] != run_id:
+                base = baselines[0]
+                cctx = compare_page(data, base, run_id, limit=None)  # every row, each with its page
+                if cctx is not None:
+                    write(pages / names["compare_url"](base, run_id), "compare.html", cctx, inner)
+                    for r in cctx["rows"]:
+                        ctx = compare_cell_page(data, base, run_id, r.case_id, r.variant)
+                        if ctx is not None:
+                            write(pages / names["compare_cell_url"](base, run_id, r.case_id, r.variant),
+                                  "compare_cell.html", ctx, inner)
+        for count, size in done:
+            written[0] += count
+            written[1] += size
+    finally:
+        if pool is not None:
+            pool.close()
+            pool.join()
+        _WORK.clear()
     return ExportReport(folder, written[0], written[1])
