@@ -23,9 +23,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from markupsafe import Markup
+
 from ._compare import compare_cell_page, compare_page
 from ._data import ViewData
-from ._pages import GridQuery, cell_page, grid_page, runs_page, trial_page
+from ._pages import CELL_PAGE_TRIALS, GridQuery, cell_page, grid_page, runs_page, trial_page
 
 __all__ = ["ExportError", "ExportReport", "export_view"]
 
@@ -55,7 +57,8 @@ def _names() -> dict[str, Any]:
         return f"run-{_slug(run_id)}" + (f"-p{page}" if page > 1 else "") + ".html"
 
     def trial_url(run_id: str, case_id: str, variant: str, trial: int, **extra: Any) -> str:
-        return f"trial-{_slug(case_id, run_id, variant)}-{trial}.html"
+        # A trial is a section of its cell's page (the page of CELL_PAGE_TRIALS that lists it).
+        return cell_url(run_id, case_id, variant, page=trial // CELL_PAGE_TRIALS + 1) + f"#t{trial}"
 
     def cell_url(run_id: str, case_id: str, variant: str, **extra: Any) -> str:
         page = extra.get("page") or 1
@@ -138,20 +141,18 @@ class _Snapshot:
 _WORK: dict[str, Any] = {}
 
 
-def _trial_pages(job: tuple[str, str, str, tuple[int, ...]]) -> tuple[int, int]:
-    """Write one cell's trial pages; (pages, bytes) written."""
+def _trial_sections(job: tuple[str, str, str, tuple[int, ...]]) -> list[tuple[int, str]]:
+    """One cell's trials, each as the HTML of its section of the cell's page: (trial, html)."""
     run_id, case_id, variant, indices = job
-    data, template, urls, pages = _WORK["data"], _WORK["template"], _WORK["urls"], _WORK["pages"]
-    count = size = 0
+    data, template, urls = _WORK["data"], _WORK["template"], _WORK["urls"]
+    out = []
     for i in indices:
         ctx = trial_page(data, run_id, case_id, variant, i, with_timeline=False)
         if ctx is None:
             continue
-        body = _lean(template.render(**urls, **ctx)).encode("utf-8")
-        (pages / urls["trial_url"](run_id, case_id, variant, i)).write_bytes(body)
-        count += 1
-        size += len(body)
-    return count, size
+        body = template.render(**urls, **ctx, section_id=f"t{i}-")
+        out.append((i, f'<section class="trial" id="t{i}">\n{body}</section>\n'))
+    return out
 
 
 def _workers() -> int:
@@ -218,33 +219,32 @@ def export_view(data: ViewData, folder: Path, *, title: str, project_folder: str
             if ctx is not None:
                 write(pages / names["run_url"](run_id, page=n), "run.html", ctx, inner)
         later.append((run_id, first))
-        for cell in first["view"].cells:
-            indices = tuple(i for i, v in enumerate(cell.verdicts) if v is not None)
-            if indices:
-                jobs.append((run_id, *cell.key, indices))
+        for cell in first["view"].cells:  # every cell, in the order its page is written
+            jobs.append((run_id, *cell.key, tuple(i for i, v in enumerate(cell.verdicts) if v is not None)))
 
-    _WORK.update(data=data, template=templates["trial.html"], urls=inner, pages=pages)
+    _WORK.update(data=data, template=env.get_template("_trial.html"), urls=inner)
     trials = sum(len(j[3]) for j in jobs)
     pool = None
     if trials >= 500 and _workers() > 1:
         pool = multiprocessing.get_context("fork").Pool(_workers())
-        done: Any = pool.imap_unordered(_trial_pages, jobs, chunksize=8)
+        done: Any = pool.imap(_trial_sections, jobs, chunksize=8)  # in the order of ``jobs``
     else:
-        done = map(_trial_pages, jobs)
+        done = map(_trial_sections, jobs)
     try:
-        if pool is None:  # one core: the trial pages first, then the rest
-            done = list(done)
         for run_id, first in later:
             for cell in first["view"].cells:
                 case_id, variant = cell.key
+                sections = next(done)
                 ctx = cell_page(data, run_id, case_id, variant)
-                if ctx is not None:
-                    write(pages / names["cell_url"](run_id, case_id, variant), "cell.html", ctx, inner)
-                    for n in range(2, ctx["pages"] + 1):
-                        more = cell_page(data, run_id, case_id, variant, n)
-                        if more is not None:
-                            write(pages / names["cell_url"](run_id, case_id, variant, page=n), "cell.html",
-                                  more, inner)
+                if ctx is None:
+                    continue
+                for n in range(1, ctx["pages"] + 1):
+                    more = ctx if n == 1 else cell_page(data, run_id, case_id, variant, n)
+                    if more is None:
+                        continue
+                    lo, hi = (n - 1) * CELL_PAGE_TRIALS, n * CELL_PAGE_TRIALS
+                    more = {**more, "trial_sections": [Markup(h) for i, h in sections if lo <= i < hi]}
+                    write(pages / names["cell_url"](run_id, case_id, variant, page=n), "cell.html", more, inner)
             baselines = first["baselines"]
             if baselines and baselines[0] != run_id:
                 base = baselines[0]
@@ -256,12 +256,9 @@ def export_view(data: ViewData, folder: Path, *, title: str, project_folder: str
                         if ctx is not None:
                             write(pages / names["compare_cell_url"](base, run_id, r.case_id, r.variant),
                                   "compare_cell.html", ctx, inner)
-        for count, size in done:
-            written[0] += count
-            written[1] += size
     finally:
         if pool is not None:
-            pool.close()
+            pool.terminate()
             pool.join()
         _WORK.clear()
     return ExportReport(folder, written[0], written[1])
