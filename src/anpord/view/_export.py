@@ -6,9 +6,11 @@ and the stylesheet, script and icon are copied beside them, so nothing is fetche
 What needs a server is left out: the filter and search forms, picking two runs, "show all" of a
 cut value (the trial's page keeps the first part; the run folder has the whole).
 
-Written: the runs list (``index.html``), each run's grid pages, each cell's page, each trial's page,
-and each run's compare page against its baseline (the earliest run that measured its cells) with
-each compared cell's page.
+Written: the runs list (``index.html``), each run's grid pages, each cell's page with each of its
+trials as a section (``cell-….html#t3``: one file per cell, not per trial), and each run's compare
+page against its baseline (the earliest run that measured its cells) with each compared cell's
+page. A process per core reads and renders the trials (forked, so they share what the parent
+read) while the parent writes the cell pages; every page loses the templates' indentation.
 """
 
 from __future__ import annotations
