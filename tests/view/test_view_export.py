@@ -29,16 +29,21 @@ def test_export_opens_from_disk(tmp_path: Path, browser: Any) -> None:
 
     # No page points outside the folder, and every relative link names a file that is there.
     pages = list(out.rglob("*.html"))
-    assert len(pages) > 24  # 24 trials, plus grids, cells, compare pages
-    for page in pages:
-        html = page.read_text()
+    texts = {page: page.read_text() for page in pages}
+    ids = {page: set(re.findall(r'\bid="([^"]*)"', html)) for page, html in texts.items()}
+    # 24 trials, each a section of its cell's page; plus grids, cells, compare pages
+    assert sum(html.count('<section class="trial" id="t') for html in texts.values()) == 24
+    assert len(pages) > 8
+    for page, html in texts.items():
         assert "<script>document.title" not in html, page
+        assert len(ids[page]) == len(re.findall(r'\bid="', html)), page  # no id twice on a page
         for link in re.findall(r'(?:href|src|action)="([^"]*)"', html):
             assert not re.match(r"(https?:)?//", link) and not link.startswith("/"), (page, link)
-            target = link.split("#")[0]
+            target, _, anchor = link.partition("#")
             if target and not target.startswith("file:"):
                 assert (page.parent / target).is_file(), (page, link)
-
+                if anchor:  # a trial's section on its cell's page
+                    assert anchor in ids[(page.parent / target).resolve()], (page, link)
     page = browser.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)))
@@ -54,9 +59,12 @@ def test_export_opens_from_disk(tmp_path: Path, browser: Any) -> None:
     page.locator("tr.compare-row a").first.click()
     page.wait_for_selector("section.side-candidate pre.answer")
     assert "<script>document.title='pwned'</script> | nope" in page.locator("section.side-candidate pre.answer").inner_text()
-    page.locator("section.side-candidate a.dot").first.click()  # the candidate's trial page
-    page.wait_for_selector("ol.conversation")
-    assert "<script>document.title='pwned'</script>" in page.locator("ol.conversation").inner_text()
+    page.locator("section.side-candidate a.dot").first.click()  # the candidate's trial, on its cell's page
+    page.wait_for_selector("section.trial ol.conversation")
+    anchor = page.url.partition("#")[2]
+    assert re.fullmatch(r"t\d+", anchor), page.url
+    shown = page.locator(f"section.trial[id='{anchor}'] ol.conversation")
+    assert "<script>document.title='pwned'</script>" in shown.inner_text()
     assert "pwned" not in page.title() and page.url.startswith("file://")
     assert not errors, errors
     page.close()

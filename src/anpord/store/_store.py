@@ -333,6 +333,31 @@ class Store:
         with translate(self.location), self.engine.connect() as conn:
             return [cell_row(m, m["run_id"]) for m in conn.execute(q).mappings()]
 
+    def cell_history_many(
+        self, keys: Sequence[tuple[str, str]], *, limit: int = 20
+    ) -> dict[tuple[str, str], list[CellRow]]:
+        """``cell_history`` of each (case id, variant) in ``keys``, in one query."""
+        wanted = set(keys)
+        out: dict[tuple[str, str], list[CellRow]] = {k: [] for k in wanted}
+        if not wanted:
+            return out
+        q = (
+            sa.select(*(cells.c[c] for c in CELL_COLUMNS), runs.c.run_id)
+            .join(runs, runs.c.id == cells.c.run_pk)
+            .where(
+                runs.c.project == self.project,
+                cells.c.case_id.in_(sorted({k[0] for k in wanted})),
+                cells.c.variant.in_(sorted({k[1] for k in wanted})),
+            )
+            .order_by(runs.c.started_at.desc())
+        )
+        with translate(self.location), self.engine.connect() as conn:
+            for m in conn.execute(q).mappings():
+                mine = out.get((m["case_id"], m["variant"]))
+                if mine is not None and len(mine) < limit:
+                    mine.append(cell_row(m, m["run_id"]))
+        return out
+
     def history_runs(self, *, limit: int | None = None) -> list[str]:
         """The ids of the runs that count as history — made by a plain ``anpord eval``, not a
         re-run or a cached run — newest first."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
@@ -115,6 +116,11 @@ class RunView:
     @property
     def run_id(self) -> str:
         return self.row.run_id
+
+    @cached_property
+    def cell_map(self) -> dict[CellKey, CellRow]:
+        """Its cells by key."""
+        return {c.key: c for c in self.cells}
 
     @property
     def case_ids(self) -> list[str]:

@@ -6,14 +6,18 @@ and the stylesheet, script and icon are copied beside them, so nothing is fetche
 What needs a server is left out: the filter and search forms, picking two runs, "show all" of a
 cut value (the trial's page keeps the first part; the run folder has the whole).
 
-Written: the runs list (``index.html``), each run's grid pages, each cell's page, each trial's page,
-and each run's compare page against its baseline (the earliest run that measured its cells) with
-each compared cell's page.
+Written: the runs list (``index.html``), each run's grid pages, each cell's page with each of its
+trials as a section (``cell-….html#t3``: one file per cell, not per trial), and each run's compare
+page against its baseline (the earliest run that measured its cells) with each compared cell's
+page. A process per core reads and renders the trials (forked, so they share what the parent
+read) while the parent writes the cell pages; every page loses the templates' indentation.
 """
 
 from __future__ import annotations
 
 import hashlib
+import multiprocessing
+import os
 import re
 import shutil
 from collections.abc import Collection
@@ -21,9 +25,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from markupsafe import Markup
+
 from ._compare import compare_cell_page, compare_page
 from ._data import ViewData
-from ._pages import GridQuery, cell_page, grid_page, runs_page, trial_page
+from ._pages import CELL_PAGE_TRIALS, GridQuery, cell_page, grid_page, runs_page, trial_page
 
 __all__ = ["ExportError", "ExportReport", "export_view"]
 
@@ -53,7 +59,8 @@ def _names() -> dict[str, Any]:
         return f"run-{_slug(run_id)}" + (f"-p{page}" if page > 1 else "") + ".html"
 
     def trial_url(run_id: str, case_id: str, variant: str, trial: int, **extra: Any) -> str:
-        return f"trial-{_slug(case_id, run_id, variant)}-{trial}.html"
+        # A trial is a section of its cell's page (the page of CELL_PAGE_TRIALS that lists it).
+        return cell_url(run_id, case_id, variant, page=trial // CELL_PAGE_TRIALS + 1) + f"#t{trial}"
 
     def cell_url(run_id: str, case_id: str, variant: str, **extra: Any) -> str:
         page = extra.get("page") or 1
@@ -74,6 +81,87 @@ def _names() -> dict[str, Any]:
 
 def _prefixed(names: dict[str, Any], prefix: str) -> dict[str, Any]:
     return {k: (lambda fn: lambda *a, **kw: prefix + fn(*a, **kw))(fn) for k, fn in names.items()}
+
+
+_PRE = re.compile(r"(<pre\b.*?</pre>)", re.S)
+_GAP = re.compile(r">[ \t]*\n\s*<")
+_VALUE = re.compile(r'(<pre class="value[^"<>]*">)([^<]*)(</pre>)')
+
+
+def _unquote(m: re.Match[str]) -> str:
+    # A value's text holds no tag: in element text a quote needs no escaping.
+    return m.group(1) + m.group(2).replace("&#34;", '"').replace("&#39;", "'") + m.group(3)
+
+
+def _lean(html: str) -> str:
+    """``html`` with the templates' indentation dropped: whitespace between two tags that spans
+    a line becomes one newline (it renders the same), except inside ``<pre>``; and the quotes of
+    a value's text unescaped (plain text in element content, never in an attribute)."""
+    parts = _PRE.split(html)
+    for i in range(0, len(parts), 2):
+        parts[i] = _GAP.sub(">\n<", parts[i])
+    return _VALUE.sub(_unquote, "".join(parts))
+
+
+class _Snapshot:
+    """``data`` read once for the export: the runs, each run's view and deltas are asked for once
+    (every page of a run needs them), the rest is passed through."""
+
+    def __init__(self, data: ViewData) -> None:
+        self._data = data
+        self._runs: Any = None
+        self._views: dict[str, Any] = {}
+        self._deltas: dict[str, Any] = {}
+        self._flaky: Any = None
+
+    def runs(self) -> Any:
+        if self._runs is None:
+            self._runs = self._data.runs()
+        return self._runs
+
+    def run(self, run_id: str) -> Any:
+        if run_id not in self._views:
+            self._views[run_id] = self._data.run(run_id)
+        return self._views[run_id]
+
+    def baseline_deltas(self, run_id: str) -> Any:
+        if run_id not in self._deltas:
+            self._deltas[run_id] = self._data.baseline_deltas(run_id)
+        return self._deltas[run_id]
+
+    def flaky_history(self) -> Any:
+        if self._flaky is None:
+            fn = getattr(self._data, "flaky_history", None)
+            self._flaky = fn() if fn is not None else frozenset()
+        return self._flaky
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._data, name)
+
+
+# What the trial pages' workers render from: set before they are forked, so each has it.
+_WORK: dict[str, Any] = {}
+
+
+def _trial_sections(job: tuple[str, str, str, tuple[int, ...]]) -> list[tuple[int, str]]:
+    """One cell's trials, each as the HTML of its section of the cell's page: (trial, html)."""
+    run_id, case_id, variant, indices = job
+    data, template, urls = _WORK["data"], _WORK["template"], _WORK["urls"]
+    out = []
+    for i in indices:
+        ctx = trial_page(data, run_id, case_id, variant, i, with_timeline=False)
+        if ctx is None:
+            continue
+        body = template.render(**urls, **ctx, section_id=f"t{i}-")
+        out.append((i, f'<section class="trial" id="t{i}">\n{body}</section>\n'))
+    return out
+
+
+def _workers() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
 
 
 def check_target(folder: Path, force: bool) -> None:
@@ -110,15 +198,18 @@ def export_view(data: ViewData, folder: Path, *, title: str, project_folder: str
     templates = {n: env.get_template(n) for n in (
         "runs.html", "run.html", "cell.html", "trial.html", "compare.html", "compare_cell.html")}
     written = [0, 0]
+    data = _Snapshot(data)
 
     def write(path: Path, template: str, ctx: dict[str, Any], urls: dict[str, Any]) -> None:
-        body = templates[template].render(**urls, **ctx).encode("utf-8")
+        body = _lean(templates[template].render(**urls, **ctx)).encode("utf-8")
         path.write_bytes(body)
         written[0] += 1
         written[1] += len(body)
 
     write(folder / "index.html", "runs.html", runs_page(data), root)
     pages = folder / PAGES
+    later = []  # (run id, its first grid page): cells and compare pages, written while trials are
+    jobs = []  # one cell's trial pages each
     for row in data.runs():
         run_id = row.run_id
         first = grid_page(data, run_id, GridQuery())
@@ -129,31 +220,51 @@ def export_view(data: ViewData, folder: Path, *, title: str, project_folder: str
             ctx = grid_page(data, run_id, GridQuery(page=n))
             if ctx is not None:
                 write(pages / names["run_url"](run_id, page=n), "run.html", ctx, inner)
-        view = first["view"]
-        for cell in view.cells:
-            case_id, variant = cell.key
-            ctx = cell_page(data, run_id, case_id, variant)
-            if ctx is not None:
-                write(pages / names["cell_url"](run_id, case_id, variant), "cell.html", ctx, inner)
-                for n in range(2, ctx["pages"] + 1):
-                    more = cell_page(data, run_id, case_id, variant, n)
-                    if more is not None:
-                        write(pages / names["cell_url"](run_id, case_id, variant, page=n), "cell.html", more, inner)
-            for i, verdict in enumerate(cell.verdicts):
-                if verdict is None:
+        later.append((run_id, first))
+        for cell in first["view"].cells:  # every cell, in the order its page is written
+            jobs.append((run_id, *cell.key, tuple(i for i, v in enumerate(cell.verdicts) if v is not None)))
+
+    _WORK.update(data=data, template=env.get_template("_trial.html"), urls=inner)
+    trials = sum(len(j[3]) for j in jobs)
+    pool = None
+    if trials >= 500 and _workers() > 1:
+        pool = multiprocessing.get_context("fork").Pool(_workers())
+        done: Any = pool.imap(_trial_sections, jobs, chunksize=8)  # in the order of ``jobs``
+    else:
+        done = map(_trial_sections, jobs)
+    try:
+        prefetch = getattr(data, "prefetch_histories", None)
+        for run_id, first in later:
+            cells = first["view"].cells
+            for at, cell in enumerate(cells):
+                if prefetch is not None and at % 200 == 0:  # the next cells' histories, in one query
+                    prefetch([c.key for c in cells[at : at + 200]])
+                case_id, variant = cell.key
+                sections = next(done)
+                ctx = cell_page(data, run_id, case_id, variant)
+                if ctx is None:
                     continue
-                tctx = trial_page(data, run_id, case_id, variant, i, with_timeline=False)
-                if tctx is not None:
-                    write(pages / names["trial_url"](run_id, case_id, variant, i), "trial.html", tctx, inner)
-        baselines = first["baselines"]
-        if baselines and baselines[0] != run_id:
-            base = baselines[0]
-            cctx = compare_page(data, base, run_id, limit=None)  # every row, each with its page
-            if cctx is not None:
-                write(pages / names["compare_url"](base, run_id), "compare.html", cctx, inner)
-                for r in cctx["rows"]:
-                    ctx = compare_cell_page(data, base, run_id, r.case_id, r.variant)
-                    if ctx is not None:
-                        write(pages / names["compare_cell_url"](base, run_id, r.case_id, r.variant),
-                              "compare_cell.html", ctx, inner)
+                for n in range(1, ctx["pages"] + 1):
+                    more = ctx if n == 1 else cell_page(data, run_id, case_id, variant, n)
+                    if more is None:
+                        continue
+                    lo, hi = (n - 1) * CELL_PAGE_TRIALS, n * CELL_PAGE_TRIALS
+                    more = {**more, "trial_sections": [Markup(h) for i, h in sections if lo <= i < hi]}
+                    write(pages / names["cell_url"](run_id, case_id, variant, page=n), "cell.html", more, inner)
+            baselines = first["baselines"]
+            if baselines and baselines[0] != run_id:
+                base = baselines[0]
+                cctx = compare_page(data, base, run_id, limit=None)  # every row, each with its page
+                if cctx is not None:
+                    write(pages / names["compare_url"](base, run_id), "compare.html", cctx, inner)
+                    for r in cctx["rows"]:
+                        ctx = compare_cell_page(data, base, run_id, r.case_id, r.variant)
+                        if ctx is not None:
+                            write(pages / names["compare_cell_url"](base, run_id, r.case_id, r.variant),
+                                  "compare_cell.html", ctx, inner)
+    finally:
+        if pool is not None:
+            pool.terminate()
+            pool.join()
+        _WORK.clear()
     return ExportReport(folder, written[0], written[1])

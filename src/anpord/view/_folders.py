@@ -145,6 +145,12 @@ class _Index:
     totals: dict[str, int]
     usage: dict[str, float | None]
     problems: list[str] = field(default_factory=list)
+    _by_key: dict[CellKey, CellRow] | None = None
+
+    def cell(self, key: CellKey) -> CellRow | None:
+        if self._by_key is None:
+            self._by_key = {c.key: c for c in self.cells}
+        return self._by_key.get(key)
 
 
 def _measures_history(raw: Mapping[str, Any]) -> bool:
@@ -415,7 +421,7 @@ class FolderViewData:
                 logs = reading.logs(result)
             except (RecordError, OSError) as exc:
                 problems.append(f"logs: {exc}")
-            cell = next((c for c in view.cells if c.key == (case_id, variant)), None)
+            cell = idx.cell((case_id, variant))
             count = len(cell.verdicts) if cell is not None else index + 1
             return TrialView(view.row, result, events, traceback, logs, count, problems)
 

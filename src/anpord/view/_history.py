@@ -53,6 +53,20 @@ class StoreViewData(FolderViewData):
         self._cache[key] = (time.monotonic(), value)
         return value
 
+    def prefetch_histories(self, keys: Sequence[CellKey]) -> None:
+        """Read the history of each cell in ``keys`` in one query, for the ``cell_history``
+        calls that follow (within the cache's lifetime)."""
+        store = self._open()
+        if store is None:
+            return
+        try:
+            many = store.cell_history_many(keys, limit=200)
+        except Exception:  # noqa: BLE001 - each cell_history asks on its own
+            return
+        now = time.monotonic()
+        for (case_id, variant), rows in many.items():
+            self._cache[("history", case_id, variant)] = (now, rows)
+
     def cell_history(self, case_id: str, variant: str) -> Sequence[HistoryPoint]:
         store = self._open()
         if store is None:

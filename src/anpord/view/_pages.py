@@ -129,7 +129,7 @@ def cell_page(data: ViewData, run_id: str, case_id: str, variant: str, page: int
     view = data.run(run_id)
     if view is None:
         return None
-    cell = next((c for c in view.cells if c.key == (case_id, variant)), None)
+    cell = view.cell_map.get((case_id, variant))
     if cell is None:
         return None
     history = data.cell_history(case_id, variant)
@@ -145,7 +145,7 @@ def cell_page(data: ViewData, run_id: str, case_id: str, variant: str, page: int
         "trials": list(enumerate(cell.verdicts))[first : first + CELL_PAGE_TRIALS],
         "page": page,
         "pages": pages,
-        "other_variants": [v for v in view.variants if v != variant and any(c.key == (case_id, v) for c in view.cells)],
+        "other_variants": [v for v in view.variants if v != variant and (case_id, v) in view.cell_map],
     }
 
 
