@@ -231,7 +231,27 @@ class ProcessTracker:
             if p.pid not in _SPAWNED and p.pid != me:
                 self._unreaped.setdefault(p.pid, p.started)
         victims = [p for p in found if not p.dead]
-        for p in victims:
+        # A root leads its own process group (each command starts a session): killing the group
+        # as well takes the root with its children in one step, even when the scan caught the
+        # root at a moment it could not be read (a shell must never outlive the child it waits on).
+        tracked = self.roots if roots is None else roots
+        own = os.getpgrp()
+        for group in {p.pgrp for p in victims if p.pgrp in tracked and p.pgrp not in (me, own)}:
+            try:
+                os.killpg(group, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        # Parents before their children: a parent that sees its child killed could otherwise run
+        # on for a moment (a shell's next command) before its own kill lands.
+        parent = {p.pid: p.ppid for p in victims}
+
+        def depth(pid: int) -> int:
+            n = 0
+            while (pid := parent.get(pid, 0)) in parent and n < len(parent):
+                n += 1
+            return n
+
+        for p in sorted(victims, key=lambda v: depth(v.pid)):
             try:
                 os.kill(p.pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
