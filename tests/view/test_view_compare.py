@@ -3,6 +3,7 @@ side by side with their paired statuses, a cell's trials from both runs, agent t
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 from pathlib import Path
@@ -54,7 +55,11 @@ def project(folder: Path) -> Project:
 
 
 def run_ids(p: Project) -> list[str]:
-    return sorted(d.name for d in (p.folder / ".anpord" / "runs").iterdir() if (d / "run.json").is_file())
+    """The project's runs, oldest first: by start time (two runs may start in the same second,
+    when their ids' order is their random suffixes')."""
+    runs = [d for d in (p.folder / ".anpord" / "runs").iterdir() if (d / "run.json").is_file()]
+    started = {d.name: json.loads((d / "run.json").read_text()).get("started_at") or 0.0 for d in runs}
+    return sorted(started, key=lambda name: (started[name], name))
 
 
 def test_compare_two_runs_in_chromium(tmp_path: Path, browser: Any) -> None:

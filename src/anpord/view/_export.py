@@ -224,6 +224,9 @@ def export_view(data: ViewData, folder: Path, *, title: str, project_folder: str
         for cell in first["view"].cells:  # every cell, in the order its page is written
             jobs.append((run_id, *cell.key, tuple(i for i, v in enumerate(cell.verdicts) if v is not None)))
 
+    settle = getattr(data, "settle", None)
+    if settle is not None:  # the trials are read from the runs as the pages above showed them
+        settle()
     _WORK.update(data=data, template=env.get_template("_trial.html"), urls=inner)
     trials = sum(len(j[3]) for j in jobs)
     pool = None

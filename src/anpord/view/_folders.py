@@ -255,6 +255,7 @@ class FolderViewData:
         self._heads: dict[str, tuple[_Stamp, _Head]] = {}
         self._indexes: OrderedDict[str, tuple[tuple[_Stamp, _Stamp], _Index]] = OrderedDict()
         self._keep = keep_indexes
+        self._settled: dict[str, Any] | None = None  # settle(): each run as first read
         self._baselines: tuple[tuple[tuple[str, _Stamp], ...], dict[CellKey, HistoryPoint]] | None = None
 
     # -- finding runs ------------------------------------------------------------------------
@@ -394,12 +395,10 @@ class FolderViewData:
 
     def trial(self, run_id: str, case_id: str, variant: str, index: int) -> TrialView | None:
         with self._lock:
-            view = self.run(run_id)
-            if view is None or view.row.status == "unreadable":
+            found = self._trial_run(run_id)
+            if found is None:
                 return None
-            head = self._head(run_id)
-            assert head is not None
-            idx = self._index(run_id, head)
+            view, head, idx = found
             where = idx.lines.get((case_id, variant, index))
             if where is None:
                 return None
@@ -424,6 +423,24 @@ class FolderViewData:
             cell = idx.cell((case_id, variant))
             count = len(cell.verdicts) if cell is not None else index + 1
             return TrialView(view.row, result, events, traceback, logs, count, problems)
+
+    def settle(self) -> None:
+        """From now on each run is taken as it was first read here: its trials are read without
+        checking ``run.json`` and ``results.jsonl`` again (a static export reads one moment's runs)."""
+        self._settled = {}
+
+    def _trial_run(self, run_id: str) -> tuple[RunView, _Head, _Index] | None:
+        if self._settled is not None and run_id in self._settled:
+            return self._settled[run_id]
+        view = self.run(run_id)
+        found = None
+        if view is not None and view.row.status != "unreadable":
+            head = self._head(run_id)
+            assert head is not None
+            found = (view, head, self._index(run_id, head))
+        if self._settled is not None:
+            self._settled[run_id] = found
+        return found
 
     def cell_history(self, case_id: str, variant: str) -> list[HistoryPoint]:
         with self._lock:
