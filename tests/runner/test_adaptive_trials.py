@@ -1,0 +1,55 @@
+"""Adaptive trials end to end: ``--trials MIN..MAX`` gives each cell as many trials as its
+question needs, and each cell records why it stopped."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from project_support import END, eval_file
+
+CASES = {
+    "steady": f"""
+        @define_eval
+        async def test(t):
+            await t.send("echo steady")
+            {END}
+    """,
+    "breaks": f"""
+        @define_eval
+        async def test(t):
+            await t.send("echo breaks")
+            t.check((Path(__file__).resolve().parent.parent / "broken").exists(), equals(False))
+            {END}
+    """,
+    "failing": """
+        @define_eval
+        async def test(t):
+            await t.send("echo failing")
+            t.check("no", equals("yes"))
+    """,
+}
+
+
+def test_trials_vary_per_cell_and_stop_reasons_are_recorded(make_project: Any) -> None:
+    project = make_project({f"evals/{name}.eval.py": eval_file(body) for name, body in CASES.items()})
+    first = project.run("--json", "--trials", "3")
+    assert first.code == 1, first.output
+    assert all("stop_reason" not in c for c in first.run_json()["cells"])  # fixed trials: none
+
+    (project.folder / "broken").write_text("")
+    run = project.run("--json", "--trials", "2..6", "--max-concurrency", "1")
+    assert run.code == 1, run.output
+    counts: dict[str, int] = {}
+    for line in run.results():
+        counts[line["case_id"].rsplit("/", 1)[-1]] = counts.get(line["case_id"].rsplit("/", 1)[-1], 0) + 1
+    cells = {c["case_id"].rsplit("/", 1)[-1]: c for c in run.run_json()["cells"]}
+    reasons = {name: c["stop_reason"] for name, c in cells.items()}
+    assert all(2 <= n <= 6 for n in counts.values()), counts
+    assert len(set(counts.values())) > 1, (counts, reasons)  # not every cell took the same number
+    assert counts["breaks"] > 2, (counts, reasons)  # 1 → 0: not stopped at 0/2
+    assert all(r and r != "unfinished" for r in reasons.values()), reasons
+    assert reasons["breaks"] in ("decided: regressed", "max trials"), reasons
+    assert {c["trials"] for c in cells.values()} == {6}  # the most a cell could take
+
+    bad = project.run("--trials", "5..2")
+    assert bad.code == 2 and "below MIN" in bad.stderr, bad.output
