@@ -523,6 +523,7 @@ class _Run:
             cell.summary = dist.get((cell.case_id, cell.variant))
             if (cell.case_id, cell.variant) in reasons:
                 cell.stop_reason = reasons[(cell.case_id, cell.variant)] or "stopped"
+                summary.stop_reasons[(cell.case_id, cell.variant)] = cell.stop_reason
         if self.history is not None:
             if forced:
                 self.history.abandon()

@@ -39,7 +39,7 @@ AUTO = (2, 20)
 MAX_TRIALS_CAP = 1000
 _GRID = 200
 BASE_WEIGHT = 0.5
-WEIGHT = 2.0  # how much more a cell that strays from its baseline is sampled
+WEIGHT = 4.0  # how much more a cell that strays from its baseline is sampled
 
 
 def parse_trials(value: object) -> int | tuple[int, int]:
@@ -292,7 +292,7 @@ class Allocator:
             total = sum(weights)
             c = self.rng.choices(members, weights)[0]
             if c.taken >= p.max_trials:  # the stream can go no further without this cell
-                self.decided[group] = "max trials"
+                self.decided[group] = "undecided (max trials)"
                 continue
             w = weights[members.index(c)] / total * len(members)
             base = c.baseline or 0.0
