@@ -59,8 +59,11 @@ def check_trials(value: Any) -> None:
     """``trials``: a positive integer, ``"auto"`` or ``"MIN..MAX"`` (adaptive trials)."""
     from ..stats._adaptive import parse_trials
 
+    if not isinstance(value, str):
+        _positive_int("trials", value)
+        return
     try:
-        parse_trials(value if isinstance(value, (int, str)) else repr(value))
+        parse_trials(value)
     except ValueError as exc:
         raise ValueError(f"trials: {exc}") from None
 

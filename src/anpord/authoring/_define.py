@@ -82,10 +82,14 @@ def _tags(value: Any, where: str) -> tuple[str, ...]:
 def _check_trials(trials: Any) -> None:
     if trials is None:
         return
+    if not isinstance(trials, str):
+        if isinstance(trials, bool) or not isinstance(trials, int) or trials < 1:
+            raise DefinitionError(f"trials must be a positive integer, got {trials!r}")
+        return
     from ..stats._adaptive import parse_trials
 
     try:
-        parse_trials(trials if isinstance(trials, (int, str)) else repr(trials))
+        parse_trials(trials)
     except ValueError as exc:
         raise DefinitionError(f"trials must be a positive integer, \"auto\" or \"MIN..MAX\": {exc}") from None
 
