@@ -51,5 +51,22 @@ def test_trials_vary_per_cell_and_stop_reasons_are_recorded(make_project: Any) -
     assert reasons["breaks"] in ("decided: regressed", "max trials"), reasons
     assert {c["trials"] for c in cells.values()} == {6}  # the most a cell could take
 
+    assert {c["case_id"].rsplit("/", 1)[-1]: c["stop_reason"] for c in run.json()["cells"]} == reasons
+
     bad = project.run("--trials", "5..2")
     assert bad.code == 2 and "below MIN" in bad.stderr, bad.output
+    assert len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_trials_auto_in_the_config_and_no_resume(make_project: Any) -> None:
+    config = """
+from anpord import define_eval_config
+config = define_eval_config(harness="python:agents.kit:agent", timeout=10, trials="2..3")
+"""
+    project = make_project({"evals/steady.eval.py": eval_file(CASES["steady"])}, config=config)
+    run = project.run("--json")
+    assert run.code == 0, run.output
+    (cell,) = run.run_json()["cells"]
+    assert cell["trials"] == 3 and cell["stop_reason"], cell
+    again = project.run("--resume", run.run_json()["run_id"])
+    assert again.code == 2 and "cannot be resumed" in again.stderr, again.output
