@@ -53,6 +53,14 @@ def test_trials_vary_per_cell_and_stop_reasons_are_recorded(make_project: Any) -
 
     assert {c["case_id"].rsplit("/", 1)[-1]: c["stop_reason"] for c in run.json()["cells"]} == reasons
 
+    from anpord.view import FolderViewData
+    from anpord.view._pages import cell_page
+
+    rid = run.run_json()["run_id"]
+    breaks = next(c for c in run.run_json()["cells"] if c["case_id"].endswith("breaks"))
+    page = cell_page(FolderViewData(project.folder), rid, breaks["case_id"], breaks["variant"])
+    assert page is not None and page["stop_reason"] == reasons["breaks"]
+
     bad = project.run("--trials", "5..2")
     assert bad.code == 2 and "below MIN" in bad.stderr, bad.output
     assert len(bad.stderr.strip().splitlines()) == 1
