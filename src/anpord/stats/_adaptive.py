@@ -27,10 +27,10 @@ baseline: "decided: regressed" when it does, "max trials" at ``max_trials``.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 import random
 from dataclasses import dataclass, field
-from typing import Any, Hashable
+from typing import Hashable
 
 __all__ = ["AUTO", "MAX_TRIALS_CAP", "AdaptivePolicy", "betting_interval",
            "Allocator", "parse_trials"]
@@ -158,7 +158,6 @@ class _Sequence:
     def bets(self, zlow: float, zhigh: float) -> list[tuple[float, float]]:
         """Predictable plug-in bets for the next observation, which lies in [zlow, zhigh]."""
         t = len(self.zs) + 1
-        mean = self._sum / (t - 1) if t > 1 else 0.0
         var = (0.25 + self._sq) / t
         lam = math.sqrt(2 * math.log(2 / self.policy.alpha) / (max(var, 1e-6) * t * math.log(1 + t)))
         out = []
@@ -168,7 +167,6 @@ class _Sequence:
             down_room = zhigh - m
             out.append((min(lam, cap / up_room) if up_room > 0 else 0.0,
                         min(lam, cap / down_room) if down_room > 0 else 0.0))
-        del mean
         return out
 
     def fold(self) -> None:
@@ -182,7 +180,7 @@ class _Sequence:
                 self.up[i] += math.log1p(lu * (z - m)) if lu else 0.0
                 self.down[i] += math.log1p(-ld * (z - m)) if ld else 0.0
             self.zs.append(z)
-            mean = (self._sum + 0.0) / len(self.zs) if self.zs else 0.0
+            mean = self._sum / len(self.zs)  # earlier observations over t: a mean shrunk to 0
             self._sum += z
             self._sq += (z - mean) ** 2
             self.folded += 1
