@@ -623,6 +623,9 @@ def executor_for(plan: Plan, opts: RunOptions) -> Executor | None:
     if opts.cache:
         raise UsageError("--cache is not available with --executor ray: the cache is on this machine, "
                          "the trials are not")
+    if any(c.adaptive is not None for c in plan.cells):
+        raise UsageError("adaptive trials (--trials auto or MIN..MAX) run on the local executor only: "
+                         "give --trials N with --executor ray")
     from ._ray import RayExecutor
 
     return RayExecutor.connect(plan.project.folder, address=opts.ray_address,
