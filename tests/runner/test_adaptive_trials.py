@@ -78,3 +78,13 @@ config = define_eval_config(harness="python:agents.kit:agent", timeout=10, trial
     assert cell["trials"] == 3 and cell["stop_reason"], cell
     again = project.run("--resume", run.run_json()["run_id"])
     assert again.code == 2 and "cannot be resumed" in again.stderr, again.output
+
+
+def test_rerun_failed_of_an_adaptive_run_reruns_its_failed_trials(make_project: Any) -> None:
+    project = make_project({"evals/failing.eval.py": eval_file(CASES["failing"])})
+    run = project.run("--json", "--trials", "2..3")
+    assert run.code == 1, run.output
+    failed = sorted(r["trial"] for r in run.results())
+    again = project.run("--json", "--rerun-failed", run.run_json()["run_id"])
+    assert sorted(r["trial"] for r in again.results()) == failed, again.output
+    assert all("stop_reason" not in c for c in again.run_json()["cells"])
