@@ -55,6 +55,19 @@ def _positive_int(key: str, value: Any) -> int:
     return value
 
 
+def check_trials(value: Any) -> None:
+    """``trials``: a positive integer, ``"auto"`` or ``"MIN..MAX"`` (adaptive trials)."""
+    from ..stats._adaptive import parse_trials
+
+    if not isinstance(value, str):
+        _positive_int("trials", value)
+        return
+    try:
+        parse_trials(value)
+    except ValueError as exc:
+        raise ValueError(f"trials: {exc}") from None
+
+
 TRACES = (None, "otlp")
 
 
@@ -151,7 +164,7 @@ class EvalConfig:
     model: str | None = None
     sandbox: str = "local"
     variants: tuple[Variant, ...] = ()
-    trials: int = 1
+    trials: int | str = 1  # N, "auto" or "MIN..MAX" (adaptive trials: docs/statistics.md)
     max_concurrency: int = 8
     max_sandboxes: int | None = None
     timeout: float = DEFAULT_TIMEOUT
@@ -170,7 +183,7 @@ def define_eval_config(
     model: str | None = None,
     sandbox: str = "local",
     variants: Sequence[Variant] = (),
-    trials: int = 1,
+    trials: int | str = 1,
     max_concurrency: int = 8,
     max_sandboxes: int | None = None,
     timeout: float = DEFAULT_TIMEOUT,
@@ -180,7 +193,7 @@ def define_eval_config(
     mocks: Sequence[Any] = (),
 ) -> EvalConfig:
     """Build the run-wide config. ``define_eval_config()`` with no arguments is enough."""
-    _positive_int("trials", trials)
+    check_trials(trials)
     _positive_int("max_concurrency", max_concurrency)
     if max_sandboxes is not None:  # None is unlimited; 0 would read as unlimited too, so refuse it
         _positive_int("max_sandboxes", max_sandboxes)

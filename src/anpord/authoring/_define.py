@@ -26,7 +26,7 @@ class Eval:
     tags: tuple[str, ...] = ()
     metadata: Mapping[str, Any] | None = None
     timeout: float | None = None
-    trials: int | None = None
+    trials: int | str | None = None
     judge: Any = None
     each: Sequence[Any] | None = None
     prompt: Any = None
@@ -54,7 +54,7 @@ class Suite:
 
     cases: tuple[Eval, ...]
     variants: tuple[Variant, ...] = ()
-    trials: int | None = None
+    trials: int | str | None = None
     source: Source | None = None
     timeout: float | None = None
     tags: tuple[str, ...] = ()
@@ -80,8 +80,18 @@ def _tags(value: Any, where: str) -> tuple[str, ...]:
 
 
 def _check_trials(trials: Any) -> None:
-    if trials is not None and (isinstance(trials, bool) or not isinstance(trials, int) or trials < 1):
-        raise DefinitionError(f"trials must be a positive integer, got {trials!r}")
+    if trials is None:
+        return
+    if not isinstance(trials, str):
+        if isinstance(trials, bool) or not isinstance(trials, int) or trials < 1:
+            raise DefinitionError(f"trials must be a positive integer, got {trials!r}")
+        return
+    from ..stats._adaptive import parse_trials
+
+    try:
+        parse_trials(trials)
+    except ValueError as exc:
+        raise DefinitionError(f"trials must be a positive integer, \"auto\" or \"MIN..MAX\": {exc}") from None
 
 
 def _check_timeout(timeout: Any) -> None:
@@ -200,7 +210,7 @@ def define_suite(
     cases: Iterable[Eval],
     *,
     variants: Sequence[Variant] = (),
-    trials: int | None = None,
+    trials: int | str | None = None,
     source: Source | None = None,
     timeout: float | None = None,
     tags: Sequence[str] = (),

@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import NoReturn
 
-__all__ = ["Parser", "port_number", "positive_int", "positive_float"]
+__all__ = ["Parser", "port_number", "positive_int", "positive_float", "trials_arg"]
 
 
 class Parser(argparse.ArgumentParser):
@@ -35,6 +35,17 @@ class Parser(argparse.ArgumentParser):
         if len(hints) == 1:
             return f"; did you mean {hints[0][1]}?"
         return "; did you mean " + ", ".join(f"{good} (for {bad})" for bad, good in hints) + "?" if hints else ""
+
+
+def trials_arg(text: str) -> int | str:
+    """``--trials``: N, ``auto`` or ``MIN..MAX`` (kept as text; the plan parses it)."""
+    from ..stats._adaptive import parse_trials
+
+    try:
+        parsed = parse_trials(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return parsed if isinstance(parsed, int) else text.strip()
 
 
 def positive_int(text: str) -> int:

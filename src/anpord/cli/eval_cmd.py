@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
-from ._args import Parser, positive_float, positive_int
+from ._args import Parser, positive_float, positive_int, trials_arg
 
 __all__ = ["build_parser", "main"]
 
@@ -26,7 +26,9 @@ def build_parser() -> Parser:
     p.add_argument("--tag", action="append", default=[], metavar="T", help="run only cases with this tag")
     p.add_argument("--exclude-tag", action="append", default=[], metavar="T", help="skip cases with this tag")
     p.add_argument("--variant", action="append", default=[], metavar="LABEL", help="run only this variant")
-    p.add_argument("--trials", type=positive_int, metavar="N", help="trials per cell")
+    p.add_argument("--trials", type=trials_arg, metavar="N|auto|MIN..MAX",
+                   help="trials per cell; auto (= 2..20) or MIN..MAX: as many as each cell needs "
+                        "to decide (docs/statistics.md)")
     p.add_argument("--timeout", type=positive_float, metavar="S", help="seconds per trial")
     p.add_argument("--max-concurrency", type=positive_int, metavar="N", help="trials running at once")
     p.add_argument("--list", action="store_true", help="list the selected cases; run nothing")
@@ -302,6 +304,9 @@ def _again(args: argparse.Namespace, project: Any, opts: Any, out: TextIO) -> in
                 owner = reading.record.owner
                 raise UsageError(f"run {reading.run_id} is still running (process {owner.get('pid')} on "
                                  f"{owner.get('host')}): wait for it, or stop it first")
+            if any(c.stop_reason is not None for c in reading.record.cells):
+                raise UsageError(f"run {reading.run_id} chose its trials adaptively (--trials auto or "
+                                 "MIN..MAX): it cannot be resumed; start a new run")
             replan = plan_resume(project, reading, again)
             done = {r.key for r in reading.trials}
             missing = sum(1 for c in replan.plan.cells for i in c.planned

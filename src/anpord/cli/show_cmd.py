@@ -153,6 +153,13 @@ def _grid(reading: Any) -> None:
                 + "".join(f"  {texts.get((case, v), '').ljust(col_w[v])}" for v in variants)
             ).rstrip()
         )
+    adaptive = [c for c in rec.cells if c.stop_reason is not None]
+    if adaptive:
+        print()
+        print("Adaptive trials: why each cell stopped")
+        for c in adaptive:
+            n = sum(1 for r in reading.trials if r.case_id == c.case_id and r.variant == c.variant)
+            print(f"  {c.case_id}  {c.variant}  {n} of at most {c.trials}: {c.stop_reason}")
     bad = [
         r
         for r in sorted(reading.trials, key=lambda r: (r.case_id, r.variant, r.trial))

@@ -463,6 +463,8 @@ class RunSummary:
     usage: dict[str, float | None] = field(default_factory=dict)
     # The run's cells against their baselines (an ``anpord.store.Comparison``), when compared.
     comparison: Any = None
+    # Adaptive trials: why each adaptive cell stopped, by (case id, variant).
+    stop_reasons: dict[tuple[str, str], str] = field(default_factory=dict)
 
     def closing_line(self) -> str:
         """``N passed, N failed`` (+ scored/void/skipped when non-zero). Timed-out counts as failed."""

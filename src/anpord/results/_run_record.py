@@ -38,6 +38,9 @@ class CellRecord:
     case_hash: str | None = None
     summary: CellSummary | None = None
     indices: list[int] | None = None
+    # Adaptive trials: why the cell took no more ("decided: unchanged", "max trials"...);
+    # ``trials`` is then the most it could take. None for a fixed number of trials.
+    stop_reason: str | None = None
 
     @property
     def planned(self) -> list[int]:
@@ -55,6 +58,8 @@ class CellRecord:
         }
         if self.indices is not None:
             out["indices"] = list(self.indices)
+        if self.stop_reason is not None:
+            out["stop_reason"] = self.stop_reason
         return out
 
     @classmethod
@@ -70,6 +75,7 @@ class CellRecord:
             case_hash=raw.get("case_hash"),
             summary=CellSummary.from_dict(summary) if summary is not None else None,
             indices=[int(i) for i in indices] if indices is not None else None,
+            stop_reason=raw.get("stop_reason"),
         )
 
 

@@ -66,6 +66,8 @@ def summary_dict(summary: RunSummary, results: Sequence[TrialResult]) -> dict[st
                 "pass_at_k": _num(c.pass_at_k),
                 "pass_hat_k": _num(c.pass_hat_k),
                 "deterministic": c.deterministic,
+                **({"stop_reason": summary.stop_reasons[(c.case_id, c.variant)]}
+                   if (c.case_id, c.variant) in summary.stop_reasons else {}),
                 "results": [_trial(r) for r in trials],
             }
         )

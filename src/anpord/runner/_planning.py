@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from .._errors import UsageError
+from ..stats._adaptive import parse_trials
 from ..authoring._config import JudgeConfig, Variant
 from ..harnesses import Harness, HarnessSpecError, resolve_harness
 from .discovery import Case, Project
@@ -34,7 +35,7 @@ FAIL_ON = ("failures", "strict", "regressed", "never")
 class RunOptions:
     """What the command line (or a caller of ``execute``) asks of a run."""
 
-    trials: int | None = None
+    trials: int | str | None = None  # N, "auto" or "MIN..MAX" (adaptive: stats/_adaptive.py)
     timeout: float | None = None
     max_concurrency: int | None = None
     variants: Sequence[str] = ()
@@ -73,6 +74,9 @@ class PlannedCase:
     judge: JudgeConfig | None = None
     case_hash: str = ""
     indices: tuple[int, ...] | None = None  # only these of the trials run (a re-run); None: all
+    # Adaptive trials (``--trials auto``, ``MIN..MAX``): MIN..MAX; ``trials`` is then MAX, the
+    # most the cell may take, and the allocator decides how many it does.
+    adaptive: tuple[int, int] | None = None
 
     @property
     def planned(self) -> tuple[int, ...] | range:
@@ -280,13 +284,19 @@ def build_plan(project: Project, cases: Sequence[Case], opts: RunOptions, *, res
             variants = [v for v in variants if v.label in selected]
         ev, suite = case.eval, case.suite
         trials = opts.trials or ev.trials or (suite.trials if suite else None) or cfg.trials
+        try:
+            parsed = parse_trials(trials)
+        except ValueError as exc:
+            raise UsageError(f"{case.id}: trials: {exc}") from None
+        adaptive = parsed if isinstance(parsed, tuple) else None
+        trials = parsed[1] if isinstance(parsed, tuple) else parsed
         timeout = opts.timeout or ev.timeout or (suite.timeout if suite else None) or cfg.timeout
         judge = ev.judge if isinstance(ev.judge, JudgeConfig) else cfg.judge
         if isinstance(ev.judge, str):  # judge="model-id": the config's judge with another model
             judge = replace(cfg.judge or JudgeConfig(), model=ev.judge)
         chash = case_hash(case) if variants else ""
         for v in variants:
-            cells.append(PlannedCase(case, v, trials, float(timeout), judge, chash))
+            cells.append(PlannedCase(case, v, trials, float(timeout), judge, chash, adaptive=adaptive))
     plan = Plan(
         project=project,
         cells=cells,

@@ -115,6 +115,7 @@ def _rebuild(
                 trials=cell.trials,
                 timeout=cell.timeout,
                 indices=None if cell.indices is None else tuple(cell.indices),
+                adaptive=None,  # the trials the record names, however they were chosen
             )
         )
     return out, plan

@@ -170,6 +170,102 @@ def _specs(plan: Plan, run_id: str, cache_dir: str | None,
             )
 
 
+def _outcome(result: TrialResult) -> float | None:
+    """A trial's outcome for adaptive trials: 1 passed, 0 failed or timed out, else none."""
+    return 1.0 if result.verdict == "passed" else 0.0 if result.verdict in ("failed", "timed_out") else None
+
+
+class _AdaptiveSpecs:
+    """The run's trial specs when some cells are adaptive (``--trials auto``, ``MIN..MAX``):
+    fixed cells' trials as usual, then one trial at a time to whichever adaptive cell the
+    allocator (``stats._adaptive``) picks, until every cell has stopped. Taken lazily by the
+    executor as capacity frees, so each pick sees every trial finished by then."""
+
+    def __init__(self, plan: Plan, run_id: str, cache_dir: str | None, alpha: float, margin: float,
+                 baselines: dict[tuple[str, str], float]):
+        import zlib
+
+        from ..stats._adaptive import AdaptivePolicy, Allocator
+
+        self.plan, self.run_id, self.cache_dir = plan, run_id, cache_dir
+        self.cells = {(c.case.id, c.variant.label): c for c in plan.cells}
+        self.fixed = {k: 0 for k, c in self.cells.items() if c.adaptive is None}
+        by_range: dict[tuple[int, int], dict[Any, Any]] = {}
+        for k, c in self.cells.items():
+            if c.adaptive is not None:
+                by_range.setdefault(c.adaptive, {})[k] = (k[1], baselines.get(k))
+        seed = zlib.crc32(run_id.encode())
+        self.allocators = [Allocator(members, AdaptivePolicy(lo, hi, alpha=alpha, margin=margin), seed=seed)
+                           for (lo, hi), members in by_range.items()]
+        self.owner = {k: a for a in self.allocators for k in a.cells}
+
+    def __iter__(self) -> _AdaptiveSpecs:
+        return self
+
+    def __next__(self) -> TrialSpec:
+        key = next((k for k, n in self.fixed.items() if n < self.cells[k].trials), None)
+        if key is not None:
+            i = self.fixed[key]
+            self.fixed[key] += 1
+        else:
+            for allocator in self.allocators:
+                key = allocator.next()
+                if key is not None:
+                    i = allocator.cells[key].taken - 1
+                    break
+        if key is None:
+            raise StopIteration
+        cell = self.cells[key]
+        case, variant = cell.case, cell.variant
+        return TrialSpec(
+            run_id=self.run_id, evals_root=str(self.plan.project.root), file=str(case.file.path),
+            file_id=case.file.id, case_id=case.id, variant=variant, trial=i, timeout=cell.timeout,
+            seed=trial_seed(case.id, variant.label, i), case_hash=cell.case_hash, judge=cell.judge,
+            cache_dir=self.cache_dir,
+        )
+
+    def finished(self, result: TrialResult) -> None:
+        allocator = self.owner.get(result.cell_key)
+        if allocator is not None:
+            allocator.finished(result.cell_key, _outcome(result), result.trial)
+
+    def stop_reasons(self) -> dict[tuple[str, str], str | None]:
+        """Why each adaptive cell stopped (``None``: it had not, the run was stopped)."""
+        return {k: a.stop_reason(k) for a in self.allocators for k in a.cells}
+
+    def complete(self) -> bool:
+        return all(n >= self.cells[k].trials for k, n in self.fixed.items()) and all(
+            a.complete() for a in self.allocators)
+
+
+def _baseline_rates(plan: Plan) -> dict[tuple[str, str], float]:
+    """Each adaptive cell's baseline pass rate, from the run store, when it has a comparable
+    one (the reading ``compare`` uses, on the same case content); none when history is off."""
+    from ..store import StoreError, open_store
+
+    out: dict[tuple[str, str], float] = {}
+    try:
+        store = open_store(plan.project.folder, create=False)
+    except Exception:  # noqa: BLE001 - no store, or none to read: no baselines
+        return out
+    try:
+        for c in plan.cells:
+            if c.adaptive is None:
+                continue
+            try:
+                row = store.baseline(c.case.id, c.variant.label)
+            except StoreError:
+                continue
+            if row is None or row.summary is None or row.summary.pass_rate is None:
+                continue
+            if row.case_hash and c.case_hash and row.case_hash != c.case_hash:
+                continue
+            out[(c.case.id, c.variant.label)] = row.summary.pass_rate
+    finally:
+        store.close()
+    return out
+
+
 class _Signals:
     """SIGINT, SIGTERM and SIGHUP for the whole of a run, from planning to the last write.
 
@@ -267,6 +363,7 @@ class _Run:
         self.stop: asyncio.Event | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
         self.forced_by: int | None = None
+        self.adaptive: _AdaptiveSpecs | None = None
 
     def _new_record(self, run_id: str) -> RunRecord:
         plan, opts, cfg = self.plan, self.opts, self.plan.project.config
@@ -297,7 +394,8 @@ class _Run:
             },
             variants=[v.snapshot() for v in plan.variants],
             cells=[CellRecord(c.case.id, c.variant.label, c.trials, c.timeout, str(c.case.file.path),
-                              c.case_hash, indices=None if c.indices is None else list(c.indices))
+                              c.case_hash, indices=None if c.indices is None else list(c.indices),
+                              stop_reason=None if c.adaptive is None else "unfinished")
                    for c in plan.cells],
             rerun_of=opts.rerun_of,
             # Derived runs never become baselines (RunRecord.DERIVED_KINDS).
@@ -318,6 +416,8 @@ class _Run:
         if self.history is not None:
             self.history.add(result)
         self.results.append(result)
+        if self.adaptive is not None:
+            self.adaptive.finished(result)
         self.fan.call("on_trial_end", result)
 
     # -- signals -----------------------------------------------------------------------------
@@ -371,7 +471,13 @@ class _Run:
             monitor = executor.monitor = StallMonitor(loop)
             monitor.start()
         cache_dir = str(self.plan.project.folder / ".anpord" / "cache" / "models") if self.opts.cache else None
-        specs = _specs(self.plan, self.record.run_id, cache_dir, self.done)
+        if any(c.adaptive is not None for c in self.plan.cells):
+            specs: Iterator[TrialSpec] = _AdaptiveSpecs(
+                self.plan, self.record.run_id, cache_dir, self.opts.alpha, self.opts.variant_margin,
+                _baseline_rates(self.plan) if self.opts.history else {})
+            self.adaptive = specs  # type: ignore[assignment]
+        else:
+            specs = _specs(self.plan, self.record.run_id, cache_dir, self.done)
         work = asyncio.ensure_future(executor.run(specs, self, self.stop))
         stopper = asyncio.ensure_future(self.stop.wait())
         try:
@@ -412,8 +518,12 @@ class _Run:
         record.totals, record.usage = totals, summary.usage
         record.exit_code, record.forced = summary.exit_code, forced
         dist = {(c.case_id, c.variant): c for c in cells}
+        reasons = self.adaptive.stop_reasons() if self.adaptive is not None else {}
         for cell in record.cells:
             cell.summary = dist.get((cell.case_id, cell.variant))
+            if (cell.case_id, cell.variant) in reasons:
+                cell.stop_reason = reasons[(cell.case_id, cell.variant)] or "stopped"
+                summary.stop_reasons[(cell.case_id, cell.variant)] = cell.stop_reason
         if self.history is not None:
             if forced:
                 self.history.abandon()
@@ -513,6 +623,9 @@ def executor_for(plan: Plan, opts: RunOptions) -> Executor | None:
     if opts.cache:
         raise UsageError("--cache is not available with --executor ray: the cache is on this machine, "
                          "the trials are not")
+    if any(c.adaptive is not None for c in plan.cells):
+        raise UsageError("adaptive trials (--trials auto or MIN..MAX) run on the local executor only: "
+                         "give --trials N with --executor ray")
     from ._ray import RayExecutor
 
     return RayExecutor.connect(plan.project.folder, address=opts.ray_address,
@@ -548,7 +661,9 @@ def execute(plan: Plan, opts: RunOptions, reporters: Sequence[Any], *,
                         run.writer.close()
                 stopped_by = signals.first
                 summary = run.finish(
-                    interrupted=stopped_by is not None and len(run.results) < plan.total_trials,
+                    interrupted=stopped_by is not None and (
+                        not run.adaptive.complete() if run.adaptive is not None
+                        else len(run.results) < plan.total_trials),
                     code=128 + stopped_by if stopped_by is not None else None,
                 )
                 run.report_history_failure()
