@@ -122,6 +122,11 @@ class RunView:
         """Its cells by key."""
         return {c.key: c for c in self.cells}
 
+    @cached_property
+    def stop_reasons(self) -> dict[CellKey, str]:
+        """Why each adaptively-run cell stopped, by key (empty for a fixed number of trials)."""
+        return {(c.case_id, c.variant): c.stop_reason for c in self.record.cells if c.stop_reason}
+
     @property
     def case_ids(self) -> list[str]:
         return list(dict.fromkeys(c.summary.case_id for c in self.cells))

@@ -146,8 +146,7 @@ def cell_page(data: ViewData, run_id: str, case_id: str, variant: str, page: int
         "page": page,
         "pages": pages,
         "other_variants": [v for v in view.variants if v != variant and (case_id, v) in view.cell_map],
-        "stop_reason": next((c.stop_reason for c in view.record.cells
-                             if (c.case_id, c.variant) == (case_id, variant)), None),
+        "stop_reason": view.stop_reasons.get((case_id, variant)),
     }
 
 
