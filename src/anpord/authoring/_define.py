@@ -5,14 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+from .._errors import DefinitionError  # re-exported here; its home is the lowest floor
 from ._config import JudgeConfig, Variant
 from ..workspace import Source
 
 __all__ = ["Eval", "Suite", "define_eval", "define_suite", "DefinitionError"]
-
-
-class DefinitionError(ValueError):
-    """An eval or suite is defined wrongly (reported at load time, exit 2)."""
 
 
 @dataclass(frozen=True)

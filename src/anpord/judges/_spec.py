@@ -34,7 +34,7 @@ def judge(
     grades the last reply against ``rubric``, choosing among ``choices`` (names to scores; default
     correct 1, partial 0.5, incorrect 0). The case fails unless the choice scores ``threshold``
     or more; a judge that cannot answer makes the trial ``void``."""
-    from ..authoring._define import DefinitionError
+    from .._errors import DefinitionError
 
     if not isinstance(name, str) or not name.strip():
         raise DefinitionError(f"judge name must be a non-empty string, got {name!r}")

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..authoring._define import DefinitionError
+from .._errors import DefinitionError
 
 __all__ = ["HttpMock", "CliMock", "McpMock", "McpTool", "Mock", "http_mock", "cli_mock", "mcp_mock",
            "mcp_tool", "merge_mocks", "check_mocks"]

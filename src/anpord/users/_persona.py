@@ -129,7 +129,7 @@ class _PersonaSession:
 def persona(*, goal: str, brief: str, model: str | JudgeConfig | None = None) -> Persona:
     """A simulated user played by a model, for ``define_eval(prompt=..., user=persona(...))``:
     it pursues ``goal``, keeps ``brief`` private and answers only what it is asked from it."""
-    from ..authoring._define import DefinitionError
+    from .._errors import DefinitionError
 
     for key, value in (("goal", goal), ("brief", brief)):
         if not isinstance(value, str) or not value.strip():

@@ -33,7 +33,7 @@ class _ScriptSession:
 def script(replies: Sequence[str]) -> Script:
     """A simulated user for ``define_eval(prompt=..., user=script([...]))``: after each agent
     turn it sends the next of ``replies``; when they run out the conversation ends."""
-    from ..authoring._define import DefinitionError
+    from .._errors import DefinitionError
 
     if isinstance(replies, str) or not isinstance(replies, Sequence):
         raise DefinitionError(f"script() takes a list of replies, got {type(replies).__name__}")
