@@ -181,3 +181,17 @@ def test_the_next_eval_marks_a_killed_run_crashed(make_project: Any) -> None:
     assert json.loads((killed / "run.json").read_text())["status"] == "running"
     project.run("--list")  # any eval command sweeps
     assert json.loads((killed / "run.json").read_text())["status"] == "crashed"
+
+
+def test_latest_is_the_run_that_started_last_even_within_one_second(make_project: Any) -> None:
+    """Run ids sort by their start second, then by a random suffix: two runs of the same second
+    are told apart by the start times their records hold."""
+    project = make_project({"evals/one.eval.py": CASES["evals/mixed.eval.py"]})
+    first, second = project.run(), project.run("--trials", "2")
+    assert first.run_dir is not None and second.run_dir is not None
+    runs = first.run_dir.parent
+    # The later run gets the suffix that sorts first, as a random suffix may.
+    later = first.run_dir.rename(runs / "20990101-000000-ffffff")
+    newest = second.run_dir.rename(runs / "20990101-000000-000000")
+    assert later.name > newest.name
+    assert read_run("latest", project=project.folder).run_dir == newest

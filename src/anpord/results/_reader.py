@@ -147,7 +147,7 @@ def find_run(ref: str, project_folder: Path) -> Path:
     if not dirs:
         raise UsageError(f"no runs yet under {runs_folder(project_folder)} (run `anpord eval` first)")
     if ref == "latest":
-        return dirs[-1]
+        return _latest(dirs)
     exact = [d for d in dirs if d.name == ref]
     if exact:
         return exact[0]
@@ -163,6 +163,23 @@ def find_run(ref: str, project_folder: Path) -> Path:
 
 # A run.json larger than this is not one anpord wrote (a 100,000-cell grid is about 60 MB).
 RECORD_LIMIT = 256 << 20
+
+
+def _latest(dirs: list[Path]) -> Path:
+    """The newest run. Ids sort by their start second; runs that started in the same second (a
+    random suffix orders them) are told apart by the start time their records hold."""
+    second = dirs[-1].name[:15]  # YYYYmmdd-HHMMSS
+    same = [d for d in dirs if d.name[:15] == second]
+    if len(same) == 1:
+        return dirs[-1]
+
+    def started(run_dir: Path) -> float:
+        try:
+            return float(_read_record(run_dir).started_at or 0)
+        except (UsageError, TypeError, ValueError):
+            return 0.0
+
+    return max(same, key=lambda d: (started(d), d.name))
 
 
 def _why(exc: OSError) -> str:
