@@ -33,6 +33,8 @@ class Eval:
     user: Any = None
     max_turns: int | None = None
     mocks: tuple[Any, ...] = ()  # http_mock / cli_mock / mcp_mock (docs/mocks.md)
+    token_limit: int | None = None  # per trial (docs/limits.md)
+    cost_limit: float | None = None
 
     @property
     def declarative(self) -> bool:
@@ -60,7 +62,7 @@ class Suite:
 
 _EVAL_KEYS = (
     "id name description tags metadata timeout trials judge each prompt source validate judges user "
-    "max_turns mocks"
+    "max_turns mocks token_limit cost_limit"
 ).split()
 
 
@@ -116,6 +118,13 @@ def _check(ev: Eval) -> Eval:
         raise DefinitionError("validate= belongs to declarative cases (prompt=), not to test functions")
     _check_trials(ev.trials)
     _check_timeout(ev.timeout)
+    from ._config import check_limit
+
+    for key in ("token_limit", "cost_limit"):
+        try:
+            check_limit(key, getattr(ev, key))
+        except ValueError as exc:
+            raise DefinitionError(str(exc)) from None
     if ev.each is not None and isinstance(ev.each, (str, bytes, Mapping)):
         raise DefinitionError("each= must be a sequence of rows (a list), not a string or mapping")
     _check_judging(ev)

@@ -82,11 +82,15 @@ class TrialState:
         self.agent_failures: dict[int, ErrorInfo] = {}  # by id() of the Turn
         self.start_error: str | None = None  # a session's agent could not be started
         self.mocks: dict[str, Any] = {}  # the trial's running mocks by name (anpord.mocks)
+        # Sees every event as it is recorded (the runner's token and cost limits: runner/_limits).
+        self.watch: Callable[[Event], None] | None = None
 
     def record_event(self, event: Event) -> None:
         """Add an event to the trial's log from outside any turn (a judge, a tool mock): it is
         in ``t.events``, run-level checks and the artifacts, but in no session's events."""
         self.events.append(event)
+        if self.watch is not None:
+            self.watch(event)
 
     def record_arrival(self, event: Event) -> None:
         """An event that arrived from outside the harness while the trial runs (a trace span):

@@ -166,7 +166,7 @@ def _specs(plan: Plan, run_id: str, cache_dir: str | None,
                 run_id=run_id, evals_root=root, file=str(case.file.path), file_id=case.file.id,
                 case_id=case.id, variant=variant, trial=i, timeout=cell.timeout,
                 seed=trial_seed(case.id, label, i), case_hash=cell.case_hash, judge=cell.judge,
-                cache_dir=cache_dir,
+                cache_dir=cache_dir, token_limit=cell.token_limit, cost_limit=cell.cost_limit,
             )
 
 
@@ -221,7 +221,7 @@ class _AdaptiveSpecs:
             run_id=self.run_id, evals_root=str(self.plan.project.root), file=str(case.file.path),
             file_id=case.file.id, case_id=case.id, variant=variant, trial=i, timeout=cell.timeout,
             seed=trial_seed(case.id, variant.label, i), case_hash=cell.case_hash, judge=cell.judge,
-            cache_dir=self.cache_dir,
+            cache_dir=self.cache_dir, token_limit=cell.token_limit, cost_limit=cell.cost_limit,
         )
 
     def finished(self, result: TrialResult) -> None:
@@ -391,6 +391,8 @@ class _Run:
                 "secrets": list(opts.secrets), "env": dict(opts.env), "profile": opts.profile,
                 "network": opts.network, "mounts": list(opts.mounts),
                 "alpha": opts.alpha, "variant_margin": opts.variant_margin,
+                "token_limit": opts.token_limit, "cost_limit": opts.cost_limit,
+                "max_run_cost": opts.max_run_cost,
             },
             variants=[v.snapshot() for v in plan.variants],
             cells=[CellRecord(c.case.id, c.variant.label, c.trials, c.timeout, str(c.case.file.path),
