@@ -170,6 +170,23 @@ def _specs(plan: Plan, run_id: str, cache_dir: str | None,
             )
 
 
+NOT_RUN_COST = "not run: the run's cost limit was reached"
+
+
+def _cost(result: TrialResult) -> float:
+    """A trial's known cost, for the run's spend (an unknown cost adds nothing it can tell)."""
+    cost = (result.usage or {}).get("cost")
+    return float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) else 0.0
+
+
+def not_run(spec: TrialSpec, reason: str) -> TrialResult:
+    """A trial the run did not start: ``void``, with why."""
+    return TrialResult(
+        case_id=spec.case_id, variant=spec.variant.label, trial=spec.trial, verdict="void",
+        reason=reason, seed=spec.seed, file=spec.file, started_at=time.time(),
+    )
+
+
 def _outcome(result: TrialResult) -> float | None:
     """A trial's outcome for adaptive trials: 1 passed, 0 failed or timed out, else none."""
     return 1.0 if result.verdict == "passed" else 0.0 if result.verdict in ("failed", "timed_out") else None
@@ -364,6 +381,11 @@ class _Run:
         self.loop: asyncio.AbstractEventLoop | None = None
         self.forced_by: int | None = None
         self.adaptive: _AdaptiveSpecs | None = None
+        # --max-run-cost: what the finished trials have spent (known costs), and how many trials
+        # were not started once it was reached (see _budgeted).
+        self.spent = sum(_cost(r) for r in self.results)
+        self.not_run = 0
+        self.budget_reached = False
 
     def _new_record(self, run_id: str) -> RunRecord:
         plan, opts, cfg = self.plan, self.opts, self.plan.project.config
@@ -418,9 +440,25 @@ class _Run:
         if self.history is not None:
             self.history.add(result)
         self.results.append(result)
+        self.spent += _cost(result)
         if self.adaptive is not None:
             self.adaptive.finished(result)
         self.fan.call("on_trial_end", result)
+
+    def _budgeted(self, specs: Iterator[TrialSpec]) -> Iterator[TrialSpec]:
+        """``specs`` while the run's spend is under ``--max-run-cost``. Once it is reached no
+        more trials start: each one left is recorded ``void`` as not run (so the exit code says
+        the run is incomplete); an adaptive run's cells just stop. Trials in flight finish."""
+        limit = self.opts.max_run_cost
+        for spec in specs:
+            if limit is None or self.spent < limit:
+                yield spec
+                continue
+            self.budget_reached = True
+            if self.adaptive is not None:
+                return
+            self.not_run += 1
+            self.trial_finished(spec, not_run(spec, NOT_RUN_COST), [])
 
     # -- signals -----------------------------------------------------------------------------
 
@@ -480,6 +518,8 @@ class _Run:
             self.adaptive = specs  # type: ignore[assignment]
         else:
             specs = _specs(self.plan, self.record.run_id, cache_dir, self.done)
+        if self.opts.max_run_cost is not None:
+            specs = self._budgeted(specs)
         work = asyncio.ensure_future(executor.run(specs, self, self.stop))
         stopper = asyncio.ensure_future(self.stop.wait())
         try:
@@ -514,6 +554,9 @@ class _Run:
             fail_on=self.opts.fail_on, duration=time.time() - self.started, interrupted=interrupted,
             usage=usage_totals(results),
         )
+        if self.opts.max_run_cost is not None:
+            summary.run_cost = {"limit": self.opts.max_run_cost, "spent": round(self.spent, 6),
+                                "reached": self.budget_reached, "not_run": self.not_run}
         record = self.record
         record.status = "interrupted" if interrupted else "finished"
         record.finished_at = time.time()
