@@ -136,7 +136,8 @@ class _Trial:
         self.deadline_at = 0.0  # loop time at which the deadline is due
         self.limit: str | None = None  # a limit of the sandbox the trial broke (its size cap)
         # Its trace receiver, when traced; its mocks, when it has some.
-        self.services = TrialServices(job.spec.variant, _mocks_of(job))
+        self.mocks = _mocks_of(job)
+        self.services = TrialServices(job.spec.variant, self.mocks)
         self._early: list[Event] = []  # what services recorded before the trial's state existed
         # Its token and cost limits, when it has some: a breach stops the agent (see _limits).
         self.watcher: LimitWatcher | None = None
@@ -187,6 +188,12 @@ class _Trial:
         self.state.mocks = self.services.mock_handles()
         if self.watcher is not None:
             self.state.watch = self.watcher.see
+        if self.mocks:
+            from ..mocks._dedupe import McpDedupe, mcp_servers
+
+            servers = mcp_servers(self.mocks)
+            if servers:
+                self.state.admit = McpDedupe(servers).admit
         for event in self._early:
             self.state.record_event(event)
         judge_env = JudgeEnv(spec.judge, cache_dir=None if spec.cache_dir is None else as_path(spec.cache_dir),
