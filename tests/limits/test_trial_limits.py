@@ -32,7 +32,12 @@ async def priced(turn):
 
 async def unpriced(turn):
     turn.emit("usage", input_tokens=10, output_tokens=10, model="house-model-7")
-    await asyncio.sleep(30)
+    return "done"
+
+async def proxied(turn):
+    # The proxy's record of an unpriced call, then the agent's own report with its cost.
+    turn.emit("model.called", provider="anthropic", input_tokens=10, output_tokens=10, model="house-model-7")
+    turn.usage(input_tokens=10, output_tokens=10, cost=float(os.environ.get("OWN_COST", "0.2")))
     return "done"
 
 async def small(turn):
@@ -125,6 +130,20 @@ config = define_eval_config(timeout=60, variants=[
     assert result["reason"].startswith("cost limit $1.00 cannot be checked: a call to house-model-7"), result
     warning = [line for line in run.stderr.splitlines() if "house-model-7" in line]
     assert warning and "no price" in warning[0], run.stderr
+
+
+def test_the_agents_own_cost_report_settles_what_the_proxy_could_not_price(make_project, tmp_path: Path) -> None:
+    config = '''
+from anpord import Variant, define_eval_config
+config = define_eval_config(timeout=60, variants=[
+    Variant(name="house", harness="python:agents.limited:proxied", model="house-model-7", cost_limit=1.0)])
+'''
+    project, env, _ = _project(make_project, tmp_path, config)
+    run = project.run("--json", "limits/within", env=env)
+    assert run.result("limits/within")["verdict"] == "passed", run.output
+    run = project.run("--json", "limits/within", env={**env, "OWN_COST": "1.5"})
+    result = run.result("limits/within")
+    assert (result["verdict"], result["reason"]) == ("failed", "cost limit reached: $1.50 of $1.00"), run.output
 
 
 def test_bad_limits_are_exit_2_naming_the_field(make_project, tmp_path: Path) -> None:

@@ -9,8 +9,10 @@ The moment a total passes its limit the watcher calls ``on_breach`` once, and th
 agent (the turn is cancelled; a command's process tree is killed with it) and fails naming it.
 
 A call whose cost cannot be known (its model has no price and none was reported) under a
-``cost_limit`` makes the limit impossible to hold: the agent is stopped there too, and the trial
-is ``void`` — not measured — rather than passing with a spend nobody checked.
+``cost_limit`` makes the limit impossible to hold. That is only settled when the trial ends — a
+coding CLI reports its own cost at the end of its turn, after the proxy has seen its calls — so
+``final`` then makes a trial that would otherwise pass ``void``, not measured, rather than passing
+with a spend nobody checked.
 """
 
 from __future__ import annotations
@@ -139,11 +141,19 @@ class LimitWatcher:
             self._breached(Breach("failed", token_reason(meter.tokens, self.token_limit)))
         elif self.cost_limit is not None and meter.cost > self.cost_limit:
             self._breached(Breach("failed", cost_reason(meter.cost, self.cost_limit)))
-        elif self.cost_limit is not None and meter.unpriced is not None:
-            self._breached(Breach("void", (
+
+    def final(self) -> Breach | None:
+        """Once the trial has ended: the breach, or why its cost limit could not be checked (a
+        call of the source its totals come from had no known cost)."""
+        if self.breach is not None:
+            return self.breach
+        meter = self._meter()
+        if self.cost_limit is not None and meter.unpriced is not None:
+            return Breach("void", (
                 f"cost limit {usd(self.cost_limit)} cannot be checked: a call to {meter.unpriced} "
                 "reported no cost and the model has no price (register_price, or the variant's "
-                "options={'pricing': ...})")))
+                "options={'pricing': ...})"))
+        return None
 
     def _breached(self, breach: Breach) -> None:
         self.breach = breach

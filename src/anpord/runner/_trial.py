@@ -403,6 +403,10 @@ class _Trial:
             execution_error=error.message if error is not None else None,
             records=self.recorder.records,
         )
+        if breach is None and self.watcher is not None and verdict in ("passed", "scored"):
+            unchecked = self.watcher.final()  # a cost limit nobody could check: not measured
+            if unchecked is not None:
+                verdict, reason = "void", unchecked.reason
         events = state.events if state is not None else []
         if (verdict in ("failed", "scored", "void") and breach is None
                 and (silent := silent_exit(events)) is not None):
