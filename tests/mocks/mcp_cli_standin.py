@@ -84,9 +84,10 @@ def main() -> None:
         emit({"type": "turn.completed", "usage": {"input_tokens": 10, "cached_input_tokens": 0, "output_tokens": 2}})
     elif NAME == "gemini":
         emit({"type": "init", "session_id": "g1", "model": "gemini-2.5-flash"})
-        emit({"type": "tool_use", "tool_name": "crm__lookup", "tool_id": "crm__lookup_1", "parameters": ARGS})
+        # Gemini CLI registers an MCP tool under its bare name when no other tool has it.
+        emit({"type": "tool_use", "tool_name": "lookup", "tool_id": "lookup_1", "parameters": ARGS})
         text = call_lookup(argv)
-        emit({"type": "tool_result", "tool_id": "crm__lookup_1", "status": "success", "output": text})
+        emit({"type": "tool_result", "tool_id": "lookup_1", "status": "success", "output": text})
         emit({"type": "message", "role": "assistant", "content": f"found: {text}", "delta": True})
         emit({"type": "result", "status": "success", "stats": {"input_tokens": 10, "output_tokens": 2}})
     else:  # opencode prints a tool call once it has finished

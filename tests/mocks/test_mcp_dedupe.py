@@ -84,6 +84,18 @@ def test_whichever_side_arrives_first_is_kept_and_unmatched_calls_stay() -> None
     assert d.admit(other) is other
 
 
+def test_a_bare_tool_name_is_a_mock_servers_only_where_the_cli_names_tools_bare() -> None:
+    servers = {"crm": ["lookup", "list"], "erp": ["list"]}
+    gemini = McpDedupe(servers, bare=True)
+    kept = gemini.admit(_called("lookup", "g1"))
+    assert kept is not None and kept.data["name"] == "crm.lookup"
+    listed = gemini.admit(_called("list", "g2"))  # two servers have it: Gemini would prefix it
+    assert listed is not None and listed.data["name"] == "list"
+    other = McpDedupe(servers)
+    kept = other.admit(_called("lookup", "c1"))
+    assert kept is not None and kept.data["name"] == "lookup"
+
+
 def test_unambiguous_spellings_name_the_server() -> None:
     assert mcp_name("mcp__crm__lookup") == "crm.lookup"
     assert mcp_name("lookup", "crm") == "crm.lookup"

@@ -3,8 +3,8 @@ harness.
 
 A coding CLI that calls an ``mcp_mock`` reports the call in its own stream, and the mock records
 it too. Each CLI spells the name its own way: Claude Code ``mcp__<server>__<tool>``, Codex an
-item with ``server`` and ``tool``, Gemini CLI ``<server>__<tool>`` (or ``mcp_<server>_<tool>``),
-OpenCode ``<server>_<tool>``. The parsers put the unambiguous spellings as ``<server>.<tool>``
+item with ``server`` and ``tool``, Gemini CLI the bare ``<tool>`` (``<server>__<tool>`` when
+another server has a tool of that name), OpenCode ``<server>_<tool>``. The parsers put the unambiguous spellings as ``<server>.<tool>``
 (``mcp_name``); ``McpDedupe`` does the rest for the trial's own mock servers, then pairs each
 stream call with the mock's record of it (same name, the same input first, else the oldest):
 whichever of the two arrived first is kept, the other — and its result — is dropped. A stream
@@ -44,9 +44,18 @@ def _key(value: Any) -> str:
 class McpDedupe:
     """Decides, event by event, what of a trial's MCP tool events is kept (see the module)."""
 
-    def __init__(self, servers: Mapping[str, Sequence[str]]):
+    def __init__(self, servers: Mapping[str, Sequence[str]], *, bare: bool = False):
         # server -> its tools' names; the longest server names first, so "crm_eu" wins over "crm".
         self.servers = dict(sorted(servers.items(), key=lambda kv: -len(kv[0])))
+        # A CLI that names an MCP tool by its bare name (Gemini CLI): a tool name only one mock
+        # server has is that server's.
+        self._bare: dict[str, str] = {}
+        if bare:
+            owners: dict[str, list[str]] = {}
+            for server, tools in self.servers.items():
+                for tool in tools:
+                    owners.setdefault(tool, []).append(server)
+            self._bare = {tool: f"{s[0]}.{tool}" for tool, s in owners.items() if len(s) == 1}
         # Calls seen from one side only, by name: (call id, input key), oldest first.
         self._open: dict[tuple[bool, str], list[tuple[str, str]]] = {}
         self._dropped: set[tuple[bool, str]] = set()  # (from the mock, call id)
@@ -64,7 +73,7 @@ class McpDedupe:
                     head = server + sep
                     if rest.startswith(head) and rest[len(head):] in tools:
                         return f"{server}.{rest[len(head):]}"
-        return name
+        return self._bare.get(name, name)
 
     def admit(self, event: Event) -> Event | None:
         """``event`` as it is to be recorded (a stream call renamed), or None to drop it."""

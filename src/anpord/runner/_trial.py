@@ -193,7 +193,8 @@ class _Trial:
 
             servers = mcp_servers(self.mocks)
             if servers:
-                self.state.admit = McpDedupe(servers).admit
+                bare = _kind_of(job.spec.variant.harness) == "gemini"  # names MCP tools bare
+                self.state.admit = McpDedupe(servers, bare=bare).admit
         for event in self._early:
             self.state.record_event(event)
         judge_env = JudgeEnv(spec.judge, cache_dir=None if spec.cache_dir is None else as_path(spec.cache_dir),
@@ -451,6 +452,11 @@ class _Trial:
             host=self.env.host,
         )
         return result, events
+
+
+def _kind_of(spec: str | None) -> str:
+    """A harness spec's kind: ``gemini`` for ``gemini`` and ``gemini:/opt/bin/gemini``."""
+    return (spec or "").partition(":")[0]
 
 
 def _mocks_of(job: TrialJob) -> tuple[Any, ...]:
