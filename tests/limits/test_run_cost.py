@@ -48,3 +48,48 @@ def test_a_run_under_its_cost_limit_says_what_it_spent(make_project) -> None:
     assert run.json()["run_cost"] == {"limit": 5.0, "spent": 0.8, "reached": False, "not_run": 0}
     console = project.run("--max-run-cost", "5", "--trials", "2")
     assert "Run cost: $0.80 of the $5.00 limit" in console.stdout, console.output
+
+
+ORDERED_AGENT = '''
+import asyncio, os
+from pathlib import Path
+
+async def wait_for(path):
+    for _ in range(600):
+        if path.exists():
+            return
+        await asyncio.sleep(0.05)
+    raise RuntimeError(f"{path} never appeared")
+
+async def agent(turn):
+    marks = Path(os.environ["LIMIT_MARKS"])
+    if turn.input == "big":
+        turn.usage(input_tokens=100, output_tokens=100, cost=1.20)  # spent at once, still running
+        (marks / "big-spent").write_text("")
+        await wait_for(marks / "small-done")
+    else:
+        await wait_for(marks / "big-spent")
+        (marks / "small-done").write_text("")
+    return "done"
+'''
+
+ROWS = eval_file('''
+    @define_eval(each=[{"who": "big"}, {"who": "small"}, {"who": "small"}, {"who": "small"}])
+    async def rows(t, row):
+        turn = await t.send(row["who"])
+        t.check(turn.message, "done")
+''')
+
+
+def test_what_running_trials_have_spent_counts_before_they_finish(make_project, tmp_path) -> None:
+    # Two at a time: row 0 has spent $1.20 and is still running when row 1 finishes, so no third
+    # trial starts, though no finished trial has spent anything yet.
+    config = CONFIG.replace("agents.spender:agent", "agents.ordered:agent").replace(
+        "max_concurrency=1", "max_concurrency=2").replace("trials=6", "trials=1")
+    project = make_project({"agents/ordered.py": ORDERED_AGENT, "evals/rows.eval.py": ROWS}, config=config)
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    run = project.run("--json", "--max-run-cost", "1.00", env={"LIMIT_MARKS": str(marks)})
+    verdicts = {r["case_id"].rsplit("/", 1)[-1]: r["verdict"] for r in run.results()}
+    assert verdicts == {"0000": "passed", "0001": "passed", "0002": "void", "0003": "void"}, run.output
+    assert run.json()["run_cost"] == {"limit": 1.0, "spent": 1.2, "reached": True, "not_run": 2}

@@ -78,8 +78,11 @@ class LimitWatcher:
 
     def __init__(self, token_limit: int | None, cost_limit: float | None, *, model: str | None,
                  options: Mapping[str, Any] | None = None,
-                 on_breach: Callable[[Breach], None] = lambda _b: None):
+                 on_breach: Callable[[Breach], None] = lambda _b: None,
+                 on_spend: Callable[[float], None] | None = None):
         self.token_limit, self.cost_limit = token_limit, cost_limit
+        # The run's --max-run-cost: told the trial's known spend so far after each call.
+        self.on_spend = on_spend
         self.model = model
         self.on_breach = on_breach
         self.breach: Breach | None = None
@@ -96,7 +99,7 @@ class LimitWatcher:
 
     def see(self, event: Event) -> None:
         source = _source(event)
-        if source is None or self.breach is not None:
+        if source is None or (self.breach is not None and self.on_spend is None):
             return
         data = event.data
         tokens = [data.get(k) for k in ("input_tokens", "output_tokens")]
@@ -107,14 +110,17 @@ class LimitWatcher:
             return  # a call with no figures (a failed request) adds nothing
         meter.seen = True
         meter.tokens += sum(counted)
-        if self.cost_limit is not None:
+        if self.cost_limit is not None or self.on_spend is not None:
             cost = self._cost(data)
             if cost is None:
                 if meter.unpriced is None:
                     meter.unpriced = str(data.get("model") or self.model or "unknown")
             else:
                 meter.cost += cost
-        self._check()
+        if self.on_spend is not None:
+            self.on_spend(self._meter().cost)
+        if self.breach is None:
+            self._check()
 
     def _cost(self, data: Mapping[str, Any]) -> float | None:
         cost = data.get("cost")

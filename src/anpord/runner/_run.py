@@ -384,6 +384,10 @@ class _Run:
         # --max-run-cost: what the finished trials have spent (known costs), and how many trials
         # were not started once it was reached (see _budgeted).
         self.spent = sum(_cost(r) for r in self.results)
+        self.live: dict[tuple[str, str, int], float] = {}  # running trials' spend so far
+        # Offered to the executor only with --max-run-cost: metering costs every trial a little.
+        self.trial_spent: Callable[[TrialSpec, float], None] | None = (
+            self._trial_spent if opts.max_run_cost is not None else None)
         self.not_run = 0
         self.budget_reached = False
 
@@ -440,18 +444,23 @@ class _Run:
         if self.history is not None:
             self.history.add(result)
         self.results.append(result)
+        self.live.pop(spec.key, None)
         self.spent += _cost(result)
         if self.adaptive is not None:
             self.adaptive.finished(result)
         self.fan.call("on_trial_end", result)
 
+    def _trial_spent(self, spec: TrialSpec, cost: float) -> None:
+        """A running trial's known spend so far (local trials, with ``--max-run-cost``)."""
+        self.live[spec.key] = cost
+
     def _budgeted(self, specs: Iterator[TrialSpec]) -> Iterator[TrialSpec]:
-        """``specs`` while the run's spend is under ``--max-run-cost``. Once it is reached no
-        more trials start: each one left is recorded ``void`` as not run (so the exit code says
+        """``specs`` while the run's spend — finished trials, and what running local trials have
+        reported so far — is under ``--max-run-cost``. Once it is reached no more trials start: each one left is recorded ``void`` as not run (so the exit code says
         the run is incomplete); an adaptive run's cells just stop. Trials in flight finish."""
         limit = self.opts.max_run_cost
         for spec in specs:
-            if limit is None or self.spent < limit:
+            if limit is None or self.spent + sum(self.live.values()) < limit:
                 yield spec
                 continue
             self.budget_reached = True

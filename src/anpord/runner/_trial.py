@@ -79,6 +79,8 @@ class TrialEnv:
     lost_time: Callable[[str, float], float] = lambda _trial, _since: 0.0
     stalls_caused: Callable[[str], list[Any]] = lambda _trial: []
     deadlines: Deadlines | None = None  # one timer for every trial's deadline (made on first use)
+    # The run's --max-run-cost: each trial's known spend so far, as it grows (see _limits).
+    on_spend: Callable[[TrialSpec, float], None] | None = None
 
 
 @dataclass
@@ -142,10 +144,12 @@ class _Trial:
         # Its token and cost limits, when it has some: a breach stops the agent (see _limits).
         self.watcher: LimitWatcher | None = None
         self._stop_body: Callable[[], None] | None = None  # set while the body runs
-        if job.spec.token_limit is not None or job.spec.cost_limit is not None:
+        spend = env.on_spend
+        if job.spec.token_limit is not None or job.spec.cost_limit is not None or spend is not None:
             self.watcher = LimitWatcher(
                 job.spec.token_limit, job.spec.cost_limit, model=job.spec.variant.model,
-                options=job.spec.variant.options, on_breach=self._on_breach)
+                options=job.spec.variant.options, on_breach=self._on_breach,
+                on_spend=None if spend is None else functools.partial(spend, job.spec))
 
     def log(self, message: str) -> None:
         size = len(message)
