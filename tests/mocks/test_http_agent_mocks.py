@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from project_support import build_project, eval_file
-from serve_support import serve, start_server
+from serve_support import request, serve, start_server
 
 HERE = Path(__file__).resolve().parent
 
@@ -64,5 +64,9 @@ def test_a_python_agent_behind_anpord_serve_gets_turn_mocks(tmp_path: Path) -> N
         run = project.run("--json")
         result = run.result("balance")
         assert result["verdict"] == "passed", (result["reason"], run.output, server.output)
+        # A session-open request whose mocks are not an object of entries: 400, saying so.
+        for bad, says in (("pay", "'mocks' must be an object"), ({"pay": "http://x"}, "'mocks.pay' must be")):
+            reply = request(server.url, "POST", "/v1/sessions", {"mocks": bad})
+            assert reply.status == 400 and says in reply.json()["message"], reply
     finally:
         server.stop()
