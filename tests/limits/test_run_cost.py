@@ -93,3 +93,11 @@ def test_what_running_trials_have_spent_counts_before_they_finish(make_project, 
     verdicts = {r["case_id"].rsplit("/", 1)[-1]: r["verdict"] for r in run.results()}
     assert verdicts == {"0000": "passed", "0001": "passed", "0002": "void", "0003": "void"}, run.output
     assert run.json()["run_cost"] == {"limit": 1.0, "spent": 1.2, "reached": True, "not_run": 2}
+
+
+def test_a_model_with_no_price_is_named_at_the_start(make_project) -> None:
+    config = CONFIG.replace("define_eval_config(", "define_eval_config(model='house-model-7', ")
+    project = make_project({"agents/spender.py": AGENT, "evals/spend.eval.py": CASE}, config=config)
+    run = project.run("--max-run-cost", "5", "--trials", "1")
+    warning = [line for line in run.stderr.splitlines() if "house-model-7" in line]
+    assert warning and "no price" in warning[0] and "--max-run-cost" in warning[0], run.output

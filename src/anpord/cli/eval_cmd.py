@@ -265,6 +265,10 @@ def _run(args: argparse.Namespace, fail_on: str, out: TextIO) -> int:
         if not plan.cells:
             raise UsageError("nothing to run: no variant selected")
         _note_missing_programs(plan)
+        from ..runner._limits import unpriced_warnings
+
+        for line in unpriced_warnings(plan.cells, run_limit=opts.max_run_cost is not None):
+            print(line, file=sys.stderr)
         executor = executor_for(plan, opts)  # a cluster that cannot be used: exit 2, nothing written
     except UsageError as exc:
         if args.json:
@@ -447,10 +451,6 @@ def _note_missing_programs(plan: Any) -> None:
     import shutil
 
     from ..harnesses import CODING_AGENTS
-    from ..runner._limits import unpriced_warnings
-
-    for line in unpriced_warnings(plan.cells):
-        print(line, file=sys.stderr)
     for variant in plan.variants:
         spec = variant.harness or ""
         if variant.traces == "otlp" and spec.startswith("python:") and not _has_otel_sdk():

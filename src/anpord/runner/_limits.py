@@ -171,24 +171,26 @@ class LimitWatcher:
         return meter.tokens, meter.cost
 
 
-def unpriced_warnings(cells: Iterable[Any]) -> list[str]:
-    """One line per variant run under a cost limit whose model the price table does not know:
-    its trials can be checked only if the agent reports its own cost; a call that reports none
-    makes the trial void."""
+def unpriced_warnings(cells: Iterable[Any], run_limit: bool = False) -> list[str]:
+    """One line per variant run under a cost limit (its own, or the run's ``--max-run-cost``)
+    whose model the price table does not know: its trials' cost is known only when the agent
+    reports it; a call that reports none makes a trial with a cost limit void, and adds nothing
+    to the run's spend."""
     from ..models._pricing import parse_pricing, price_for
 
     out: dict[str, str] = {}
     for cell in cells:
         v = cell.variant
-        if cell.cost_limit is None or not v.model or v.label in out:
+        if (cell.cost_limit is None and not run_limit) or not v.model or v.label in out:
             continue
         try:
             prices = parse_pricing(v.options["pricing"], v.model) if "pricing" in v.options else None
         except ValueError:
             prices = None
         if price_for(v.model, prices) is None:
+            what = ("a call that reports no cost of its own makes its trial void" if cell.cost_limit is not None
+                    else "a call that reports no cost of its own adds nothing to --max-run-cost's count")
             out[v.label] = (
-                f"anpord eval: warning: variant {v.label} has a cost limit but model {v.model} has "
-                "no price: a call that reports no cost of its own makes its trial void (price it "
-                "with register_price or options={'pricing': ...})")
+                f"anpord eval: warning: variant {v.label} runs under a cost limit but model {v.model} has "
+                f"no price: {what} (price it with register_price or options={{'pricing': ...}})")
     return list(out.values())
