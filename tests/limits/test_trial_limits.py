@@ -158,3 +158,27 @@ config = define_eval_config(harness="python:agents.limited:small", token_limit=-
     run = project.run("--cost-limit", "free", "limits/within", env=env)
     assert run.code == 2 and "--cost-limit" in run.stderr and "US dollars" in run.stderr, run.output
     assert "Traceback" not in run.stderr
+
+
+SUITE = eval_file('''
+    async def check(context):
+        return (await context.answer()) == "done", "answered"
+
+    suite = define_suite([
+        define_eval(id="suite-limit", prompt="go", validate=check),
+        define_eval(id="own-limit", prompt="go", validate=check, token_limit=1000),
+    ], token_limit=120)
+''')
+
+
+def test_a_suites_limit_is_under_its_cases_own(make_project, tmp_path: Path) -> None:
+    config = '''
+from anpord import define_eval_config
+config = define_eval_config(harness="python:agents.limited:small", timeout=60)
+'''
+    project, env, _ = _project(make_project, tmp_path, config)
+    project.write({"evals/suited.eval.py": SUITE})
+    run = project.run("--json", "suited", env=env)
+    by_id = {r["case_id"]: r for r in run.results()}
+    assert by_id["suited/suite-limit"]["reason"] == "token limit reached: 150 tokens of 120", run.output
+    assert by_id["suited/own-limit"]["verdict"] == "passed", run.output

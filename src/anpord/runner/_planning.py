@@ -255,14 +255,14 @@ def trial_seed(case_id: str, variant: str, trial: int) -> int:
 def limits_of(opts: RunOptions, case: Case, variant: Variant, cfg: EvalConfig
               ) -> tuple[int | None, float | None]:
     """A cell's token and cost limits per trial: the command line, then the case's own, then
-    the variant's, then the config's; each limit on its own (a case may set one and leave the
-    other to its variant)."""
-    ev = case.eval
+    its suite's, then the variant's, then the config's; each limit on its own (a case may set
+    one and leave the other to its variant)."""
+    ev, suite = case.eval, case.suite
     return (
-        next((x for x in (opts.token_limit, ev.token_limit, variant.token_limit, cfg.token_limit)
-              if x is not None), None),
-        next((x for x in (opts.cost_limit, ev.cost_limit, variant.cost_limit, cfg.cost_limit)
-              if x is not None), None),
+        next((x for x in (opts.token_limit, ev.token_limit, suite.token_limit if suite else None,
+                          variant.token_limit, cfg.token_limit) if x is not None), None),
+        next((x for x in (opts.cost_limit, ev.cost_limit, suite.cost_limit if suite else None,
+                          variant.cost_limit, cfg.cost_limit) if x is not None), None),
     )
 
 
