@@ -17,6 +17,7 @@ with a spend nobody checked.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -53,6 +54,16 @@ def usd(amount: float) -> str:
 
 def cost_reason(spent: float, limit: float) -> str:
     return f"cost limit reached: {usd(spent)} of {usd(limit)}"
+
+
+@functools.lru_cache(maxsize=1)
+def _pricing() -> tuple[Any, Any]:
+    """``cost_of`` and ``Usage``, imported once, on a trial's first unpriced call (the models
+    package is not imported by runs that never need a price)."""
+    from ..models._pricing import cost_of
+    from ..models._types import Usage
+
+    return cost_of, Usage
 
 
 def _source(event: Event) -> str | None:
@@ -126,9 +137,7 @@ class LimitWatcher:
         cost = data.get("cost")
         if cost is not None:
             return float(cost) if valid_number("cost", cost) else None
-        from ..models._pricing import cost_of
-        from ..models._types import Usage
-
+        cost_of, Usage = _pricing()
         inp, out = data.get("input_tokens"), data.get("output_tokens")
         if not (valid_number("input_tokens", inp) and valid_number("output_tokens", out)):
             return None
