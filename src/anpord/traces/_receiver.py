@@ -143,6 +143,7 @@ class TraceService(Receiver):
         self._token: contextvars.Token[TraceService | None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread = 0  # the loop's thread: spans ended elsewhere are handed to it
+        self._pending: list[Any] = []  # SDK spans ended in this step of the loop (``arrive``)
 
     # -- the TrialService protocol ------------------------------------------------------------
 
@@ -213,6 +214,7 @@ class TraceService(Receiver):
 
     async def settle(self) -> None:
         """Wait (briefly) for exports being read right now: their spans belong to the checks."""
+        self._flush()
         await asyncio.sleep(0)
         if self._busy:
             self._idle = self._idle or asyncio.Event()
@@ -222,10 +224,12 @@ class TraceService(Receiver):
                 pass
 
     def seal(self) -> None:
+        self._flush()  # spans ended before the checks ran are the trial's, even if not yet folded
         self._open = False
 
     async def stop(self) -> None:
         self._open = False
+        self._flush()  # counted as late
         for server in self._servers:
             server.close()
         self._close_connections()
@@ -254,8 +258,7 @@ class TraceService(Receiver):
 
     def take(self, spans: list[Span]) -> None:
         """Fold spans of this trial into its events (or count them, once its checks have run)."""
-        ctx = self._ctx
-        if ctx is None:
+        if self._ctx is None:
             return
         if threading.get_ident() != self._thread and self._loop is not None:
             # A sync agent's thread: the trial's events belong to its loop. Handed over in order,
@@ -265,19 +268,53 @@ class TraceService(Receiver):
             except RuntimeError:  # the loop is closed: the trial is long over
                 pass
             return
+        seen, new = self._seen, []
         for span in spans:
             key = (span.trace_id, span.span_id)
-            if key in self._seen:
-                continue
-            self._seen.add(key)
-            if not self._open:
-                self._late += 1
-                continue
+            if key not in seen:  # an exporter retrying resends a batch
+                seen.add(key)
+                new.append(span)
+        self._fold(new)
+        if self._parents:
+            for span in new:
+                answered = self._parents.get(span.parent_span_id or "")
+                if answered is not None:
+                    answered.set()
+
+    def arrive(self, span: Any) -> None:
+        """An SDK span of this trial's Python agent, just ended (``_inprocess``), kept as it is:
+        the spans ended in one step of the loop become events together, in a callback queued
+        behind the first of them, so ahead of whatever the agent's return wakes (the loop runs
+        callbacks in order), and the turn that made them holds them when it settles."""
+        if threading.get_ident() != self._thread:
+            # A sync agent's thread: handed to the loop in order, ahead of its return.
+            from ._inprocess import from_sdk
+
+            self.take([from_sdk(span)])
+            return
+        pending = self._pending
+        pending.append(span)
+        if len(pending) == 1 and self._loop is not None:
+            self._loop.call_soon(self._flush)
+
+    def _flush(self) -> None:
+        spans, self._pending = self._pending, []
+        if spans:
+            from ._inprocess import from_sdk
+
+            self._fold([from_sdk(span) for span in spans])
+
+    def _fold(self, spans: list[Span]) -> None:
+        ctx = self._ctx
+        if ctx is None or not spans:
+            return
+        if not self._open:
+            self._late += len(spans)
+            return
+        record = ctx.record
+        for span in spans:
             for event in span_events(span):
-                ctx.record(event)
-            answered = self._parents.get(span.parent_span_id or "")
-            if answered is not None:
-                answered.set()
+                record(event)
 
     # -- HTTP agents (W3C trace context) ---------------------------------------------------------
 
