@@ -8,6 +8,7 @@ so a burst of load on a shared machine does not decide the ratio.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import shutil
@@ -127,3 +128,15 @@ def paired(base: Callable[[], dict[str, Any]], other: Callable[[], dict[str, Any
 
 def header(what: str, detail: str) -> str:
     return f"{what} bench: {detail}; {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}"
+
+
+def arguments(doc: str, only: list[str]) -> argparse.ArgumentParser:
+    """The options every service bench takes; a bench adds its own."""
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    ap.add_argument("--trials", type=int, default=1000)
+    ap.add_argument("--concurrency", type=int, default=100)
+    ap.add_argument("--setups", type=int, default=2000)
+    ap.add_argument("--repeat", type=int, default=3, help="runs of each side of a ratio (the fastest counts)")
+    ap.add_argument("--only", choices=only)
+    ap.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
+    return ap

@@ -21,7 +21,6 @@ traced and untraced runs alternate ``--repeat`` times and each side's fastest co
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import os
@@ -32,7 +31,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _trials import header, paired, project, run_project, service_context, spawn, timings_ms
+from _trials import arguments, header, paired, project, run_project, service_context, spawn, timings_ms
 
 TARGET_SETUP_MS = 3.0
 TARGET_RATIO = 1.3
@@ -153,14 +152,8 @@ def _child_setup(setups: int) -> dict[str, Any]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--trials", type=int, default=1000)
+    ap = arguments(__doc__ or "", ["setup", "python", "command"])
     ap.add_argument("--spans", type=int, default=20)
-    ap.add_argument("--concurrency", type=int, default=100)
-    ap.add_argument("--setups", type=int, default=2000)
-    ap.add_argument("--repeat", type=int, default=3, help="runs of each side of a ratio (the fastest counts)")
-    ap.add_argument("--only", choices=["setup", "python", "command"])
-    ap.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
         kind, *rest = args.child
