@@ -20,7 +20,8 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from ._decode import decode_json, decode_protobuf, encode_response
-from ._http import MAX_HEADERS, TRACES_PATH, Reply, Request, serve_connection
+from ._http import TRACES_PATH, Reply, Request, serve_connection
+from ._listen import Listeners
 from ._map import span_events
 from ._spans import TRIAL_ATTRIBUTE, Span, TraceInputError
 
@@ -48,7 +49,6 @@ class Receiver:
     """An OTLP/HTTP trace endpoint: reads an export, answers it, hands its spans to ``_route``."""
 
     def __init__(self) -> None:
-        self._writers: set[asyncio.StreamWriter] = set()
         self._refusals = self._other_signals = self._busy = 0
         self._idle: asyncio.Event | None = None
 
@@ -111,15 +111,7 @@ class Receiver:
         return Reply(200, encode_response(protobuf), ctype)
 
     async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self._writers.add(writer)
-        try:
-            await serve_connection(reader, writer, self._handle, self._refuse)
-        finally:
-            self._writers.discard(writer)
-
-    def _close_connections(self) -> None:
-        for writer in list(self._writers):
-            writer.close()  # a keep-alive connection would otherwise outlive the trial
+        await serve_connection(reader, writer, self._handle, self._refuse)
 
 
 class TraceService(Receiver):
@@ -135,8 +127,7 @@ class TraceService(Receiver):
         self._parents: dict[str, asyncio.Event] = {}  # traceparent span ids sent, by whether answered
         self.port = 0
         self._ctx: ServiceContext | None = None
-        self._servers: list[asyncio.AbstractServer] = []
-        self._unix_path: Any = None
+        self._listeners: Listeners | None = None
         self._open = True  # spans are folded in until the trial's checks have run
         self._seen: set[tuple[str, str]] = set()  # an exporter retrying resends a batch
         self._late = 0
@@ -158,16 +149,8 @@ class TraceService(Receiver):
             self._token = CURRENT_TRACE.set(self)
             await self._join(harness, ctx)
             return
-        tcp = await asyncio.start_server(self._connection, "127.0.0.1", 0, limit=MAX_HEADERS)
-        self._servers.append(tcp)
-        self.port = tcp.sockets[0].getsockname()[1]
-        if sandbox is not None and sandbox.loopback_bridged:
-            from ..sandboxes._bridge import bind_unix
-
-            self._unix_path = sandbox.state_dir / f".otlp-{self.port}.sock"
-            sock = bind_unix(self._unix_path)
-            self._servers.append(await asyncio.start_unix_server(self._connection, sock=sock, limit=MAX_HEADERS))
-            sandbox.bridge_loopback(self.port, self._unix_path)
+        self._listeners = Listeners(sandbox)
+        self.port = await self._listeners.listen(self._connection, "otlp")
         self._token = CURRENT_TRACE.set(self)
         await self._join(harness, ctx)
 
@@ -230,18 +213,11 @@ class TraceService(Receiver):
     async def stop(self) -> None:
         self._open = False
         self._flush()  # counted as late
-        for server in self._servers:
-            server.close()
-        self._close_connections()
-        self._servers.clear()
+        if self._listeners is not None:
+            self._listeners.close()
         if self._hub is not None:
             self._hub.leave(self)
             self._hub = None
-        if self._unix_path is not None:
-            try:
-                self._unix_path.unlink()
-            except OSError:
-                pass
         if self._token is not None:
             try:
                 CURRENT_TRACE.reset(self._token)
