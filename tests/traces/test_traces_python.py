@@ -222,3 +222,75 @@ def test_without_the_sdk_the_run_says_so_before_it_starts(make_project: Any, tmp
                      "SDK is not installed here, so its spans will not be recorded: "
                      "pip install 'anpord[traces]' (opentelemetry-sdk)"], run.stderr
     assert "OpenTelemetry SDK" not in project.run().stderr  # with it installed: nothing to say
+
+
+BATCHED = '''
+import asyncio
+from opentelemetry import trace
+
+tracer = trace.get_tracer("batched")
+
+
+async def agent(turn):
+    # Spans ended with no await between them and the agent's return: they become events together,
+    # after the agent returned, and still before its turn settles.
+    for name in ("first", "second"):
+        with tracer.start_as_current_span(f"execute_tool {name}", attributes={"gen_ai.operation.name": "execute_tool"}):
+            pass
+    await asyncio.sleep(0)
+    with tracer.start_as_current_span("execute_tool third", attributes={"gen_ai.operation.name": "execute_tool"}):
+        pass
+    return "done"
+'''
+
+
+def test_spans_ended_just_before_the_agent_returns_are_in_its_turn(make_project: Any) -> None:
+    project = make_project({
+        "agents/batched.py": BATCHED,
+        "evals/turn.eval.py": eval_file('''
+            @define_eval
+            async def test(t):
+                turn = await t.send("go")
+                turn.called_tool("first")
+                turn.called_tool("second")
+                turn.called_tool("third")
+                t.check("end", equals("end")).label("reached the end")
+        '''),
+    }, config=_config("python:agents.batched:agent").replace("trials=3", "trials=1"))
+    run = project.run(timeout=60)
+    assert run.code == 0, run.output
+    assert_passed(run, "turn")
+    names = [e["name"] for e in run.events("turn") if e["type"] == "tool.called"]
+    assert names == ["first", "second", "third"]
+
+
+def test_a_python_agents_span_ending_after_the_checks_ran_is_not_kept() -> None:
+    """In this process, as a Python agent's spans are: routed by the trial's context."""
+    import asyncio
+
+    from opentelemetry import trace
+
+    from anpord.authoring import Variant
+    from anpord.events import Event
+    from anpord.runner._services import ServiceContext
+    from anpord.traces import TraceService
+
+    async def main() -> tuple[list[Event], list[str]]:
+        events: list[Event] = []
+        logs: list[str] = []
+        service = TraceService()
+        variant = Variant(harness="python:agents.x:agent", traces="otlp")
+        await service.start(ServiceContext(variant, "case v #0", None, logs.append, events.append))
+        tracer = trace.get_tracer("late-in-process")
+        with tracer.start_as_current_span("in time"):
+            pass
+        late = tracer.start_span("late")  # started in the trial's context, ended once sealed
+        await service.settle()
+        service.seal()
+        late.end()
+        await service.stop()
+        return events, logs
+
+    events, logs = asyncio.run(main())
+    assert [e.data["name"] for e in events] == ["in time"]
+    assert "traces: 1 span(s) arrived after the trial's checks ran: not kept" in logs

@@ -39,6 +39,9 @@ CURRENT_TRACE: contextvars.ContextVar[TraceService | None] = contextvars.Context
 SCHEDULE_DELAY_MS = 100
 # Refusals logged one by one per trial; past that they are counted.
 LOG_REFUSALS = 10
+# Spans kept per trial: an agent exporting in a loop must not grow the runner without bound (each
+# request is bounded by _http.MAX_BODY; their number is not). Past it spans are counted, not kept.
+MAX_SPANS = 100_000
 INLINE_DECODE = 256 * 1024  # bytes of export decoded on the event loop; bigger ones in a thread
 SETTLE_TIMEOUT = 2.0  # seconds settle() waits for exports being read
 _PROTOBUF, _JSON = "application/x-protobuf", "application/json"
@@ -131,6 +134,7 @@ class TraceService(Receiver):
         self._open = True  # spans are folded in until the trial's checks have run
         self._seen: set[tuple[str, str]] = set()  # an exporter retrying resends a batch
         self._late = 0
+        self._kept = self._over = 0
         self._token: contextvars.Token[TraceService | None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread = 0  # the loop's thread: spans ended elsewhere are handed to it
@@ -227,6 +231,8 @@ class TraceService(Receiver):
         if self._ctx is not None:
             if self._late:
                 self._ctx.log(f"traces: {self._late} span(s) arrived after the trial's checks ran: not kept")
+            if self._over:
+                self._ctx.log(f"traces: {self._over} span(s) past the trial's {MAX_SPANS} not kept")
             if self._refusals > LOG_REFUSALS:
                 self._ctx.log(f"traces: {self._refusals} export requests refused in all")
 
@@ -287,6 +293,11 @@ class TraceService(Receiver):
         if not self._open:
             self._late += len(spans)
             return
+        room = MAX_SPANS - self._kept
+        if len(spans) > room:
+            self._over += len(spans) - max(room, 0)
+            spans = spans[:max(room, 0)]
+        self._kept += len(spans)
         record = ctx.record
         for span in spans:
             for event in span_events(span):
