@@ -145,7 +145,9 @@ def _cost(model: Any, input_tokens: Any, output_tokens: Any, cached_names: tuple
 
 def span_events(span: Span) -> list[Event]:
     """The events one span stands for, oldest first. Every span of a traced trial comes through
-    here: its dicts are built in one literal each, and a field's names tried only past the first."""
+    here: its dicts are built in one literal each, and a field's names tried only past the first.
+    A ``span`` event holds the span's own attributes dict, not a copy: nothing writes to it once
+    the span has ended (the SDK marks it immutable; a decoded span's is the decoder's)."""
     op = operation(span)
     attrs = span.attributes
     failed = span.status == "error"
@@ -182,7 +184,7 @@ def span_events(span: Span) -> list[Event]:
             data["error"] = _error(span)
         return [Event(MODEL_CALLED, data, end)]
     data = {"name": span.name, "kind": span.kind, "start": start, "end": end,
-            "status": span.status, "attributes": dict(attrs), "source": SOURCE, "span_id": span.span_id,
+            "status": span.status, "attributes": attrs, "source": SOURCE, "span_id": span.span_id,
             "parent_span_id": span.parent_span_id, "trace_id": span.trace_id}
     if op is not None:
         data["operation"] = op
