@@ -1,11 +1,10 @@
 """Usage is chosen per model call: a traced call counts in the trial's totals only when neither the
-harness nor the model proxy reported that call (same response id; else same model and time)."""
+harness nor the model proxy reported that call (same response id; else same model and time). A
+Python agent run end to end: test_traces_python.py."""
 
 from __future__ import annotations
 
 from typing import Any
-
-from project_support import assert_passed, eval_file
 
 from anpord.events import MODEL_CALLED, USAGE, Event, usage_events
 from anpord.runner._trial import _usage
@@ -77,40 +76,3 @@ def test_without_other_reports_every_traced_call_counts() -> None:
     assert usage_events(events) == events
     assert _tokens(events) == 12
 
-
-AGENT = '''
-from opentelemetry import trace
-
-tracer = trace.get_tracer("usage-agent")
-
-
-async def agent(turn):
-    with tracer.start_as_current_span("chat m1", attributes={
-            "gen_ai.operation.name": "chat", "gen_ai.request.model": "m1",
-            "gen_ai.usage.input_tokens": 7, "gen_ai.usage.output_tokens": 3}):
-        turn.usage(input_tokens=700, output_tokens=30)  # the harness's report of this call
-    with tracer.start_as_current_span("chat m2", attributes={
-            "gen_ai.operation.name": "chat", "gen_ai.request.model": "m2",
-            "gen_ai.usage.input_tokens": 5, "gen_ai.usage.output_tokens": 2}):
-        pass  # reported by the trace alone
-    return "done"
-'''
-
-
-def test_a_python_agent_reporting_one_of_two_calls(make_project: Any) -> None:
-    project = make_project({
-        "agents/usage_agent.py": AGENT,
-        "evals/usage.eval.py": eval_file('''
-            @define_eval
-            async def test(t):
-                await t.send("go")
-                t.event("model.called", count=2)
-                t.check("end", equals("end")).label("reached the end")
-        '''),
-    }, config=("from anpord import Variant, define_eval_config\n"
-               "config = define_eval_config(timeout=30, variants=[\n"
-               "    Variant(name='traced', harness='python:agents.usage_agent:agent', traces='otlp')])\n"))
-    run = project.run(timeout=60)
-    assert run.code == 0, run.output
-    line = assert_passed(run, "usage")
-    assert (line["usage"]["input_tokens"], line["usage"]["output_tokens"]) == (705, 32)
