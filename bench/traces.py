@@ -12,8 +12,9 @@ Figures (printed, not asserted):
    with the OpenTelemetry API in-process (an agent span holding model and tool calls), run by the
    runner API with artifacts on; traced vs the same run without ``traces=``. Target: ≤ 1.3×.
 3. **Command agents**: the same count of trials of a command agent (``python3 -I -S``, standard
-   library only) that POSTs one OTLP/protobuf export of ``--spans`` spans to its trial's receiver
-   when it has one; traced vs untraced, local sandbox. Target: ≤ 1.3×.
+   library only) that loads its HTTP client and its export of ``--spans`` spans (OTLP/protobuf)
+   in every run, as an instrumented agent does, and POSTs the export to its trial's receiver when
+   it has one; traced vs untraced, local sandbox. Target: ≤ 1.3×.
 
 Each run is a fresh child process, so one scenario's imports and caches never help another; the
 traced and untraced runs alternate ``--repeat`` times and each side's fastest counts (``_trials``).
@@ -68,12 +69,14 @@ async def agent(turn):
 '''
 
 CMD_AGENT = '''
+# An instrumented agent: its exporter is loaded and its spans made whether or not anyone listens
+# (what the untraced run also pays); only the export itself needs an endpoint.
 import http.client, os, sys, urllib.parse
+with open(sys.argv[1], "rb") as f:
+    body = f.read()
 url = os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
 if url:
     parts = urllib.parse.urlsplit(url)
-    with open(sys.argv[1], "rb") as f:
-        body = f.read()
     conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30)
     conn.request("POST", parts.path, body, {"Content-Type": "application/x-protobuf"})
     assert conn.getresponse().status == 200
