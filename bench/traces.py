@@ -186,7 +186,8 @@ def main() -> None:
         print(f"{kind} agents: untraced {plain['wall_s']:.2f} s, traced {traced['wall_s']:.2f} s ({passed}, "
               f"{traced['traced_events']} trace events recorded): {ratio:.2f}x (target <= {TARGET_RATIO}x: {ok})")
         print(f"  runner process CPU: untraced {plain['runner_cpu_s']:.2f} s, traced {traced['runner_cpu_s']:.2f} s "
-              f"({1000 * (traced['runner_cpu_s'] - plain['runner_cpu_s']) / args.trials:.2f} ms more per trial)")
+              f"({traced['runner_cpu_s'] / plain['runner_cpu_s']:.2f}x; "
+              f"{1000 * (traced['runner_cpu_s'] - plain['runner_cpu_s']) / args.trials:.2f} ms more per trial)")
         if kind == "python":
             # For scale: the same agent when nothing set up the SDK (the API's spans cost nothing).
             bare = spawn(__file__, kind, "plain", *common)
