@@ -109,23 +109,25 @@ _STATUS = ("unset", "ok", "error")
 
 def from_sdk(span: Any) -> Span:
     """An SDK ``ReadableSpan`` as the receiver's span (what an OTLP export of it would carry).
-    Every span of a traced Python agent goes through here: plain attribute reads, ids written
-    with ``int.to_bytes().hex()`` (a third of a format spec's cost)."""
-    ctx = span.context
-    status = span.status
-    parent = span.parent
+    Every span of a traced Python agent goes through here: its fields are read as the SDK stores
+    them (each public property is a Python call, and ``events`` copies a list), falling back to
+    the properties on an SDK that stores them otherwise; ids written with ``int.to_bytes().hex()``
+    (a third of a format spec's cost)."""
+    try:
+        ctx, parent, name, kind = span._context, span._parent, span._name, span._kind
+        start, end, status = span._start_time, span._end_time, span._status
+        scope, events = span._instrumentation_scope, span._events
+    except AttributeError:
+        ctx, parent, name, kind = span.context, span.parent, span.name, span.kind
+        start, end, status = span.start_time, span.end_time, span.status
+        scope, events = span.instrumentation_scope, span.events
     code = status.status_code._value_  # the enum's plain value: ``.value`` is a slow descriptor
-    scope = span.instrumentation_scope
-    # ``span.events`` copies the SDK's bounded list into a tuple; most spans have none.
-    events = getattr(span, "_events", None)
-    if events is None:
-        events = span.events
     return Span(
         ctx.trace_id.to_bytes(16, "big").hex(), ctx.span_id.to_bytes(8, "big").hex(),
         parent.span_id.to_bytes(8, "big").hex() if parent is not None else None,
-        span.name,
-        span.kind._value_ + 1,  # the SDK counts from INTERNAL = 0, OTLP from 1
-        (span.start_time or 0) / 1e9, (span.end_time or 0) / 1e9,
+        name,
+        kind._value_ + 1,  # the SDK counts from INTERNAL = 0, OTLP from 1
+        (start or 0) / 1e9, (end or 0) / 1e9,
         _STATUS[code], status.description or "",
         _attributes(span),
         {},  # the resource: this process's, the same for every trial
