@@ -1,6 +1,7 @@
 """Mocks (``anpord.mocks``): what one trial's mocks cost.
 
-    python bench/mocks.py [--trials 1000] [--concurrency 100] [--setups 2000] [--only setup|relay|run]
+    python bench/mocks.py [--trials 1000] [--concurrency 100] [--setups 2000] [--repeat 3]
+                          [--only setup|relay|run]
 
 Figures (printed, not asserted):
 
@@ -14,25 +15,20 @@ Figures (printed, not asserted):
    request to one server in the same process that every trial shares (what the mock costs is
    its own server per trial and the records, not the request). Target: ≤ 1.3×.
 
-Each run is a fresh child process, so one scenario's imports and caches never help another.
+Each run is a fresh child process, so one scenario's imports and caches never help another; the
+two runs of the ratio alternate ``--repeat`` times and each side's fastest counts (``_trials``).
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
-import os
-import shutil
 import statistics
-import subprocess
-import sys
-import tempfile
 import time
-from pathlib import Path
 from typing import Any
 
-SRC = Path(__file__).resolve().parents[1] / "src"
+from _trials import arguments, header, paired, project, run_project, service_context, spawn, timings_ms
+
 TARGET_SETUP_MS = 5.0
 TARGET_RATIO = 1.3
 
@@ -71,64 +67,17 @@ async def agent(turn):
     return turn.input
 '''
 
-EVAL = '''
-from anpord import define_eval
-from anpord.expect import includes
-{imports}
-
-@define_eval(each=list(range({n})), id=lambda row: f"t{{row}}"{mocks})
-async def test(t, row):
-    await t.send(f"hello {{row}}")
-    t.check(t.reply, includes("hello"))
-'''
-
-CONFIG = '''
-from anpord import Variant, define_eval_config
-config = define_eval_config(max_concurrency={conc}, timeout=300, variants=[
-    Variant(name="bench", harness="python:bench_agents.agent:agent")])
-'''
-
-
-def _project(mocked: bool, n: int, conc: int) -> Path:
-    folder = Path(tempfile.mkdtemp(prefix="anpord-bench-mocks-"))
-    (folder / "evals").mkdir()
-    (folder / "bench_agents").mkdir()
-    (folder / "bench_agents" / "__init__.py").write_text("")
-    (folder / "bench_agents" / "agent.py").write_text(PY_AGENT)
-    imports = "from anpord.mocks import http_mock" if mocked else ""
-    mocks = ", mocks=[http_mock('pay', routes={'GET /balance': {'json': {'usd': 10}}})]" if mocked else ""
-    (folder / "evals" / "evals.config.py").write_text(CONFIG.format(conc=conc))
-    (folder / "evals" / "bench.eval.py").write_text(EVAL.format(n=n, imports=imports, mocks=mocks))
-    return folder
-
 
 def _child_run(mocked: bool, n: int, conc: int) -> dict[str, Any]:
-    folder = _project(mocked, n, conc)
-    os.chdir(folder)
-    try:
-        from anpord.runner import RunOptions, build_plan, execute, find_project, load_cases, select_files
-
-        project = find_project([])
-        opts = RunOptions(history=False)
-        plan = build_plan(project, load_cases(select_files(project, [])), opts)
-        t0 = time.perf_counter()
-        summary = execute(plan, opts, reporters=[]).summary
-        wall = time.perf_counter() - t0
-        calls = 0
-        for path in Path(summary.run_dir).rglob("*.ndjson"):
-            with open(path, "rb") as f:
-                calls += sum(b'"mock.called"' in line for line in f)
-        return {"wall_s": wall, "totals": summary.totals, "mock_calls": calls}
-    finally:
-        os.chdir("/")
-        shutil.rmtree(folder, ignore_errors=True)
-
-
-def _ctx() -> Any:
-    from anpord.authoring import Variant
-    from anpord.runner._services import ServiceContext
-
-    return ServiceContext(Variant(), "bench", None, lambda _m: None, lambda _e: None)
+    folder = project(
+        "anpord-bench-mocks-", n=n, conc=conc, harness="python:bench_agents.agent:agent",
+        imports="from anpord.mocks import http_mock" if mocked else "",
+        extra=", mocks=[http_mock('pay', routes={'GET /balance': {'json': {'usd': 10}}})]" if mocked else "",
+        files={"bench_agents/__init__.py": "", "bench_agents/agent.py": PY_AGENT},
+    )
+    result = run_project(folder, b'"mock.called"')
+    result["mock_calls"] = result.pop("marked")
+    return result
 
 
 def _child_setup(setups: int) -> dict[str, Any]:
@@ -142,13 +91,11 @@ def _child_setup(setups: int) -> dict[str, Any]:
         for _ in range(setups):
             t0 = time.perf_counter()
             service = MockService(mocks)
-            await service.start(_ctx())
+            await service.start(service_context())
             service.env()
             await service.stop()
             times.append(time.perf_counter() - t0)
-        times.sort()
-        return {"mean_ms": 1000 * statistics.fmean(times), "p50_ms": 1000 * times[len(times) // 2],
-                "p99_ms": 1000 * times[int(len(times) * 0.99)]}
+        return timings_ms(times)
 
     return asyncio.run(main())
 
@@ -162,7 +109,7 @@ def _child_relay(count: int) -> dict[str, Any]:
 
     async def main() -> dict[str, Any]:
         service = MockService(mocks)
-        await service.start(_ctx())
+        await service.start(service_context())
         server = service.handles["crm"].mcp_server
         program = service.handles["gh"].path
         assert server is not None and program is not None
@@ -190,21 +137,8 @@ def _child_relay(count: int) -> dict[str, Any]:
     return asyncio.run(main())
 
 
-def _spawn(*args: str) -> dict[str, Any]:
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(SRC), os.environ.get("PYTHONPATH")])))
-    out = subprocess.run([sys.executable, __file__, "--child", *args], env=env, capture_output=True, text=True)
-    if out.returncode != 0:
-        raise SystemExit(f"bench child {args} failed:\n{out.stderr[-3000:]}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
-
-
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--trials", type=int, default=1000)
-    ap.add_argument("--concurrency", type=int, default=100)
-    ap.add_argument("--setups", type=int, default=2000)
-    ap.add_argument("--only", choices=["setup", "relay", "run"])
-    ap.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
+    ap = arguments(__doc__ or "", ["setup", "relay", "run"])
     args = ap.parse_args()
     if args.child:
         kind, *rest = args.child
@@ -215,21 +149,20 @@ def main() -> None:
         else:
             print(json.dumps(_child_run(rest[0] == "mocked", int(rest[1]), int(rest[2]))))
         return
-    print(f"mocks bench: {args.trials} trials at C={args.concurrency}; "
-          f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}")
+    print(header("mocks", f"{args.trials} trials at C={args.concurrency}, fastest of {args.repeat}"))
     if args.only in (None, "setup"):
-        s = _spawn("setup", str(args.setups))
+        s = spawn(__file__, "setup", str(args.setups))
         ok = "ok" if s["p50_ms"] <= TARGET_SETUP_MS else "OVER TARGET"
         print(f"HTTP mock set-up + stop per trial: mean {s['mean_ms']:.3f} ms, p50 {s['p50_ms']:.3f} ms, "
               f"p99 {s['p99_ms']:.3f} ms (target <= {TARGET_SETUP_MS} ms: {ok})")
     if args.only in (None, "relay"):
-        r = _spawn("relay", "50")
+        r = spawn(__file__, "relay", "50")
         print(f"relay start (median of 50): MCP server spawn -> first answer {r['mcp_ms']:.1f} ms; "
               f"CLI mock program run to exit {r['cli_ms']:.1f} ms")
     if args.only in (None, "run"):
         common = [str(args.trials), str(args.concurrency)]
-        plain = _spawn("run", "plain", *common)
-        mocked = _spawn("run", "mocked", *common)
+        plain, mocked = paired(lambda: spawn(__file__, "run", "plain", *common),
+                               lambda: spawn(__file__, "run", "mocked", *common), args.repeat)
         ratio = mocked["wall_s"] / plain["wall_s"]
         ok = "ok" if ratio <= TARGET_RATIO else "OVER TARGET"
         print(f"python agents: without mocks {plain['wall_s']:.2f} s ({plain['totals']['passed']} passed), "

@@ -1,7 +1,7 @@
 """Traced trials (``Variant(traces="otlp")``): what the per-trial receiver costs.
 
     python bench/traces.py [--trials 1000] [--spans 20] [--concurrency 100] [--setups 2000]
-                           [--only setup|python|command]
+                           [--repeat 3] [--only setup|python|command]
 
 Figures (printed, not asserted):
 
@@ -12,28 +12,28 @@ Figures (printed, not asserted):
    with the OpenTelemetry API in-process (an agent span holding model and tool calls), run by the
    runner API with artifacts on; traced vs the same run without ``traces=``. Target: ≤ 1.3×.
 3. **Command agents**: the same count of trials of a command agent (``python3 -I -S``, standard
-   library only) that POSTs one OTLP/protobuf export of ``--spans`` spans to its trial's receiver
-   when it has one; traced vs untraced, local sandbox. Target: ≤ 1.3×.
+   library only) that loads its HTTP client and its export of ``--spans`` spans (OTLP/protobuf)
+   in every run, as an instrumented agent does, and POSTs the export to its trial's receiver when
+   it has one; traced vs untraced, local sandbox. Target: ≤ 1.3×.
 
-Each run is a fresh child process, so one scenario's imports and caches never help another.
+Each run is a fresh child process, so one scenario's imports and caches never help another; the
+traced and untraced runs alternate ``--repeat`` times and each side's fastest counts (``_trials``).
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import os
 import shutil
-import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-SRC = Path(__file__).resolve().parents[1] / "src"
+from _trials import arguments, header, paired, project, run_project, service_context, spawn, timings_ms
+
 TARGET_SETUP_MS = 3.0
 TARGET_RATIO = 1.3
 
@@ -69,35 +69,19 @@ async def agent(turn):
 '''
 
 CMD_AGENT = '''
+# An instrumented agent: its exporter is loaded and its spans made whether or not anyone listens
+# (what the untraced run also pays); only the export itself needs an endpoint.
 import http.client, os, sys, urllib.parse
+with open(sys.argv[1], "rb") as f:
+    body = f.read()
 url = os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
 if url:
     parts = urllib.parse.urlsplit(url)
-    with open(sys.argv[1], "rb") as f:
-        body = f.read()
     conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30)
     conn.request("POST", parts.path, body, {"Content-Type": "application/x-protobuf"})
     assert conn.getresponse().status == 200
 print(os.environ.get("ANPORD_PROMPT", ""))
 '''
-
-EVAL = '''
-from anpord import define_eval
-from anpord.expect import includes
-
-
-@define_eval(each=list(range({n})), id=lambda row: f"t{{row}}")
-async def test(t, row):
-    await t.send(f"hello {{row}}")
-    t.check(t.reply, includes("hello"))
-'''
-
-CONFIG = '''
-from anpord import Variant, define_eval_config
-config = define_eval_config(max_concurrency={conc}, timeout=300, variants=[
-    Variant(name="bench", harness={harness!r}{traces})])
-'''
-
 
 def _export_body(spans: int) -> bytes:
     """One OTLP/protobuf export of ``spans`` spans (no trial attribute: a trial's receiver takes
@@ -125,54 +109,25 @@ def _export_body(spans: int) -> bytes:
     return req.SerializeToString()
 
 
-def _project(kind: str, traced: bool, n: int, spans: int, conc: int) -> Path:
-    folder = Path(tempfile.mkdtemp(prefix=f"anpord-bench-traces-{kind}-"))
-    (folder / "evals").mkdir()
-    if kind == "python":
-        (folder / "bench_agents").mkdir()
-        (folder / "bench_agents" / "__init__.py").write_text("")
-        (folder / "bench_agents" / "agent.py").write_text(PY_AGENT.format(spans=spans))
-        harness = "python:bench_agents.agent:agent"
-    else:
-        (folder / "agent.py").write_text(CMD_AGENT)
-        (folder / "export.bin").write_bytes(_export_body(spans))
-        harness = f"command:{shutil.which('python3') or sys.executable} -I -S {folder / 'agent.py'} {folder / 'export.bin'}"
-    traces = ", traces='otlp'" if traced else ""
-    (folder / "evals" / "evals.config.py").write_text(CONFIG.format(conc=conc, harness=harness, traces=traces))
-    (folder / "evals" / "bench.eval.py").write_text(EVAL.format(n=n))
-    return folder
-
-
 def _child_run(kind: str, traced: bool, n: int, spans: int, conc: int) -> dict[str, Any]:
-    folder = _project(kind, traced, n, spans, conc)
-    os.chdir(folder)
-    try:
-        from anpord.runner import RunOptions, build_plan, execute, find_project, load_cases, select_files
-
-        project = find_project([])
-        opts = RunOptions(history=False)
-        plan = build_plan(project, load_cases(select_files(project, [])), opts)
-        import resource
-
-        before = resource.getrusage(resource.RUSAGE_SELF)
-        t0 = time.perf_counter()
-        summary = execute(plan, opts, reporters=[]).summary
-        wall = time.perf_counter() - t0
-        after = resource.getrusage(resource.RUSAGE_SELF)
-        runner_cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-        events = 0
-        for path in Path(summary.run_dir).rglob("*.ndjson"):
-            with open(path, "rb") as f:
-                events += sum(b'"source":"trace"' in line for line in f)
-        return {"wall_s": wall, "totals": summary.totals, "traced_events": events, "runner_cpu_s": runner_cpu}
-    finally:
-        os.chdir("/")
-        shutil.rmtree(folder, ignore_errors=True)
+    options = ", traces='otlp'" if traced else ""
+    if kind == "python":
+        files: dict[str, str | bytes] = {"bench_agents/__init__.py": "",
+                                         "bench_agents/agent.py": PY_AGENT.format(spans=spans)}
+        folder = project(f"anpord-bench-traces-{kind}-", n=n, conc=conc, options=options, files=files,
+                         harness="python:bench_agents.agent:agent")
+    else:
+        python = shutil.which("python3") or sys.executable
+        folder = project(f"anpord-bench-traces-{kind}-", n=n, conc=conc, options=options,
+                         harness=f"command:{python} -I -S {{folder}}/agent.py {{folder}}/export.bin",
+                         files={"agent.py": CMD_AGENT, "export.bin": _export_body(spans)})
+    result = run_project(folder, b'"source":"trace"')
+    result["traced_events"] = result.pop("marked")
+    return result
 
 
 def _child_setup(setups: int) -> dict[str, Any]:
     from anpord.authoring import Variant
-    from anpord.runner._services import ServiceContext
     from anpord.sandboxes._bridge import bind_unix
     from anpord.traces import TraceService
 
@@ -183,7 +138,7 @@ def _child_setup(setups: int) -> dict[str, Any]:
         for i in range(setups):
             t0 = time.perf_counter()
             service = TraceService()
-            await service.start(ServiceContext(variant, "bench", None, lambda _m: None, lambda _e: None))
+            await service.start(service_context(variant))
             service.env()
             await service.stop()
             times.append(time.perf_counter() - t0)
@@ -194,32 +149,14 @@ def _child_setup(setups: int) -> dict[str, Any]:
             path.unlink()
             unix.append(time.perf_counter() - t0)
         shutil.rmtree(folder, ignore_errors=True)
-        times.sort()
-        unix.sort()
-        return {"mean_ms": 1000 * statistics.fmean(times), "p50_ms": 1000 * times[len(times) // 2],
-                "p99_ms": 1000 * times[int(len(times) * 0.99)], "unix_mean_ms": 1000 * statistics.fmean(unix)}
+        return {**timings_ms(times), "unix_mean_ms": timings_ms(unix)["mean_ms"]}
 
     return asyncio.run(main())
 
 
-def _spawn(*args: str, sdk: bool = False) -> dict[str, Any]:
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(SRC), os.environ.get("PYTHONPATH")])))
-    if sdk:
-        env["BENCH_SDK"] = "1"
-    out = subprocess.run([sys.executable, __file__, "--child", *args], env=env, capture_output=True, text=True)
-    if out.returncode != 0:
-        raise SystemExit(f"bench child {args} failed:\n{out.stderr[-3000:]}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
-
-
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--trials", type=int, default=1000)
+    ap = arguments(__doc__ or "", ["setup", "python", "command"])
     ap.add_argument("--spans", type=int, default=20)
-    ap.add_argument("--concurrency", type=int, default=100)
-    ap.add_argument("--setups", type=int, default=2000)
-    ap.add_argument("--only", choices=["setup", "python", "command"])
-    ap.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
         kind, *rest = args.child
@@ -228,10 +165,10 @@ def main() -> None:
         else:
             print(json.dumps(_child_run(kind, rest[0] == "traced", *map(int, rest[1:]))))
         return
-    print(f"traces bench: {args.trials} trials x {args.spans} spans at C={args.concurrency}; "
-          f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}")
+    print(header("traces", f"{args.trials} trials x {args.spans} spans at C={args.concurrency}, "
+                           f"fastest of {args.repeat}"))
     if args.only in (None, "setup"):
-        s = _spawn("setup", str(args.setups))
+        s = spawn(__file__, "setup", str(args.setups))
         ok = "ok" if s["p50_ms"] <= TARGET_SETUP_MS else "OVER TARGET"
         print(f"receiver set-up + stop per trial: mean {s['mean_ms']:.3f} ms, p50 {s['p50_ms']:.3f} ms, "
               f"p99 {s['p99_ms']:.3f} ms (target <= {TARGET_SETUP_MS} ms: {ok}); "
@@ -240,18 +177,20 @@ def main() -> None:
         if args.only not in (None, kind):
             continue
         common = [str(args.trials), str(args.spans), str(args.concurrency)]
-        plain = _spawn(kind, "plain", *common, sdk=True)
-        traced = _spawn(kind, "traced", *common, sdk=True)
+        sdk = {"BENCH_SDK": "1"}
+        plain, traced = paired(lambda: spawn(__file__, kind, "plain", *common, env=sdk),
+                               lambda: spawn(__file__, kind, "traced", *common, env=sdk), args.repeat)
         ratio = traced["wall_s"] / plain["wall_s"]
         ok = "ok" if ratio <= TARGET_RATIO else "OVER TARGET"
         passed = f"{plain['totals']['passed']}/{traced['totals']['passed']} passed"
         print(f"{kind} agents: untraced {plain['wall_s']:.2f} s, traced {traced['wall_s']:.2f} s ({passed}, "
               f"{traced['traced_events']} trace events recorded): {ratio:.2f}x (target <= {TARGET_RATIO}x: {ok})")
         print(f"  runner process CPU: untraced {plain['runner_cpu_s']:.2f} s, traced {traced['runner_cpu_s']:.2f} s "
-              f"({1000 * (traced['runner_cpu_s'] - plain['runner_cpu_s']) / args.trials:.2f} ms more per trial)")
+              f"({traced['runner_cpu_s'] / plain['runner_cpu_s']:.2f}x; "
+              f"{1000 * (traced['runner_cpu_s'] - plain['runner_cpu_s']) / args.trials:.2f} ms more per trial)")
         if kind == "python":
             # For scale: the same agent when nothing set up the SDK (the API's spans cost nothing).
-            bare = _spawn(kind, "plain", *common)
+            bare = spawn(__file__, kind, "plain", *common)
             print(f"  (untraced without the SDK set up at all: {bare['wall_s']:.2f} s; traced is "
                   f"{traced['wall_s'] / bare['wall_s']:.2f}x that: the SDK's own spans are most of it)")
 

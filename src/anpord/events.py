@@ -159,9 +159,11 @@ def to_jsonable(value: Any) -> Any:
 
 
 def usage_events(events: list[Event]) -> list[Event]:
-    """The events a trial's token and cost totals add up, one source for all its calls: the
-    harness's own ``usage`` reports, else the model proxy's ``model.called``, else the trace
-    spans' ``model.called`` (a trace cannot tell which of the others' calls it repeats)."""
+    """The events a trial's token and cost totals add up, one source for each call: the
+    harness's own ``usage`` reports, else the model proxy's ``model.called``; and each model call
+    a trace span reported (``model.called``, ``source: "trace"``) that neither of them reported
+    (``_unreported``; docs/traces.md). anpord's own calls (a judge's, a simulated user's) always
+    count."""
     harness: list[Event] = []
     proxy: list[Event] = []
     traced: list[Event] = []
@@ -170,4 +172,54 @@ def usage_events(events: list[Event]) -> list[Event]:
             harness.append(e)
         elif e.type == MODEL_CALLED:
             (traced if e.data.get("source") == "trace" else proxy).append(e)
-    return harness or proxy or traced
+    chosen = harness or proxy
+    if not traced or not chosen:
+        return chosen or traced
+    return chosen + _unreported(traced, [e for e in harness if e.data.get("source") not in _OWN_CALLS], proxy)
+
+
+_OWN_CALLS = ("judge", "user")  # usage of anpord's own model calls: never the agent's
+_SLACK = 0.5  # seconds a proxy's record of a call may lie outside the span's time
+
+
+def _same_model(a: Any, b: Any) -> bool:
+    """Unnamed matches anything; else equal, or one a dated form of the other (``gpt-4o`` and
+    ``gpt-4o-2024-08-06``: a request names the one, a response the other)."""
+    if not a or not b:
+        return True
+    a, b = str(a), str(b)
+    return a.startswith(b) or b.startswith(a)
+
+
+def _float(value: Any, default: float) -> float:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else default
+
+
+def _unreported(traced: list[Event], harness: list[Event], proxy: list[Event]) -> list[Event]:
+    """The traced model calls no harness report and no proxy record stands for: the same
+    ``response_id``; else a proxy call of the same model whose time overlaps the span's (each
+    proxy call stands for one span); else a harness ``usage`` report, of the same model or none,
+    made after the call started, in its session (so one total for several calls covers them
+    all)."""
+    ids = {e.data.get("response_id") for e in harness} | {e.data.get("response_id") for e in proxy}
+    ids.discard(None)
+    taken: set[int] = set()  # proxy calls already standing for a span
+    out: list[Event] = []
+    for call in traced:
+        data = call.data
+        if data.get("response_id") is not None and data.get("response_id") in ids:
+            continue
+        end = _float(data.get("end"), call.ts)
+        start = _float(data.get("start"), end)
+        model, session = data.get("model"), data.get("session_id")
+        match = next((i for i, p in enumerate(proxy) if i not in taken and _same_model(model, p.data.get("model"))
+                      and _float(p.data.get("start"), p.ts - _float(p.data.get("latency"), 0.0)) <= end + _SLACK
+                      and _float(p.data.get("end"), p.ts) >= start - _SLACK), None)
+        if match is not None:
+            taken.add(match)
+            continue
+        if any(r.ts >= start and (session is None or r.data.get("session_id") in (None, session))
+               and _same_model(model, r.data.get("model")) for r in harness):
+            continue
+        out.append(call)
+    return out

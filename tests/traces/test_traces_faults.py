@@ -234,3 +234,32 @@ def test_the_http_agents_receiver_refuses_spans_of_no_running_trial() -> None:
     assert statuses == [400, 200]
     assert [e.type for e in events] == ["tool.called", "tool.result"]
     assert any("belong to no running trial's trace: refused" in line for line in logs), logs
+
+
+def test_spans_past_the_trials_limit_are_counted_not_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An exporter sending without end: the trial keeps its first MAX_SPANS and says how many more."""
+    import urllib.request
+
+    from anpord.traces import _receiver
+
+    monkeypatch.setattr(_receiver, "MAX_SPANS", 3)
+
+    async def main() -> tuple[list[Event], list[str]]:
+        events: list[Event] = []
+        logs: list[str] = []
+        service = TraceService()
+        await service.start(ServiceContext(Variant(traces="otlp"), "case v #0", None, logs.append, events.append))
+        url = service.env()["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"]
+        for batch in range(2):
+            spans = [{"traceId": "ab" * 16, "spanId": f"{batch:02x}{i:014x}", "name": f"s{batch}.{i}"}
+                     for i in range(2)]
+            body = json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]}).encode()
+            request = urllib.request.Request(url, data=body, headers={"Content-Type": "application/json"})
+            status = await asyncio.to_thread(lambda: urllib.request.urlopen(request).status)
+            assert status == 200
+        await service.stop()
+        return events, logs
+
+    events, logs = asyncio.run(main())
+    assert [e.data["name"] for e in events] == ["s0.0", "s0.1", "s1.0"]
+    assert "traces: 1 span(s) past the trial's 3 not kept" in logs

@@ -222,3 +222,109 @@ def test_without_the_sdk_the_run_says_so_before_it_starts(make_project: Any, tmp
                      "SDK is not installed here, so its spans will not be recorded: "
                      "pip install 'anpord[traces]' (opentelemetry-sdk)"], run.stderr
     assert "OpenTelemetry SDK" not in project.run().stderr  # with it installed: nothing to say
+
+
+BATCHED = '''
+import asyncio
+from opentelemetry import trace
+
+tracer = trace.get_tracer("batched")
+
+
+async def agent(turn):
+    # Spans ended with no await between them and the agent's return: they become events together,
+    # after the agent returned, and still before its turn settles.
+    for name in ("first", "second"):
+        with tracer.start_as_current_span(f"execute_tool {name}", attributes={"gen_ai.operation.name": "execute_tool"}):
+            pass
+    await asyncio.sleep(0)
+    with tracer.start_as_current_span("execute_tool third", attributes={"gen_ai.operation.name": "execute_tool"}):
+        pass
+    return "done"
+'''
+
+
+def _one_trial(make_project: Any, module: str, source: str, body: str) -> tuple[Any, dict[str, Any]]:
+    """One trial of ``agents/<module>.py:agent``, traced, whose test is ``body``: the run and the
+    trial's line (it passed)."""
+    project = make_project({f"agents/{module}.py": source, "evals/one.eval.py": eval_file(body)},
+                           config=_config(f"python:agents.{module}:agent").replace("trials=3", "trials=1"))
+    run = project.run(timeout=60)
+    assert run.code == 0, run.output
+    return run, assert_passed(run, "one")
+
+
+def test_spans_ended_just_before_the_agent_returns_are_in_its_turn(make_project: Any) -> None:
+    run, _ = _one_trial(make_project, "batched", BATCHED, '''
+        @define_eval
+        async def test(t):
+            turn = await t.send("go")
+            turn.called_tool("first")
+            turn.called_tool("second")
+            turn.called_tool("third")
+            t.check("end", equals("end")).label("reached the end")
+    ''')
+    names = [e["name"] for e in run.events("one") if e["type"] == "tool.called"]
+    assert names == ["first", "second", "third"]
+
+
+USAGE_AGENT = '''
+from opentelemetry import trace
+
+tracer = trace.get_tracer("usage-agent")
+
+
+async def agent(turn):
+    with tracer.start_as_current_span("chat m1", attributes={
+            "gen_ai.operation.name": "chat", "gen_ai.request.model": "m1",
+            "gen_ai.usage.input_tokens": 7, "gen_ai.usage.output_tokens": 3}):
+        turn.usage(input_tokens=700, output_tokens=30)  # the harness's report of this call
+    with tracer.start_as_current_span("chat m2", attributes={
+            "gen_ai.operation.name": "chat", "gen_ai.request.model": "m2",
+            "gen_ai.usage.input_tokens": 5, "gen_ai.usage.output_tokens": 2}):
+        pass  # reported by the trace alone
+    return "done"
+'''
+
+
+def test_a_python_agent_reporting_one_of_two_calls_counts_the_other_from_its_trace(make_project: Any) -> None:
+    _, line = _one_trial(make_project, "usage_agent", USAGE_AGENT, '''
+        @define_eval
+        async def test(t):
+            await t.send("go")
+            t.event("model.called", count=2)
+            t.check("end", equals("end")).label("reached the end")
+    ''')
+    assert (line["usage"]["input_tokens"], line["usage"]["output_tokens"]) == (705, 32)
+
+
+def test_a_python_agents_span_ending_after_the_checks_ran_is_not_kept() -> None:
+    """In this process, as a Python agent's spans are: routed by the trial's context."""
+    import asyncio
+
+    from opentelemetry import trace
+
+    from anpord.authoring import Variant
+    from anpord.events import Event
+    from anpord.runner._services import ServiceContext
+    from anpord.traces import TraceService
+
+    async def main() -> tuple[list[Event], list[str]]:
+        events: list[Event] = []
+        logs: list[str] = []
+        service = TraceService()
+        variant = Variant(harness="python:agents.x:agent", traces="otlp")
+        await service.start(ServiceContext(variant, "case v #0", None, logs.append, events.append))
+        tracer = trace.get_tracer("late-in-process")
+        with tracer.start_as_current_span("in time"):
+            pass
+        late = tracer.start_span("late")  # started in the trial's context, ended once sealed
+        await service.settle()
+        service.seal()
+        late.end()
+        await service.stop()
+        return events, logs
+
+    events, logs = asyncio.run(main())
+    assert [e.data["name"] for e in events] == ["in time"]
+    assert "traces: 1 span(s) arrived after the trial's checks ran: not kept" in logs

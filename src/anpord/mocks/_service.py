@@ -23,6 +23,7 @@ from .._errors import exception_line
 from ..events import Event
 from ..expect import match_detail
 from ..traces._http import MAX_HEADERS, Reply, serve_connection
+from ..traces._listen import Listeners
 from ._declare import MOCK_CALLED, CliMock, HttpMock, McpMock, Mock
 from ._http_mock import answer_http
 from ._mcp import MAX_LINE, serve_mcp
@@ -61,8 +62,7 @@ class MockService:
         self.mocks = mocks
         self.handles: dict[str, MockHandle] = {}
         self._ctx: ServiceContext | None = None
-        self._servers: list[asyncio.AbstractServer] = []
-        self._writers: set[asyncio.StreamWriter] = set()
+        self._listeners: Listeners | None = None
         self._folder: Path | None = None
         self._own_folder = False
         self._env: dict[str, str] = {}
@@ -73,15 +73,16 @@ class MockService:
 
     async def start(self, ctx: ServiceContext) -> None:
         self._ctx = ctx
+        self._listeners = Listeners(ctx.sandbox, folder=self._files, limit=max(MAX_HEADERS, MAX_LINE))
         relay_port = 0
         for mock in self.mocks:
             if isinstance(mock, HttpMock):
-                port = await self._listen(lambda r, w, m=mock: self._http(m, r, w), f"http-{mock.name}")
+                port = await self._listeners.listen(lambda r, w, m=mock: self._http(m, r, w), f"http-{mock.name}")
                 url = f"http://127.0.0.1:{port}"
                 self.handles[mock.name] = MockHandle(mock.name, "http", url=url)
                 self._env[env_name(mock.name)] = url
             elif not relay_port:
-                relay_port = await self._listen(self._relay, "relay")
+                relay_port = await self._listeners.listen(self._relay, "relay")
         if relay_port:
             self._write_programs(relay_port)
 
@@ -97,20 +98,6 @@ class MockService:
                 self._folder = Path(tempfile.mkdtemp(prefix="anpord-mocks-"))
                 self._own_folder = True
         return self._folder
-
-    async def _listen(self, handler: Any, tag: str) -> int:
-        tcp = await asyncio.start_server(handler, "127.0.0.1", 0, limit=max(MAX_HEADERS, MAX_LINE))
-        self._servers.append(tcp)
-        port: int = tcp.sockets[0].getsockname()[1]
-        sandbox = self._ctx.sandbox if self._ctx is not None else None
-        if sandbox is not None and sandbox.loopback_bridged:
-            from ..sandboxes._bridge import bind_unix
-
-            path = self._files() / f".{tag}-{port}.sock"
-            sock = bind_unix(path)
-            self._servers.append(await asyncio.start_unix_server(handler, sock=sock, limit=max(MAX_HEADERS, MAX_LINE)))
-            sandbox.bridge_loopback(port, path)
-        return port
 
     def _write_programs(self, port: int) -> None:
         from ..sandboxes._bridge import interpreter
@@ -157,11 +144,8 @@ class MockService:
 
     async def stop(self) -> None:
         self._open = False
-        for server in self._servers:
-            server.close()
-        for writer in list(self._writers):
-            writer.close()
-        self._servers.clear()
+        if self._listeners is not None:
+            self._listeners.close()
         if self._own_folder and self._folder is not None:
             shutil.rmtree(self._folder, ignore_errors=True)
 
@@ -182,20 +166,14 @@ class MockService:
     # -- serving ----------------------------------------------------------------------------------
 
     async def _http(self, mock: HttpMock, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self._writers.add(writer)
-
         async def handle(request: Any) -> Reply:
             reply, call = await answer_http(mock, request)
             self._record(MOCK_CALLED, call)
             return reply
 
-        try:
-            await serve_connection(reader, writer, handle, lambda reply: None)
-        finally:
-            self._writers.discard(writer)
+        await serve_connection(reader, writer, handle, lambda reply: None)
 
     async def _relay(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self._writers.add(writer)
         try:
             head = json.loads(await reader.readuntil(b"\n"))
             mock = next((m for m in self.mocks if m.name == head.get("mock") and m.kind == head.get("kind")), None)
@@ -210,7 +188,6 @@ class MockService:
             if self._ctx is not None:
                 self._ctx.log(f"mocks: relay failed: {exception_line(exc)}")
         finally:
-            self._writers.discard(writer)
             writer.close()
 
     def _cli(self, mock: CliMock, head: dict[str, Any]) -> dict[str, Any]:

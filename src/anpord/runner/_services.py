@@ -6,7 +6,8 @@ A ``TrialService`` is started once the trial's sandbox is open and before the ag
 ``settle()`` runs before the trial's checks (what is on its way has arrived); ``seal()`` once they
 have run (what arrives later is not part of the trial); ``stop()`` once the trial's programs are
 gone, whatever happened. A sandbox that closes the network bridges the service in
-(``SandboxInstance.loopback_bridged``, ``bridge_loopback``).
+(``SandboxInstance.loopback_bridged``, ``bridge_loopback``); ``traces._listen.Listeners`` opens a
+service's ports that way and closes them with their connections.
 """
 
 from __future__ import annotations

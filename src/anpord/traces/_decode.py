@@ -253,6 +253,8 @@ def decode_json(body: bytes) -> list[tuple[dict[str, Any], list[Span]]]:
 
 def encode_response(protobuf: bool, rejected: int = 0, message: str = "") -> bytes:
     """An ``ExportTraceServiceResponse``: empty, or a partial success naming what was refused."""
+    if protobuf and not rejected:
+        return b""  # the empty message, as protobuf writes it: no message built per export
     if protobuf:
         from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 

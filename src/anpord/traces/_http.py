@@ -139,7 +139,10 @@ async def serve_connection(reader: asyncio.StreamReader, writer: asyncio.StreamW
     try:
         while True:
             try:
-                request = await asyncio.wait_for(_read_request(reader), IDLE_TIMEOUT)
+                # A timeout scope, not wait_for: wait_for wraps the read in a task of its own,
+                # and every export and mock call would pay for one.
+                async with asyncio.timeout(IDLE_TIMEOUT):
+                    request = await _read_request(reader)
             except _Refused as exc:
                 refused(exc.reply)
                 writer.write(_encode(exc.reply, close=True))

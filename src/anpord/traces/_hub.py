@@ -13,7 +13,7 @@ import asyncio
 from collections.abc import Mapping
 from typing import Any
 
-from ._http import MAX_HEADERS
+from ._listen import Listeners
 from ._receiver import Receiver, TraceService
 from ._spans import Span
 
@@ -28,7 +28,7 @@ class Hub(Receiver):
         super().__init__()
         self.port = port
         self.trials: dict[str, TraceService] = {}  # by trace id
-        self.server: asyncio.AbstractServer | None = None
+        self.listeners = Listeners(None)
         self.ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
     def _log(self, message: str) -> None:
@@ -55,9 +55,7 @@ class Hub(Receiver):
         self.trials.pop(service.trace_id, None)
         if not self.trials and _hubs.get(self.port) is self:
             del _hubs[self.port]
-            if self.server is not None:
-                self.server.close()
-            self._close_connections()
+            self.listeners.close()
 
 
 def port_of(options: Mapping[str, Any]) -> int:
@@ -75,7 +73,7 @@ async def join(service: TraceService, options: Mapping[str, Any]) -> Hub | None:
     if hub is None:
         hub = _hubs[port] = Hub(port)
         try:
-            hub.server = await asyncio.start_server(hub._connection, "127.0.0.1", port, limit=MAX_HEADERS)
+            await hub.listeners.listen(hub._connection, "hub", port)
         except OSError as exc:
             del _hubs[port]
             hub.ready.set_exception(exc)

@@ -50,22 +50,28 @@ def _router_class() -> type:
     from opentelemetry.sdk.trace import SpanProcessor
 
     class Router(SpanProcessor):  # type: ignore[misc]
-        """Remembers each span's trial at its start (the agent's context), delivers it at its end."""
+        """Remembers each span's trial at its start (the agent's context), hands the ended span
+        to it as it is: the trial turns its spans into events in batches (``TraceService.arrive``),
+        so the agent's own path pays a dict operation and an append per span."""
 
         def __init__(self) -> None:
             self._open: dict[int, TraceService] = {}
 
         def on_start(self, span: Any, parent_context: Any = None) -> None:
             sink = CURRENT_TRACE.get()
-            if sink is None and span.parent is not None:
-                sink = self._open.get(span.parent.span_id)
-            if sink is not None:
-                self._open[span.context.span_id] = sink
+            if sink is None:
+                parent = span.parent
+                if parent is None:
+                    return
+                sink = self._open.get(parent.span_id)
+                if sink is None:
+                    return
+            self._open[span.context.span_id] = sink
 
         def on_end(self, span: Any) -> None:
             sink = self._open.pop(span.context.span_id, None)
             if sink is not None:
-                sink.take([from_sdk(span)])
+                sink.arrive(span)
 
         def shutdown(self) -> None:
             self._open.clear()
@@ -84,31 +90,48 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def _attributes(span: Any) -> dict[str, Any]:
+    # ``span.attributes`` is a read-only view of the SDK's BoundedAttributes, whose iteration is
+    # Python code taking a lock per key: its plain dict, when there is one, is read directly.
+    # Ended, the SDK never changes it again, so it is used as it is unless a value needs
+    # changing (a tuple as a list, a string past MAX_STRING); nothing here writes to it.
+    raw = getattr(getattr(span, "_attributes", None), "_dict", None)
+    attrs = raw if type(raw) is dict else dict(span.attributes or {})
+    for value in attrs.values():
+        kind = type(value)
+        if kind is tuple or (kind is str and len(value) > MAX_STRING):
+            return limit_attributes({k: _plain(v) for k, v in attrs.items()})
+    return limit_attributes(attrs)
+
+
 _STATUS = ("unset", "ok", "error")
 
 
 def from_sdk(span: Any) -> Span:
     """An SDK ``ReadableSpan`` as the receiver's span (what an OTLP export of it would carry).
-    On the agent's own path (every span it ends): kept to plain attribute reads."""
-    ctx = span.context
-    status = span.status
-    parent = span.parent
-    # ``span.attributes`` is a read-only view of the SDK's BoundedAttributes, whose iteration is
-    # Python code taking a lock per key: its plain dict, when there is one, is read directly.
-    raw = getattr(getattr(span, "_attributes", None), "_dict", None)
-    attrs = raw if type(raw) is dict else span.attributes
-    attributes = {k: v if type(v) is not str and type(v) is not tuple else _plain(v) for k, v in attrs.items()} \
-        if attrs else {}
+    Every span of a traced Python agent goes through here: its fields are read as the SDK stores
+    them (each public property is a Python call, and ``events`` copies a list), falling back to
+    the properties on an SDK that stores them otherwise; ids written with ``int.to_bytes().hex()``
+    (a third of a format spec's cost)."""
+    try:
+        ctx, parent, name, kind = span._context, span._parent, span._name, span._kind
+        start, end, status = span._start_time, span._end_time, span._status
+        scope, events = span._instrumentation_scope, span._events
+    except AttributeError:
+        ctx, parent, name, kind = span.context, span.parent, span.name, span.kind
+        start, end, status = span.start_time, span.end_time, span.status
+        scope, events = span.instrumentation_scope, span.events
+    code = status.status_code._value_  # the enum's plain value: ``.value`` is a slow descriptor
     return Span(
-        f"{ctx.trace_id:032x}", f"{ctx.span_id:016x}",
-        f"{parent.span_id:016x}" if parent is not None else None,
-        span.name,
-        span.kind.value + 1,  # the SDK counts from INTERNAL = 0, OTLP from 1
-        (span.start_time or 0) / 1e9, (span.end_time or 0) / 1e9,
-        _STATUS[status.status_code.value], status.description or "",
-        limit_attributes(attributes),
+        ctx.trace_id.to_bytes(16, "big").hex(), ctx.span_id.to_bytes(8, "big").hex(),
+        parent.span_id.to_bytes(8, "big").hex() if parent is not None else None,
+        name,
+        kind._value_ + 1,  # the SDK counts from INTERNAL = 0, OTLP from 1
+        (start or 0) / 1e9, (end or 0) / 1e9,
+        _STATUS[code], status.description or "",
+        _attributes(span),
         {},  # the resource: this process's, the same for every trial
         [(e.name, {k: _plain(v) for k, v in (e.attributes or {}).items()})
-         for e in span.events if e.name == "exception"] if span.events else [],
-        span.instrumentation_scope.name if span.instrumentation_scope else "",
+         for e in events if e.name == "exception"] if len(events) else [],
+        scope.name if scope else "",
     )

@@ -51,7 +51,10 @@ _RESPONSE_ID = ("gen_ai.response.id",)
 
 
 def _first(attrs: Mapping[str, Any], names: tuple[str, ...]) -> Any:
-    for name in names:
+    value = attrs.get(names[0])  # the current name: what most spans carry
+    if value is not None and value != "":
+        return value
+    for name in names[1:]:
         value = attrs.get(name)
         if value is not None and value != "":
             return value
@@ -93,7 +96,10 @@ def _parsed(value: Any) -> Any:
 
 
 def _number(value: Any) -> int | float | None:
-    if isinstance(value, bool):
+    kind = type(value)
+    if kind is int or kind is float:
+        return value
+    if value is None or isinstance(value, bool):
         return None
     if isinstance(value, (int, float)):
         return value
@@ -122,7 +128,8 @@ def _price(model: str) -> Any:
     return price_for(model)
 
 
-def _cost(model: Any, input_tokens: Any, output_tokens: Any, cached: Any) -> float | None:
+def _cost(model: Any, input_tokens: Any, output_tokens: Any, cached_names: tuple[str, ...],
+          attrs: Mapping[str, Any]) -> float | None:
     """The call's price from anpord's table (docs/model-agents.md), when the model is in it."""
     if not isinstance(model, str) or input_tokens is None or output_tokens is None:
         return None
@@ -131,52 +138,58 @@ def _cost(model: Any, input_tokens: Any, output_tokens: Any, cached: Any) -> flo
         return None
     from ..models._types import Usage
 
+    cached = _number(_first(attrs, cached_names))
     cost = price.cost(Usage(int(input_tokens), int(output_tokens), int(cached) if cached is not None else None))
     return None if cost is None else round(cost, 10)
 
 
-def _ids(span: Span) -> dict[str, Any]:
-    return {"source": SOURCE, "span_id": span.span_id, "parent_span_id": span.parent_span_id,
-            "trace_id": span.trace_id}
-
-
 def span_events(span: Span) -> list[Event]:
-    """The events one span stands for, oldest first."""
+    """The events one span stands for, oldest first. Every span of a traced trial comes through
+    here: its dicts are built in one literal each, and a field's names tried only past the first.
+    A ``span`` event holds the span's own attributes dict, not a copy: nothing writes to it once
+    the span has ended (the SDK marks it immutable; a decoded span's is the decoder's)."""
     op = operation(span)
     attrs = span.attributes
     failed = span.status == "error"
+    start, end = span.start, span.end
     if op in TOOL_OPERATIONS:
         name = _first(attrs, _TOOL_NAME)
         if name is None:
             name = span.name[len("execute_tool "):] if span.name.startswith("execute_tool ") else span.name
+        name = str(name)
         call_id = str(_first(attrs, _TOOL_CALL_ID) or span.span_id)
-        called = {"call_id": call_id, "name": str(name), "input": _parsed(_first(attrs, _TOOL_INPUT)),
-                  "start": span.start, **_ids(span)}
-        result = {"call_id": call_id, "name": str(name), "output": _parsed(_first(attrs, _TOOL_OUTPUT)),
+        span_id, parent, trace_id = span.span_id, span.parent_span_id, span.trace_id
+        called = {"call_id": call_id, "name": name, "input": _parsed(_first(attrs, _TOOL_INPUT)),
+                  "start": start, "source": SOURCE, "span_id": span_id, "parent_span_id": parent,
+                  "trace_id": trace_id}
+        result = {"call_id": call_id, "name": name, "output": _parsed(_first(attrs, _TOOL_OUTPUT)),
                   "status": "failed" if failed else "completed", "error": _error(span) if failed else None,
-                  "end": span.end, **_ids(span)}
-        return [Event(TOOL_CALLED, called, span.start or span.end), Event(TOOL_RESULT, result, span.end)]
+                  "end": end, "source": SOURCE, "span_id": span_id, "parent_span_id": parent,
+                  "trace_id": trace_id}
+        return [Event(TOOL_CALLED, called, start or end), Event(TOOL_RESULT, result, end)]
     if op in MODEL_OPERATIONS:
         model = _first(attrs, _MODEL)
         input_tokens, output_tokens = _number(_first(attrs, _INPUT_TOKENS)), _number(_first(attrs, _OUTPUT_TOKENS))
         data: dict[str, Any] = {
             "name": span.name, "operation": op, "provider": _first(attrs, _PROVIDER),
             "model": model, "input_tokens": input_tokens, "output_tokens": output_tokens,
-            "cost": _cost(model, input_tokens, output_tokens, _number(_first(attrs, _CACHED_TOKENS))),
+            "cost": _cost(model, input_tokens, output_tokens, _CACHED_TOKENS, attrs),
             "response_id": _first(attrs, _RESPONSE_ID),
-            "latency": round(max(span.end - span.start, 0.0), 6),
+            "latency": round(end - start, 6) if end > start else 0.0,
             "status": "failed" if failed else "completed",
-            "start": span.start, "end": span.end, **_ids(span),
+            "start": start, "end": end, "source": SOURCE, "span_id": span.span_id,
+            "parent_span_id": span.parent_span_id, "trace_id": span.trace_id,
         }
         if failed:
             data["error"] = _error(span)
-        return [Event(MODEL_CALLED, data, span.end)]
-    data = {"name": span.name, "kind": span.kind, "start": span.start, "end": span.end,
-            "status": span.status, "attributes": dict(attrs), **_ids(span)}
+        return [Event(MODEL_CALLED, data, end)]
+    data = {"name": span.name, "kind": span.kind, "start": start, "end": end,
+            "status": span.status, "attributes": attrs, "source": SOURCE, "span_id": span.span_id,
+            "parent_span_id": span.parent_span_id, "trace_id": span.trace_id}
     if op is not None:
         data["operation"] = op
     if failed:
         data["error"] = _error(span)
     if span.scope:
         data["scope"] = span.scope
-    return [Event(SPAN, data, span.end)]
+    return [Event(SPAN, data, end)]

@@ -20,7 +20,8 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from ._decode import decode_json, decode_protobuf, encode_response
-from ._http import MAX_HEADERS, TRACES_PATH, Reply, Request, serve_connection
+from ._http import TRACES_PATH, Reply, Request, serve_connection
+from ._listen import Listeners
 from ._map import span_events
 from ._spans import TRIAL_ATTRIBUTE, Span, TraceInputError
 
@@ -38,6 +39,9 @@ CURRENT_TRACE: contextvars.ContextVar[TraceService | None] = contextvars.Context
 SCHEDULE_DELAY_MS = 100
 # Refusals logged one by one per trial; past that they are counted.
 LOG_REFUSALS = 10
+# Spans kept per trial: an agent exporting in a loop must not grow the runner without bound (each
+# request is bounded by _http.MAX_BODY; their number is not). Past it spans are counted, not kept.
+MAX_SPANS = 100_000
 INLINE_DECODE = 256 * 1024  # bytes of export decoded on the event loop; bigger ones in a thread
 SETTLE_TIMEOUT = 2.0  # seconds settle() waits for exports being read
 _PROTOBUF, _JSON = "application/x-protobuf", "application/json"
@@ -48,7 +52,6 @@ class Receiver:
     """An OTLP/HTTP trace endpoint: reads an export, answers it, hands its spans to ``_route``."""
 
     def __init__(self) -> None:
-        self._writers: set[asyncio.StreamWriter] = set()
         self._refusals = self._other_signals = self._busy = 0
         self._idle: asyncio.Event | None = None
 
@@ -111,15 +114,7 @@ class Receiver:
         return Reply(200, encode_response(protobuf), ctype)
 
     async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self._writers.add(writer)
-        try:
-            await serve_connection(reader, writer, self._handle, self._refuse)
-        finally:
-            self._writers.discard(writer)
-
-    def _close_connections(self) -> None:
-        for writer in list(self._writers):
-            writer.close()  # a keep-alive connection would otherwise outlive the trial
+        await serve_connection(reader, writer, self._handle, self._refuse)
 
 
 class TraceService(Receiver):
@@ -135,14 +130,15 @@ class TraceService(Receiver):
         self._parents: dict[str, asyncio.Event] = {}  # traceparent span ids sent, by whether answered
         self.port = 0
         self._ctx: ServiceContext | None = None
-        self._servers: list[asyncio.AbstractServer] = []
-        self._unix_path: Any = None
+        self._listeners: Listeners | None = None
         self._open = True  # spans are folded in until the trial's checks have run
         self._seen: set[tuple[str, str]] = set()  # an exporter retrying resends a batch
         self._late = 0
+        self._kept = self._over = 0
         self._token: contextvars.Token[TraceService | None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread = 0  # the loop's thread: spans ended elsewhere are handed to it
+        self._pending: list[Any] = []  # SDK spans ended in this step of the loop (``arrive``)
 
     # -- the TrialService protocol ------------------------------------------------------------
 
@@ -157,16 +153,8 @@ class TraceService(Receiver):
             self._token = CURRENT_TRACE.set(self)
             await self._join(harness, ctx)
             return
-        tcp = await asyncio.start_server(self._connection, "127.0.0.1", 0, limit=MAX_HEADERS)
-        self._servers.append(tcp)
-        self.port = tcp.sockets[0].getsockname()[1]
-        if sandbox is not None and sandbox.loopback_bridged:
-            from ..sandboxes._bridge import bind_unix
-
-            self._unix_path = sandbox.state_dir / f".otlp-{self.port}.sock"
-            sock = bind_unix(self._unix_path)
-            self._servers.append(await asyncio.start_unix_server(self._connection, sock=sock, limit=MAX_HEADERS))
-            sandbox.bridge_loopback(self.port, self._unix_path)
+        self._listeners = Listeners(sandbox)
+        self.port = await self._listeners.listen(self._connection, "otlp")
         self._token = CURRENT_TRACE.set(self)
         await self._join(harness, ctx)
 
@@ -213,6 +201,9 @@ class TraceService(Receiver):
 
     async def settle(self) -> None:
         """Wait (briefly) for exports being read right now: their spans belong to the checks."""
+        self._flush()
+        if self._listeners is None and self._hub is None:
+            return  # a Python agent's: every span it ended is folded in now, none is on its way
         await asyncio.sleep(0)
         if self._busy:
             self._idle = self._idle or asyncio.Event()
@@ -222,22 +213,17 @@ class TraceService(Receiver):
                 pass
 
     def seal(self) -> None:
+        self._flush()  # spans ended before the checks ran are the trial's, even if not yet folded
         self._open = False
 
     async def stop(self) -> None:
         self._open = False
-        for server in self._servers:
-            server.close()
-        self._close_connections()
-        self._servers.clear()
+        self._flush()  # counted as late
+        if self._listeners is not None:
+            self._listeners.close()
         if self._hub is not None:
             self._hub.leave(self)
             self._hub = None
-        if self._unix_path is not None:
-            try:
-                self._unix_path.unlink()
-            except OSError:
-                pass
         if self._token is not None:
             try:
                 CURRENT_TRACE.reset(self._token)
@@ -247,6 +233,8 @@ class TraceService(Receiver):
         if self._ctx is not None:
             if self._late:
                 self._ctx.log(f"traces: {self._late} span(s) arrived after the trial's checks ran: not kept")
+            if self._over:
+                self._ctx.log(f"traces: {self._over} span(s) past the trial's {MAX_SPANS} not kept")
             if self._refusals > LOG_REFUSALS:
                 self._ctx.log(f"traces: {self._refusals} export requests refused in all")
 
@@ -254,8 +242,7 @@ class TraceService(Receiver):
 
     def take(self, spans: list[Span]) -> None:
         """Fold spans of this trial into its events (or count them, once its checks have run)."""
-        ctx = self._ctx
-        if ctx is None:
+        if self._ctx is None:
             return
         if threading.get_ident() != self._thread and self._loop is not None:
             # A sync agent's thread: the trial's events belong to its loop. Handed over in order,
@@ -265,19 +252,58 @@ class TraceService(Receiver):
             except RuntimeError:  # the loop is closed: the trial is long over
                 pass
             return
+        seen, new = self._seen, []
         for span in spans:
             key = (span.trace_id, span.span_id)
-            if key in self._seen:
-                continue
-            self._seen.add(key)
-            if not self._open:
-                self._late += 1
-                continue
+            if key not in seen:  # an exporter retrying resends a batch
+                seen.add(key)
+                new.append(span)
+        self._fold(new)
+        if self._parents:
+            for span in new:
+                answered = self._parents.get(span.parent_span_id or "")
+                if answered is not None:
+                    answered.set()
+
+    def arrive(self, span: Any) -> None:
+        """An SDK span of this trial's Python agent, just ended (``_inprocess``), kept as it is:
+        the spans ended in one step of the loop become events together, in a callback queued
+        behind the first of them, so ahead of whatever the agent's return wakes (the loop runs
+        callbacks in order), and the turn that made them holds them when it settles."""
+        if threading.get_ident() != self._thread:
+            # A sync agent's thread: handed to the loop in order, ahead of its return.
+            from ._inprocess import from_sdk
+
+            self.take([from_sdk(span)])
+            return
+        pending = self._pending
+        pending.append(span)
+        if len(pending) == 1 and self._loop is not None:
+            self._loop.call_soon(self._flush)
+
+    def _flush(self) -> None:
+        spans, self._pending = self._pending, []
+        if spans:
+            from ._inprocess import from_sdk
+
+            self._fold([from_sdk(span) for span in spans])
+
+    def _fold(self, spans: list[Span]) -> None:
+        ctx = self._ctx
+        if ctx is None or not spans:
+            return
+        if not self._open:
+            self._late += len(spans)
+            return
+        room = MAX_SPANS - self._kept
+        if len(spans) > room:
+            self._over += len(spans) - max(room, 0)
+            spans = spans[:max(room, 0)]
+        self._kept += len(spans)
+        record = ctx.record
+        for span in spans:
             for event in span_events(span):
-                ctx.record(event)
-            answered = self._parents.get(span.parent_span_id or "")
-            if answered is not None:
-                answered.set()
+                record(event)
 
     # -- HTTP agents (W3C trace context) ---------------------------------------------------------
 

@@ -1,0 +1,85 @@
+"""The sockets one trial service listens on — a trace receiver, a trial's mocks, a model proxy —
+opened and closed the same way for each.
+
+Each port is a server on ``127.0.0.1``; where the trial's sandbox closes the network, the port
+also listens on a unix socket in a folder the sandbox shows, bridged in at the same port
+(``sandboxes/_bridge``), so the agent reaches its own trial's services and nothing else. Every
+connection accepted is tracked: ``close()`` ends them with the servers (a keep-alive connection
+would otherwise outlive the trial) and removes the socket files.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ._http import MAX_HEADERS
+
+if TYPE_CHECKING:
+    from ..sandboxes._protocol import SandboxInstance
+
+__all__ = ["Handler", "Listeners"]
+
+Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
+
+
+class Listeners:
+    """``sandbox``: the trial's, or None; ``folder``: where unix sockets go, asked for on the
+    first one (by default the sandbox's state folder); ``limit``: the readers' buffer limit (the
+    longest line or header block a handler reads in one go)."""
+
+    def __init__(self, sandbox: SandboxInstance | None, *, folder: Callable[[], Path] | None = None,
+                 limit: int = MAX_HEADERS):
+        self.sandbox = sandbox
+        self._folder = folder
+        self.limit = limit
+        self._servers: list[asyncio.AbstractServer] = []
+        self._writers: set[asyncio.StreamWriter] = set()
+        self._sockets: list[Path] = []
+
+    async def listen(self, handler: Handler, tag: str, port: int = 0) -> int:
+        """Serve ``handler`` on ``127.0.0.1:port`` (0: a free port), and bridged into the sandbox
+        when it closes the network. The port. Raises OSError when it cannot be had."""
+        serve = self._tracked(handler)
+        tcp = await asyncio.start_server(serve, "127.0.0.1", port, limit=self.limit)
+        self._servers.append(tcp)
+        bound: int = tcp.sockets[0].getsockname()[1]
+        sandbox = self.sandbox
+        if sandbox is not None and sandbox.loopback_bridged:
+            from ..sandboxes._bridge import bind_unix
+
+            folder = self._folder() if self._folder is not None else sandbox.state_dir
+            path = folder / f".{tag}-{bound}.sock"
+            sock = bind_unix(path)
+            self._sockets.append(path)
+            self._servers.append(await asyncio.start_unix_server(serve, sock=sock, limit=self.limit))
+            sandbox.bridge_loopback(bound, path)
+        return bound
+
+    def _tracked(self, handler: Handler) -> Handler:
+        writers = self._writers
+
+        async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            writers.add(writer)
+            try:
+                await handler(reader, writer)
+            finally:
+                writers.discard(writer)
+
+        return serve
+
+    def close(self) -> None:
+        """Stop listening, end every connection, remove the socket files. Safe to call again."""
+        servers, self._servers = self._servers, []
+        for server in servers:
+            server.close()
+        for writer in list(self._writers):
+            writer.close()
+        sockets, self._sockets = self._sockets, []
+        for path in sockets:
+            try:
+                path.unlink()
+            except OSError:
+                pass
