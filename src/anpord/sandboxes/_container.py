@@ -44,6 +44,8 @@ LABEL = "anpord.sandbox"
 OWNER_LABEL = "anpord.owner"
 # The podman settings anpord uses when the user has none (see the module's docstring).
 PODMAN_CONF_NAME = "containers.conf"
+# The CLI's settings a note keeps, so that a watchdog or a sweep can remove the container.
+NOTE_SETTINGS = ("CONTAINERS_CONF", "CONTAINER_HOST", "DOCKER_HOST", "DOCKER_CONFIG", "HOME", "XDG_RUNTIME_DIR")
 # How long a probe of the CLI, an image check or a build may take.
 PROBE_TIMEOUT = 30.0
 BUILD_TIMEOUT = 1800.0
@@ -270,23 +272,15 @@ async def _build(cli: ContainerCLI, dockerfile: Path, tag: str) -> str:
 
 
 def remove_containers(notes: list[str]) -> None:
-    """Remove the containers named by these note files (``<instance folder>.container``, holding
-    the CLI's path), then the notes. For ``sweep_stale``: never raises."""
-    by_cli: dict[str, list[str]] = {}
+    """Remove the containers named by these note files (see ``_watchdog``), then the notes. For
+    ``sweep_stale``: never raises."""
+    from ._watchdog import remove_noted_container
+
     for note in notes:
-        try:
-            path = Path(note).read_text().strip() or "podman"
-        except OSError:
-            continue
-        by_cli.setdefault(path, []).append(os.path.basename(note).removesuffix(".container"))
-    for path, names in by_cli.items():
-        try:
-            cli = _make(path)
-            cli.run_sync("rm", "-f", "-t", "0", *names, timeout=60)
-        except (OSError, subprocess.TimeoutExpired, SandboxError):
-            continue
-    for note in notes:
-        try:
-            os.unlink(note)
-        except OSError:
-            pass
+        remove_noted_container(note)
+
+
+def note_text(cli: ContainerCLI) -> str:
+    """What a docker instance's note holds: how to run its CLI without anpord."""
+    settings = [f"{k}={cli.env[k]}" for k in NOTE_SETTINGS if k in cli.env]
+    return "\n".join([cli.path, *settings]) + "\n"

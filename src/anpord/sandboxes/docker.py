@@ -34,12 +34,12 @@ import itertools
 import os
 import socket
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from ._cgroup import TrialCgroup, _folder, _mounts, caps_options, memory_cap, pids_cap
-from ._container import LABEL, OWNER_LABEL, ContainerCLI, ensure_image, find_cli
+from ._container import LABEL, OWNER_LABEL, ContainerCLI, ensure_image, find_cli, note_text
 from ._instance import BaseInstance, open_instance
 from ._owner import instance_prefix
 from ._protocol import SandboxError, SandboxSpec
@@ -135,7 +135,7 @@ class DockerInstance(BaseInstance):
         ]  # fmt: skip
         # The note first: a runner killed while the container starts still has it swept.
         self._note = self.root.with_name(self.root.name + ".container")
-        self._note.write_text(self.cli.path)
+        self._note.write_text(note_text(self.cli))
         try:
             code, _, err = await self.cli.run(*args)
         except BaseException:  # cancelled or the CLI hung: it may have made the container
@@ -154,6 +154,10 @@ class DockerInstance(BaseInstance):
             self._cgroup = _container_cgroup(self._init_pid, self.memory, self.pids)
             if self._cgroup is not None:
                 self._cgroup.watch(self._over_cgroup_cap)
+
+    def _private_tmps(self) -> Callable[[], list[str]] | None:
+        # The container's /tmp (a tmpfs of its own) counts toward the size cap, as under bwrap.
+        return lambda: [f"/proc/{self._init_pid}/root/tmp"] if self._init_pid else []
 
     def _over_cgroup_cap(self) -> None:
         # A fork bomb held at the pids cap would spin until the timeout: the trial ends now.
