@@ -257,3 +257,40 @@ def test_what_a_runner_and_its_watchdog_both_left_is_removed_by_the_next_sweep(i
     sweep_stale(root)
     assert name not in containers()
     assert list(root.iterdir()) == []
+
+
+RUN_CONFIG = """
+from anpord import Variant, define_eval_config
+config = define_eval_config(
+    timeout=60,
+    variants=[Variant(name="boxed", sandbox="docker", image={image!r},
+                      harness='command:bash -c "$ANPORD_PROMPT"')],
+)
+"""
+
+
+def test_a_run_puts_every_turn_context_exec_and_the_verifiers_in_the_container(make_project: Any, image: str) -> None:
+    project = make_project({
+        "evals/boxed.eval.py": eval_file("""
+            from anpord.verifiers import command
+
+            async def validate(context):
+                inside = await context.exec("cat /proc/sys/kernel/hostname; cat seed.txt")
+                return (
+                    inside.stdout.split() == ["sandbox", "seed"]
+                    and context.read_text("out.txt").strip() == "sandbox"  # copied to the host's view
+                    and isinstance(context.workspace, Path),
+                    f"saw {inside.stdout!r}",
+                )
+
+            case = define_eval(
+                prompt="cat /proc/sys/kernel/hostname > out.txt; echo wrote it",
+                source=files({"seed.txt": "seed"}),
+                validate=[command("grep -qx sandbox /proc/sys/kernel/hostname && test -s out.txt"), validate],
+            )
+        """),
+    }, config=RUN_CONFIG.format(image=image))
+    run_ = project.run(timeout=180)
+    assert run_.code == 0, run_.output
+    assert run_.result("boxed")["verdict"] == "passed"
+    assert containers() == []
