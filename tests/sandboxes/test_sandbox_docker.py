@@ -294,3 +294,28 @@ def test_a_run_puts_every_turn_context_exec_and_the_verifiers_in_the_container(m
     assert run_.code == 0, run_.output
     assert run_.result("boxed")["verdict"] == "passed"
     assert containers() == []
+
+
+def test_files_go_in_and_out_through_the_protocol_inside_the_workspace_and_beyond_it(image: str, tmp_root: Path, tmp_path: Path) -> None:
+    (tmp_path / "tree" / "sub").mkdir(parents=True)
+    (tmp_path / "tree" / "sub" / "a.txt").write_text("a")
+
+    async def body() -> None:
+        inst = await DockerSandbox(tmp_root=tmp_root).open(spec(sandbox="docker", image=image))
+        try:
+            assert inst.host_paths and await inst.workspace_view() == inst.workspace
+            await inst.write_file("notes/n.txt", b"in the workspace")
+            await inst.write_file("/tmp/t.bin", b"\x00\x01 in the container's /tmp")
+            await inst.copy_in(tmp_path / "tree", "/tmp/tree")
+            seen = await inst.exec("cat notes/n.txt; echo; cat /tmp/tree/sub/a.txt; echo; wc -c < /tmp/t.bin")
+            assert seen.stdout.split("\n")[:3] == ["in the workspace", "a", "26"], seen
+            assert await inst.read_file("/tmp/t.bin") == b"\x00\x01 in the container's /tmp"
+            assert (await inst.read_file("/etc/passwd")).startswith(b"root:")  # the image's own
+            await inst.copy_out("/tmp/tree", tmp_path / "back")
+            assert (tmp_path / "back" / "sub" / "a.txt").read_text() == "a"
+            with pytest.raises(FileNotFoundError):
+                await inst.read_file("/tmp/missing")
+        finally:
+            await inst.close()
+
+    run(body())

@@ -77,23 +77,30 @@ class ContainerCLI:
 
     async def run(self, *args: str, timeout: float = PROBE_TIMEOUT) -> tuple[int, str, str]:
         """Run the CLI to its end: (exit code, stdout, stderr). A CLI that hangs is killed."""
+        code, out, err = await self.run_bytes(*args, timeout=timeout)
+        return code, out.decode("utf-8", "replace"), err
+
+    async def run_bytes(
+        self, *args: str, input: bytes | None = None, timeout: float = PROBE_TIMEOUT
+    ) -> tuple[int, bytes, str]:
+        """``run`` with ``input`` on its stdin and its stdout as bytes (a tar stream, say)."""
         proc = await asyncio.create_subprocess_exec(
             self.path,
             *args,
             env=self.env,
-            stdin=asyncio.subprocess.DEVNULL,
+            stdin=asyncio.subprocess.DEVNULL if input is None else asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
         )
         try:
-            out, err = await asyncio.wait_for(proc.communicate(), timeout)
+            out, err = await asyncio.wait_for(proc.communicate(input), timeout)
         except BaseException:
             if proc.returncode is None:
                 proc.kill()
                 await proc.wait()
             raise
         assert proc.returncode is not None
-        return proc.returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
+        return proc.returncode, out, err.decode("utf-8", "replace")
 
 
 def _last_line(text: str) -> str:

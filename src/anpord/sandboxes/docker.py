@@ -30,10 +30,12 @@ from __future__ import annotations
 
 import asyncio
 import ctypes
+import io
 import itertools
 import os
 import socket
 import subprocess
+import tarfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -270,6 +272,54 @@ class DockerInstance(BaseInstance):
             or (self._cgroup is not None and self._cgroup.check() is not None)
         )
 
+    # -- files: the bound folders directly, the rest of the container through the CLI ----------
+
+    def _bound(self, path: str | Path) -> bool:
+        target = self._host_path(path)
+        return any(target.is_relative_to(d) for d in (self.workspace, self.home, self.state_dir))
+
+    async def _cp(self, *args: str, input: bytes | None = None) -> bytes:
+        code, out, err = await self.cli.run_bytes("cp", *args, input=input, timeout=600)
+        if code != 0:
+            said = _said(err)
+            if "no such file" in said.lower() or "could not find" in said.lower():
+                raise FileNotFoundError(said)
+            raise SandboxError(f"{self.cli.name} cp {' '.join(args)}: {said or f'exit {code}'}")
+        return out
+
+    async def read_file(self, path: str | Path) -> bytes:
+        if self._bound(path):
+            return await super().read_file(path)
+        stream = await self._cp(f"{self.id}:{self._host_path(path)}", "-")  # a tar of the file
+        with tarfile.open(fileobj=io.BytesIO(stream)) as tar:
+            member = next((m for m in tar.getmembers() if m.isfile()), None)
+            extracted = tar.extractfile(member) if member is not None else None
+            if extracted is None:
+                raise IsADirectoryError(str(path))
+            return extracted.read()
+
+    async def write_file(self, path: str | Path, data: bytes) -> None:
+        if self._bound(path):
+            return await super().write_file(path, data)
+        target = self._host_path(path)
+        buffer = io.BytesIO()
+        with tarfile.open(fileobj=buffer, mode="w") as tar:
+            info = tarfile.TarInfo(target.name)
+            info.size, info.mode = len(data), 0o644
+            tar.addfile(info, io.BytesIO(data))
+        await self._cp("-", f"{self.id}:{target.parent}", input=buffer.getvalue())
+
+    async def copy_in(self, source: Path, dest: str | Path) -> None:
+        if self._bound(dest):
+            return await super().copy_in(source, dest)
+        suffix = "/." if source.is_dir() else ""  # a folder's content merges into dest
+        await self._cp(f"{source}{suffix}", f"{self.id}:{self._host_path(dest)}")
+
+    async def copy_out(self, source: str | Path, dest: Path) -> None:
+        if self._bound(source):
+            return await super().copy_out(source, dest)
+        await self._cp(f"{self.id}:{self._host_path(source)}", str(dest))
+
     # -- loopback services --------------------------------------------------------------------
 
     def bridge_loopback(self, port: int, socket_path: Path) -> None:
@@ -286,10 +336,14 @@ class DockerInstance(BaseInstance):
 
     async def close(self) -> None:
         try:
+            # Each bridge's server owns its socket and closes it as its task ends: wait for
+            # that, so no closed descriptor stays registered with the event loop.
             for task in self._bridge_tasks:
                 task.cancel()
+            if self._bridge_tasks:
+                await asyncio.wait(self._bridge_tasks)
             for sock in self._bridge_socks:
-                sock.close()
+                sock.close()  # one whose task never started serving
             if not self._closed and self.container is not None:
                 await self._remove()
         finally:
@@ -362,6 +416,23 @@ def _listen_in(pid: int, port: int) -> socket.socket:
     return sock
 
 
+def _connect_unix(path: Path) -> socket.socket:
+    """A socket connected to the unix socket at ``path``, however long the path (through the
+    folder's /proc/self/fd link: ``sun_path`` holds only 107 bytes)."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            sock.connect(f"/proc/self/fd/{fd}/{path.name}")  # a local socket: at once
+        finally:
+            os.close(fd)
+        sock.setblocking(False)
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
 async def _serve_bridge(sock: socket.socket, path: Path) -> None:
     async def pump(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -378,7 +449,7 @@ async def _serve_bridge(sock: socket.socket, path: Path) -> None:
 
     async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
-            up_reader, up_writer = await asyncio.open_unix_connection(str(path))
+            up_reader, up_writer = await asyncio.open_unix_connection(sock=_connect_unix(path))
         except OSError:
             writer.close()
             return
