@@ -25,7 +25,8 @@ from anpord.sandboxes._bridge import bind_unix
 from anpord.sandboxes._container import LABEL
 from anpord.sandboxes.docker import DockerSandbox
 
-pytestmark = pytest.mark.slow
+# One worker runs them all, one after another: several assert that no container is left at all.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("docker")]
 
 
 @pytest.fixture(scope="module")
