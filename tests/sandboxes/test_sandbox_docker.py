@@ -320,3 +320,48 @@ def test_files_go_in_and_out_through_the_protocol_inside_the_workspace_and_beyon
             await inst.close()
 
     run(body())
+
+
+DOWN_DOCKER = """#!/bin/sh
+echo "Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?" >&2
+exit 1
+"""
+
+
+def test_a_docker_whose_daemon_is_down_is_named_with_the_fix_and_podman_is_used_instead(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from anpord.sandboxes import _container
+
+    stub = tmp_path / "bin" / "docker"  # a docker client with no daemon behind it
+    stub.parent.mkdir()
+    stub.write_text(DOWN_DOCKER)
+    stub.chmod(0o755)
+    monkeypatch.setenv("ANPORD_CONTAINER_CLI", str(stub))
+    down = _container._probe()
+    assert down == (
+        f"the Docker daemon is not reachable through {stub}: Cannot connect to the Docker daemon at "
+        "unix:///var/run/docker.sock. Is the docker daemon running?; start it (systemctl start docker) "
+        "or set ANPORD_CONTAINER_CLI=podman"
+    ), down
+    monkeypatch.delenv("ANPORD_CONTAINER_CLI")
+    monkeypatch.setenv("PATH", f"{stub.parent}{os.pathsep}{os.environ['PATH']}")
+    chosen = _container._probe()  # docker first on PATH, but down: podman answers
+    assert isinstance(chosen, _container.ContainerCLI) and chosen.podman, chosen
+
+
+def test_the_variants_caps_are_the_containers_limits(image: str, tmp_root: Path) -> None:
+    async def body() -> None:
+        variant = {"sandbox": "docker", "image": image, "memory": "64M", "pids": 16, "cpus": 0.5}
+        inst = await DockerSandbox(tmp_root=tmp_root).open(spec(**variant))
+        try:
+            seen = await inst.exec(
+                "cat /sys/fs/cgroup/memory/memory.limit_in_bytes /sys/fs/cgroup/pids/pids.max "
+                "/sys/fs/cgroup/cpu/cpu.cfs_quota_us /sys/fs/cgroup/cpu/cpu.cfs_period_us 2>/dev/null "
+                "|| cat /sys/fs/cgroup/memory.max /sys/fs/cgroup/pids.max /sys/fs/cgroup/cpu.max"
+            )
+            values = seen.stdout.split()
+            assert values[:2] == [str(64 << 20), "16"], seen
+            assert int(values[2]) * 2 == int(values[3]), seen  # half a CPU's time
+        finally:
+            await inst.close()
+
+    run(body())
