@@ -365,3 +365,42 @@ def test_the_variants_caps_are_the_containers_limits(image: str, tmp_root: Path)
             await inst.close()
 
     run(body())
+
+
+def test_the_container_settings_of_a_variant_are_checked_and_recorded() -> None:
+    from anpord.authoring import Variant
+
+    with pytest.raises(TypeError, match="Variant image= must be a string, got int"):
+        Variant(image=3)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="Variant cpus= must be a positive number of CPUs, got 0"):
+        Variant(cpus=0)
+    shown = Variant(sandbox="docker", image="python:3.12", memory="2G", cpus=1.5).snapshot()
+    assert (shown["image"], shown["memory"], shown["cpus"]) == ("python:3.12", "2G", 1.5)
+    assert "dockerfile" not in shown and "image" not in Variant().snapshot()  # only what is set
+
+
+def test_an_image_without_bash_is_a_set_up_error_naming_it(tmp_root: Path, tmp_path: Path) -> None:
+    from anpord.sandboxes._container import find_cli
+
+    cli = find_cli()
+    sleep = Path("/usr/bin/sleep")
+    libs = subprocess.run(["ldd", str(sleep)], capture_output=True, text=True).stdout.split()
+    members = [str(sleep), *(w for w in libs if w.startswith("/") and os.path.exists(w))]
+    subprocess.run(["tar", "--hard-dereference", "-chf", str(tmp_path / "root.tar"), *members],
+                   check=True, capture_output=True)
+    name = "localhost/anpord-test-no-bash:1"
+    subprocess.run([cli.path, "import", "--change", f"LABEL {LABEL}=1", str(tmp_path / "root.tar"), name],
+                   check=True, capture_output=True, env=cli.env)
+
+    async def body() -> None:
+        inst = await DockerSandbox(tmp_root=tmp_root).open(spec(sandbox="docker", image=name))
+        try:
+            with pytest.raises(SandboxError) as caught:
+                await inst.exec("true")
+            text = str(caught.value)
+            assert text.startswith(f"the {cli.name} sandbox could not start the program: "), text
+            assert "bash" in text and "\n" not in text, text
+        finally:
+            await inst.close()
+
+    run(body())
