@@ -182,7 +182,11 @@ def test_caps_bind_in_a_run_each_breach_fails_naming_its_cap_and_the_others_pass
         assert got[row]["verdict"] == "failed" and got[row]["error"]["kind"] == "limit", got[row]
         assert reason in got[row]["reason"], got[row]["reason"]
     assert not any(w in run_.output for w in ("forked them all", "allocated them all", "filled it"))
-    assert containers() == []  # nothing of the trials is left
+    left = containers()
+    if left:
+        from anpord.sandboxes._container import find_cli
+        info = find_cli().run_sync("ps", "-a", "--format", "{{.Names}} {{.Status}} {{.Labels}} {{.CreatedAt}}").stdout
+        pytest.fail(f"left {left}: {info}\n{time.time()}\n{run_.output}")
 
 
 def test_no_usable_container_cli_voids_the_trials_with_one_line(make_project: Any, image: str) -> None:

@@ -35,6 +35,7 @@ import itertools
 import os
 import socket
 import subprocess
+import sys
 import tarfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -176,12 +177,20 @@ class DockerInstance(BaseInstance):
     async def _remove(self) -> None:
         if self._cgroup is not None:
             self._cgroup.stop()
-        try:
-            await self.cli.run("rm", "-f", "-t", "0", self.id, timeout=60)
-        except (OSError, TimeoutError):
-            return  # the note stays: the next command's sweep removes it
-        if self._note is not None:
-            self._note.unlink(missing_ok=True)
+        said = ""
+        for attempt in range(3):  # an engine under load may refuse for a moment
+            try:
+                code, _, err = await self.cli.run("rm", "-f", "-t", "0", self.id, timeout=60)
+            except (OSError, TimeoutError) as exc:
+                code, err = -1, str(exc)
+            said = _said(err)
+            if code == 0 or "no such container" in said.lower() or "no container with" in said.lower():
+                if self._note is not None:
+                    self._note.unlink(missing_ok=True)
+                return
+            await asyncio.sleep(0.2 * (attempt + 1))
+        # The note stays: the runner's watchdog (at its exit) or the next command's sweep removes it.
+        print(f"anpord: could not remove container {self.id}: {said}", file=sys.stderr)
 
     # -- commands -----------------------------------------------------------------------------
 
