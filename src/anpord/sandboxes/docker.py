@@ -52,6 +52,8 @@ __all__ = ["CMD_ENV", "DockerInstance", "DockerSandbox"]
 
 CMD_ENV = "ANPORD_SANDBOX_CMD"
 CLONE_NEWNET = 0x40000000
+# How long starting a container may take.
+START_TIMEOUT = 300.0
 # Variables the CLI itself reads: passed to the container by value on the command line, never
 # through the CLI's own environment (everything else is, so that secrets stay off ``ps``).
 _CLI_OWN = ("PATH", "HOME", "TMPDIR", "XDG_", "CONTAINER", "DOCKER_", "REGISTRY_", "BUILDAH_")
@@ -140,7 +142,9 @@ class DockerInstance(BaseInstance):
         self._note = self.root.with_name(self.root.name + ".container")
         self._note.write_text(note_text(self.cli))
         try:
-            code, _, err = await self.cli.run(*args)
+            # Generous: an engine under load can take long, and a start killed half-way may
+            # still make the container after the removal below looked for it.
+            code, _, err = await self.cli.run(*args, timeout=START_TIMEOUT)
         except BaseException:  # cancelled or the CLI hung: it may have made the container
             await asyncio.shield(self._remove())
             raise
