@@ -128,8 +128,22 @@ def test_a_dockerfile_is_built_once_and_reused_by_content(tmp_path: Path, tmp_ro
                 await inst.close()
         return stamps
 
-    first, second = run(body())
+    try:
+        first, second = run(body())
+    finally:
+        _remove_images("localhost/anpord-build:")
     assert first == second and first.strip(), (first, second)  # one build: the same file
+
+
+def _remove_images(prefix: str) -> None:
+    """Remove the images a test made (their name starts with ``prefix``)."""
+    from anpord.sandboxes._container import find_cli
+
+    cli = find_cli()
+    names = cli.run_sync("images", "--format", "{{.Repository}}:{{.Tag}}").stdout.split()
+    made = [n for n in names if n.startswith(prefix)]
+    if made:
+        cli.run_sync("rmi", "-f", *made)
 
 
 CAPS_CONFIG = """
@@ -407,4 +421,7 @@ def test_an_image_without_bash_is_a_set_up_error_naming_it(tmp_root: Path, tmp_p
         finally:
             await inst.close()
 
-    run(body())
+    try:
+        run(body())
+    finally:
+        _remove_images(name)
