@@ -137,6 +137,8 @@ def test_the_first_block_is_the_two_commands() -> None:
     assert len(lines) == 2 and all(line.strip() for line in lines), lines
     assert "anpord eval" in lines[0]
     assert lines[1].endswith("python -m pytest -q")
+    # What the sandbox tests run on: bubblewrap, and a container engine for the docker sandbox.
+    assert {"bubblewrap", "podman", "runc"} <= set(lines[1].split()), lines[1]
 
 
 def test_the_first_command_runs_on_its_own(checkout: Path, env: dict[str, str]) -> None:

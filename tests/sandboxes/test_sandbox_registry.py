@@ -6,6 +6,7 @@ import pytest
 
 from anpord.sandboxes import _FACTORIES, get_sandbox, register_sandbox, sandbox_names
 from anpord.sandboxes.bwrap import BwrapSandbox
+from anpord.sandboxes.docker import DockerSandbox
 from anpord.sandboxes.local import LocalSandbox
 
 
@@ -13,13 +14,14 @@ def test_builtins_resolve_by_name() -> None:
     assert isinstance(get_sandbox("local"), LocalSandbox)
     assert isinstance(get_sandbox("bwrap"), BwrapSandbox)
     assert get_sandbox("local").name == "local" and get_sandbox("bwrap").name == "bwrap"
+    assert isinstance(get_sandbox("docker"), DockerSandbox) and get_sandbox("docker").name == "docker"
 
 
 def test_unknown_name_lists_the_known_ones() -> None:
     with pytest.raises(
-        ValueError, match=r"unknown sandbox 'docker': known sandboxes are bwrap, local"
+        ValueError, match=r"unknown sandbox 'lxc': known sandboxes are bwrap, docker, local"
     ):
-        get_sandbox("docker")
+        get_sandbox("lxc")
 
 
 def test_a_new_kind_registers_without_touching_the_runner() -> None:

@@ -108,6 +108,14 @@ class Variant:
     # Per trial: past either, the agent is stopped and the trial fails naming it (docs/limits.md).
     token_limit: int | None = None
     cost_limit: float | None = None
+    # The docker sandbox (docs/sandboxes.md): the image a trial's container runs, or a Dockerfile
+    # (relative to the eval file's folder) to build it from once; and the container's caps.
+    # memory= and pids= are the same caps as options={"memory": ..., "pids": ...} (bwrap too).
+    image: str | None = None
+    dockerfile: str | None = None
+    memory: str | int | None = None
+    cpus: float | None = None
+    pids: int | str | None = None
 
     def __post_init__(self) -> None:
         for key in ("token_limit", "cost_limit"):
@@ -115,7 +123,7 @@ class Variant:
                 check_limit(key, getattr(self, key))
             except ValueError as exc:
                 raise ValueError(f"Variant {exc}") from None
-        for key in ("harness", "model", "sandbox", "name", "profile"):
+        for key in ("harness", "model", "sandbox", "name", "profile", "image", "dockerfile"):
             value = getattr(self, key)
             if value is not None and not isinstance(value, str):
                 raise TypeError(f"Variant {key}= must be a string, got {type(value).__name__}")
@@ -125,6 +133,10 @@ class Variant:
             raise TypeError(f"Variant env= must be a dict of names to values, got {type(self.env).__name__}")
         if not isinstance(self.options, Mapping) or not all(isinstance(k, str) for k in self.options):
             raise TypeError(f"Variant options= must be a dict of names to values, got {self.options!r}")
+        if self.cpus is not None and (
+            isinstance(self.cpus, bool) or not isinstance(self.cpus, (int, float)) or self.cpus <= 0
+        ):
+            raise ValueError(f"Variant cpus= must be a positive number of CPUs, got {self.cpus!r}")
         if self.traces not in TRACES:
             raise ValueError(f"Variant traces= must be 'otlp' or None, got {self.traces!r}")
         # A lone string would otherwise be read one character at a time.
@@ -177,7 +189,11 @@ class Variant:
             **({"token_limit": self.token_limit} if self.token_limit is not None else {}),
             **({"cost_limit": self.cost_limit} if self.cost_limit is not None else {}),
             **({"mocks": [m.name for m in self.mocks]} if self.mocks else {}),
+            **{k: getattr(self, k) for k in _CONTAINER_FIELDS if getattr(self, k) is not None},
         }
+
+
+_CONTAINER_FIELDS = ("image", "dockerfile", "memory", "cpus", "pids")
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from typing import Any
 
 from ..events import INPUT_RESOLVED, LOG, MESSAGE_COMPLETED, Event, message_text
 from ._command_stream import ANSWER_CAP, CommandStreamParser
-from ._process import EVENT_CAP, LOG_CAP, MAX_LINE, ProgramRun, ProgramSession, write_atomically
+from ._process import EVENT_CAP, LOG_CAP, MAX_LINE, ProgramRun, ProgramSession
 from ._protocol import (
     Emit,
     HarnessContext,
@@ -172,13 +172,15 @@ class CommandSession(ProgramSession):
 
     # -- running the program ----------------------------------------------------------------
 
-    def _environment(self, turn: dict[str, Any]) -> dict[str, str]:
+    async def _environment(self, turn: dict[str, Any]) -> dict[str, str]:
         prompt = message_text(turn["input"])
         prompt_file, history_file = self.dir / "prompt.txt", self.dir / "history.json"
         answers_file = self.dir / "input-responses.json"
-        write_atomically(prompt_file, prompt)
-        write_atomically(history_file, json.dumps(turn["history"], ensure_ascii=False, indent=1))
-        write_atomically(answers_file, json.dumps(turn["answers"], ensure_ascii=False, default=str))
+        # Through the sandbox's file protocol: the files are where its programs see them.
+        write = self.sandbox.write_file
+        await write(prompt_file, prompt.encode("utf-8"))
+        await write(history_file, json.dumps(turn["history"], ensure_ascii=False, indent=1).encode("utf-8"))
+        await write(answers_file, json.dumps(turn["answers"], ensure_ascii=False, default=str).encode("utf-8"))
         extra = {
             "ANPORD_PROMPT_FILE": str(prompt_file),
             "ANPORD_MODEL": self.ctx.model or "",
@@ -192,7 +194,7 @@ class CommandSession(ProgramSession):
             extra["ANPORD_PROMPT"] = prompt
         if not isinstance(turn["input"], str):
             input_file = self.dir / "input.json"
-            write_atomically(input_file, json.dumps(turn["input"], ensure_ascii=False, default=str))
+            await write(input_file, json.dumps(turn["input"], ensure_ascii=False, default=str).encode("utf-8"))
             extra["ANPORD_INPUT_FILE"] = str(input_file)
         return self.sandbox.environment(extra)
 
@@ -207,7 +209,7 @@ class CommandSession(ProgramSession):
         program = self._program = ProgramRun(self.sandbox, parser, emit, self.ctx.log)
         try:
             done = await program.run(
-                ["bash", "-c", self.harness.command], self._environment(turn), self.sandbox.workspace,
+                ["bash", "-c", self.harness.command], await self._environment(turn), self.sandbox.workspace,
                 on_spawn=self._on_spawn, expected_kill=lambda: self._cancel_requested or self._closing,
             )
         finally:

@@ -182,7 +182,7 @@ class _Trial:
 
                 # Before the agent runs, for files_changed(); in a thread: a large workspace
                 # takes seconds to read, and the other trials must not stall meanwhile.
-                self.snapshot = await asyncio.to_thread(snapshot, instance.workspace)
+                self.snapshot = await asyncio.to_thread(snapshot, await instance.workspace_view())
         await self._start_services(holder.instance)
         ctx = self._harness_context(holder.instance) if job.harness is not None else None
         self.state = TrialState(

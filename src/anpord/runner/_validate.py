@@ -43,6 +43,13 @@ class ValidateContext:
         self._t = t
         self._sandbox = sandbox
         self._snapshot = workspace_snapshot
+        self._view: Path | None = None  # the workspace as the checks read it (see view())
+
+    async def view(self) -> None:
+        """Take the workspace's view for the checks (the sandbox's own folder where it is a host
+        folder, else a copy out of it); again after each ``exec``, which may change it."""
+        inst = self._sandbox.instance
+        self._view = await inst.workspace_view() if inst is not None else None
 
     @property
     def events(self) -> list[Event]:
@@ -50,8 +57,10 @@ class ValidateContext:
 
     @property
     def workspace(self) -> Path | None:
+        if self._view is not None:
+            return self._view
         inst = self._sandbox.instance
-        return inst.workspace if inst is not None else None
+        return inst.workspace if inst is not None and inst.host_paths else None
 
     async def answer(self) -> str:
         """The last assistant message, or ""."""
@@ -93,7 +102,9 @@ class ValidateContext:
         if inst is not None and self._snapshot is not None:
             from ..workspace import changed_paths, snapshot
 
-            paths.update(changed_paths(self._snapshot, snapshot(inst.workspace)))
+            view = self.workspace
+            if view is not None:
+                paths.update(changed_paths(self._snapshot, snapshot(view)))
         return sorted(paths)
 
     def _inside(self, path: str | Path) -> Path:
@@ -119,7 +130,11 @@ class ValidateContext:
 
     async def exec(self, cmd: str, *, timeout: float = 60) -> ExecResult:
         inst = await self._sandbox.get()
-        return await inst.exec(cmd, timeout=timeout)
+        try:
+            return await inst.exec(cmd, timeout=timeout)
+        finally:
+            if not inst.host_paths:
+                await self.view()
 
 
 def _as_list(value: Any) -> list[Any]:
@@ -161,6 +176,7 @@ async def run_declarative(t: "T", case_id: str, prompt: Any, checks: Any, sandbo
     for spec in judges:
         t.judge.declared(spec)
     context = ValidateContext(t, sandbox, snapshot)
+    await context.view()
     recorder = t._assert_recorder()
     for check in _as_list(checks):
         if hasattr(check, "verify"):

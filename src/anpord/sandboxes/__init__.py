@@ -37,6 +37,7 @@ SandboxFactory = Callable[[], Sandbox]
 _FACTORIES: dict[str, SandboxFactory | str] = {
     "local": "anpord.sandboxes.local:LocalSandbox",
     "bwrap": "anpord.sandboxes.bwrap:BwrapSandbox",
+    "docker": "anpord.sandboxes.docker:DockerSandbox",
 }
 
 

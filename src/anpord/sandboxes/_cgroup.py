@@ -40,6 +40,7 @@ __all__ = [
     "PIDS_ENV",
     "PIDS_OPTION",
     "TrialCgroup",
+    "caps_options",
     "memory_cap",
     "pids_cap",
     "unavailable",
@@ -58,6 +59,17 @@ POLL_INTERVAL = 0.2
 
 _names = itertools.count(1)
 _reason: list[str] = []  # why no cgroup could be made here, once known
+
+
+def caps_options(variant: Any) -> dict[str, Any]:
+    """The variant's options with its ``memory=``/``pids=`` fields (when set) over them: what
+    ``memory_cap`` and ``pids_cap`` read."""
+    options = dict(variant.options)
+    for key, option in (("memory", MEMORY_OPTION), ("pids", PIDS_OPTION)):
+        value = getattr(variant, key, None)
+        if value is not None:
+            options[option] = value
+    return options
 
 
 def memory_cap(options: Mapping[str, Any]) -> int | None:

@@ -55,6 +55,7 @@ __all__ = [
     "BaseInstance",
     "base_environment",
     "cleanup_all",
+    "copy_path",
     "default_tmp_root",
     "discard",
     "make_root",
@@ -119,6 +120,30 @@ def cleanup_all() -> None:
 
 
 atexit.register(cleanup_all)
+
+
+# Writes up to this size are done in the event loop's thread (see ``write_file``).
+INLINE_WRITE = 256 << 10
+
+
+def write_atomically(target: Path, data: bytes) -> None:
+    """``data`` into ``target`` through a temporary file beside it: a program never reads half of
+    it. Makes the folders leading to it."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, target)
+
+
+def copy_path(source: Path, dest: Path) -> None:
+    """Copy a file or a folder (its content merged into ``dest``), keeping links as links."""
+    import shutil
+
+    if source.is_dir() and not source.is_symlink():
+        shutil.copytree(source, dest, symlinks=True, dirs_exist_ok=True)
+    else:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(source, dest, follow_symlinks=False)
 
 
 def discard(root: Path) -> None:
@@ -212,6 +237,33 @@ class BaseInstance:
     def bridge_loopback(self, port: int, socket_path: Path) -> None:
         """Make ``127.0.0.1:port`` reach ``socket_path`` inside; nothing to do where the host's
         loopback is shared."""
+
+    # -- files (the same paths inside and on the host) ---------------------------------------
+
+    host_paths = True
+
+    def _host_path(self, path: str | Path) -> Path:
+        """Where ``path`` (as programs inside see it; relative: to the workspace) is on the host."""
+        return self.workspace / path if not os.path.isabs(path) else Path(path)
+
+    async def read_file(self, path: str | Path) -> bytes:
+        return await asyncio.to_thread(self._host_path(path).read_bytes)
+
+    async def write_file(self, path: str | Path, data: bytes) -> None:
+        target = self._host_path(path)
+        if len(data) <= INLINE_WRITE:  # a prompt, a history: cheaper than a thread hop
+            write_atomically(target, data)
+        else:
+            await asyncio.to_thread(write_atomically, target, data)
+
+    async def copy_in(self, source: Path, dest: str | Path) -> None:
+        await asyncio.to_thread(copy_path, source, self._host_path(dest))
+
+    async def copy_out(self, source: str | Path, dest: Path) -> None:
+        await asyncio.to_thread(copy_path, self._host_path(source), dest)
+
+    async def workspace_view(self) -> Path:
+        return self.workspace
 
     # -- the SandboxInstance protocol -------------------------------------------------------
 

@@ -31,6 +31,8 @@ __all__ = [
 ]
 
 INSTANCE_NAME = re.compile(r"anpord-(\d+)-(\d+)-([0-9a-f]{8})-[a-z0-9_]{8}\Z")
+# The note a docker instance leaves beside its folder, naming its container (see _container).
+CONTAINER_NOTE = re.compile(r"(anpord-(\d+)-(\d+)-([0-9a-f]{8})-[a-z0-9_]{8})\.container\Z")
 
 _tag: tuple[int, str] | None = None  # (pid, prefix): recomputed in a forked child
 
@@ -187,7 +189,8 @@ def sweep_stale(tmp_root: str | os.PathLike[str] | None = None) -> int:
     its watchdog with it), after killing any process still carrying their marker. Looks in
     ``tmp_root``, by default where this process makes instance folders. Never touches a live
     runner's folders, nor anything not named and owned like an instance folder of this user.
-    Never raises; returns how many folders it removed."""
+    Also removes the containers of the docker instances of such runners. Never raises; returns
+    how many folders it removed."""
     try:
         base = instance_place(tmp_root)
         with os.scandir(base) as entries:
@@ -196,6 +199,17 @@ def sweep_stale(tmp_root: str | os.PathLike[str] | None = None) -> int:
         me = os.geteuid()
         stale: list[str] = []
         owners: set[str] = set()
+        notes = [
+            os.path.join(base, name)
+            for name, match in candidates
+            if match is None
+            and (note := CONTAINER_NOTE.match(name)) is not None
+            and not _owner_alive(int(note[2]), int(note[3]), note[4], this_boot)
+        ]
+        if notes:  # containers of killed runners (the CLI runs only when there are some)
+            from ._container import remove_containers
+
+            remove_containers(notes)
         for name, match in candidates:
             if match is None:
                 continue

@@ -3,7 +3,10 @@
 The runner asks a ``Sandbox`` (chosen by the variant's ``sandbox`` name) to ``open`` one
 ``SandboxInstance`` per trial, and always ``close``\\ s it — on success, failure, timeout and
 Ctrl-C. Everything a trial starts (agent programs, ``context.exec``, shell verifiers) goes through
-``spawn``/``exec`` so the instance can isolate it and later kill it.
+``spawn``/``exec`` so the instance can isolate it and later kill it, and every file the runner
+puts in or takes out goes through the file methods (``read_file``, ``write_file``, ``copy_in``,
+``copy_out``, ``workspace_view``): a host path is an optimisation a sandbox may offer
+(``host_paths``), not what callers rely on.
 """
 
 from __future__ import annotations
@@ -71,8 +74,38 @@ class SandboxInstance(Protocol):
     # sandbox can read it.
     state_dir: Path
 
+    # Whether ``workspace``, ``home`` and ``state_dir`` are host folders that the runner may read
+    # and write directly, seen at the same paths inside (``local``, ``bwrap``, ``docker`` with a
+    # local engine). An optimisation: the file methods below work either way, and a path given
+    # to them is one the sandbox's programs see.
+    host_paths: bool
+
     def environment(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
         """The environment a process inside the sandbox gets (already scrubbed), plus ``extra``."""
+        ...
+
+    async def read_file(self, path: str | Path) -> bytes:
+        """The content of the file at ``path`` inside (relative: to the workspace).
+        ``FileNotFoundError`` when there is none."""
+        ...
+
+    async def write_file(self, path: str | Path, data: bytes) -> None:
+        """Make the file at ``path`` inside (relative: to the workspace) hold ``data``, making
+        its folders."""
+        ...
+
+    async def copy_in(self, source: Path, dest: str | Path) -> None:
+        """Copy the host file or folder ``source`` to ``dest`` inside (a folder's content
+        merges into ``dest``)."""
+        ...
+
+    async def copy_out(self, source: str | Path, dest: Path) -> None:
+        """Copy the file or folder ``source`` inside to the host path ``dest``."""
+        ...
+
+    async def workspace_view(self) -> Path:
+        """A host folder holding the workspace as it is now, for checks and snapshots to read:
+        the workspace itself where ``host_paths``, else a copy made now."""
         ...
 
     # Whether its programs cannot reach the host's loopback (a closed network): a trial service

@@ -172,6 +172,36 @@ def _empty(parent: int | None, name: str) -> None:
         os.close(fd)
 
 
+def remove_noted_container(note: str) -> None:
+    """Remove the container a docker instance's note file names (the file is
+    ``<instance folder>.container``; its lines: the CLI's path, then ``NAME=value`` settings the
+    CLI needs), then the note. The note stays when the CLI could not be run."""
+    import subprocess
+
+    try:
+        with open(note) as f:
+            lines = f.read().splitlines()
+        cli = lines[0].strip() if lines else ""
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+        env.update(line.split("=", 1) for line in lines[1:] if "=" in line)
+        name = os.path.basename(note)[: -len(".container")]
+        done = subprocess.run(
+            [cli or "podman", "rm", "-f", "-t", "0", name],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            timeout=60,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return
+    if done.returncode == 0 or b"no such container" in done.stderr.lower():
+        try:
+            os.unlink(note)
+        except OSError:
+            pass
+
+
 def main(argv: list[str]) -> int:
     prefix = argv[1]
     os.chdir("/")  # hold no folder busy
@@ -190,7 +220,9 @@ def main(argv: list[str]) -> int:
         except OSError:
             continue
         for name in names:
-            if name.startswith(prefix):
+            if name.startswith(prefix) and name.endswith(".container"):
+                remove_noted_container(os.path.join(root, name))
+            elif name.startswith(prefix):
                 discard_folder(os.path.join(root, name))
     return 0
 

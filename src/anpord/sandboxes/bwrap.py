@@ -35,7 +35,7 @@ from pathlib import Path
 from ._instance import BaseInstance, open_instance
 from ._ownership import Ownership
 from ._protocol import SandboxError, SandboxSpec
-from ._cgroup import TrialCgroup, memory_cap, pids_cap
+from ._cgroup import TrialCgroup, caps_options, memory_cap, pids_cap
 from ._cgroup import unavailable as cgroup_unavailable
 from ._seccomp import userns_filter
 from ._size import size_cap
@@ -615,7 +615,8 @@ class BwrapSandbox:
         privileges, sized_tmp = await self._setup()
         mounts = _resolve_mounts(spec)
         try:
-            memory, pids = memory_cap(spec.variant.options), pids_cap(spec.variant.options)
+            options = caps_options(spec.variant)
+            memory, pids = memory_cap(options), pids_cap(options)
         except ValueError as exc:
             raise SandboxError(str(exc)) from None
         cgroup = TrialCgroup.create(memory, pids)

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...events import Event, message_text
-from .._process import ProgramRun, ProgramSession, write_atomically
+from .._process import ProgramRun, ProgramSession
 from .._profile import (
     Profile,
     ProfileError,
@@ -179,12 +179,20 @@ class CodingHarness:
     async def _prepare(
         self, ctx: HarnessContext, sandbox: SandboxInstance, state: _TrialState
     ) -> None:
+        from ...sandboxes._protocol import SandboxError
+
         profile = state.profile = self._profile(ctx)
         if profile is None:
             return
         try:
-            await asyncio.to_thread(copy_profile_files, profile, sandbox.home, sandbox.workspace)
-        except (OSError, ProfileError) as exc:
+            if sandbox.host_paths:  # merged in place, refusing to write through links
+                await asyncio.to_thread(copy_profile_files, profile, sandbox.home, sandbox.workspace)
+            else:
+                for sub, dest in (("home", sandbox.home), ("workspace", sandbox.workspace)):
+                    src = profile.folder / sub
+                    if src.is_dir() and not src.is_symlink():
+                        await sandbox.copy_in(src, dest)
+        except (OSError, ProfileError, SandboxError) as exc:
             raise HarnessStartError(
                 f"profile {profile.name!r}: could not copy its files: {exc}"
             ) from None
@@ -390,7 +398,7 @@ class CodingSession(ProgramSession):
                 )
             )
         prompt_file = self.dir / "prompt.txt"
-        write_atomically(prompt_file, message_text(request.input))
+        await self.sandbox.write_file(prompt_file, message_text(request.input).encode("utf-8"))
         invocation = self.cli.command(
             prompt_file=str(prompt_file),
             model=self.ctx.model,
@@ -398,7 +406,7 @@ class CodingSession(ProgramSession):
             resume=self.resume,
             executable=self.settings.executable,
         )
-        self._write_files(invocation.files)
+        await self._write_files(invocation.files)
         at = _ARGS_AT.get(self.cli.name, 1)
         argv = [*invocation.argv[:at], *self.settings.args, *invocation.argv[at:]]
         env = self.sandbox.environment({**invocation.env, **self.settings.env})
@@ -468,9 +476,10 @@ class CodingSession(ProgramSession):
         state.announced = True
         emit(Event(PROFILE_APPLIED, {**state.profile.summary(), "install": list(state.installs)}))
 
-    def _write_files(self, files: Sequence[Any]) -> None:
+    async def _write_files(self, files: Sequence[Any]) -> None:
         """The CLI's instruction files (a system prompt it reads from HOME), once per trial; a
-        file the profile put there already keeps its text, with the system prompt after it."""
+        file the profile put there already keeps its text, with the system prompt after it.
+        Through the sandbox's file protocol: they are where the CLI sees them."""
         for f in files:
             key = (f.root, f.path)
             if key in self.trial.written:
@@ -478,9 +487,12 @@ class CodingSession(ProgramSession):
             self.trial.written.add(key)
             base = self.sandbox.home if f.root == "home" else self.sandbox.workspace
             target = base / f.path
-            target.parent.mkdir(parents=True, exist_ok=True)
-            before = target.read_text(encoding="utf-8") if target.is_file() else ""
-            write_atomically(target, f"{before.rstrip()}\n\n{f.text}" if before.strip() else f.text)
+            try:
+                before = (await self.sandbox.read_file(target)).decode("utf-8")
+            except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+                before = ""
+            text = f"{before.rstrip()}\n\n{f.text}" if before.strip() else f.text
+            await self.sandbox.write_file(target, text.encode("utf-8"))
 
     def _parser(self) -> Any:
         workspace = str(self.sandbox.workspace)
