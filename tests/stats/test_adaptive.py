@@ -51,8 +51,8 @@ def test_an_unchanged_suite_spends_at_most_half_of_ten_trials_and_decides_the_sa
     mean_spent = sum(spent(a) for a in runs) / len(runs)
     decided = [a.decided["v"] for a in runs]
     assert mean_spent <= 0.5 * 10 * len(SUITE), [spent(a) for a in runs]
-    assert decided.count("decided: unchanged") >= 8, decided
-    assert "decided: regressed" not in decided
+    assert decided.count("unchanged") >= 10, decided
+    assert "regressed" not in decided
 
 
 def test_a_cell_that_dropped_keeps_getting_trials() -> None:
@@ -61,7 +61,9 @@ def test_a_cell_that_dropped_keeps_getting_trials() -> None:
         a = simulate(rates, dict(SUITE), AdaptivePolicy(*AUTO), seed)
         dropped = a.cells["steady0"]
         assert dropped.taken > 2, dropped
-        assert a.stop_reason("steady0") in ("decided: regressed", "max trials")
+        reason = a.stop_reason("steady0")
+        assert reason is not None and reason.startswith(("its own drop is significant: 0/",
+                                                          "reached the maximum of 20")), reason
 
 
 def test_without_a_baseline_every_cell_stops_with_a_reason() -> None:
@@ -94,5 +96,5 @@ def test_the_run_decision_is_right_when_checked_after_every_trial() -> None:
     rates = {**{f"s{i}": 1.0 for i in range(8)}, "a": 0.6, "b": 0.5}  # D = -0.09 < -margin
     baselines = {**{f"s{i}": 1.0 for i in range(8)}, "a": 1.0, "b": 1.0}
     wrong = sum(simulate(rates, baselines, AdaptivePolicy(2, 20, margin=0.05), seed).decided.get("v")
-                == "decided: unchanged" for seed in range(20))
+                == "unchanged" for seed in range(20))
     assert wrong <= 0.05 * 20 + 2, wrong
