@@ -182,16 +182,26 @@ class LocalExecutor:
             while spec is not None:
                 await one(spec)
                 spec = None if stop.is_set() else next(specs, None)
+                top_up(leaving=spec is None)
 
-        workers: list[asyncio.Future[None]] = []
-        try:
-            while len(workers) < self.max_concurrency and not stop.is_set():
+        def top_up(leaving: bool = False) -> None:
+            # Specs that answer "none now" (adaptive trials waiting on running ones) may have
+            # more once a trial finishes: each finished trial fills the free slots again.
+            while (sum(not w.done() for w in workers) - leaving < self.max_concurrency
+                   and not stop.is_set()):
                 spec = next(specs, None)
                 if spec is None:
                     break
                 workers.append(asyncio.ensure_future(worker(spec)))
-            if workers:
-                await asyncio.gather(*workers)
+
+        workers: list[asyncio.Future[None]] = []
+        try:
+            top_up()
+            while running := [w for w in workers if not w.done()]:
+                await asyncio.wait(running, return_when=asyncio.FIRST_EXCEPTION)
+                for w in workers:
+                    if w.done() and not w.cancelled() and w.exception() is not None:
+                        raise w.exception()  # type: ignore[misc]
         except BaseException:
             for w in workers:
                 w.cancel()

@@ -182,7 +182,7 @@ class _AdaptiveSpecs:
     executor as capacity frees, so each pick sees every trial finished by then."""
 
     def __init__(self, plan: Plan, run_id: str, cache_dir: str | None, alpha: float, margin: float,
-                 baselines: dict[tuple[str, str], float]):
+                 baselines: dict[tuple[str, str], tuple[int, int]]):
         import zlib
 
         from ..stats._adaptive import AdaptivePolicy, Allocator
@@ -238,9 +238,10 @@ class _AdaptiveSpecs:
             a.complete() for a in self.allocators)
 
 
-def _baseline_rates(plan: Plan) -> dict[tuple[str, str], float]:
-    """Each adaptive cell's baseline pass rate, from the run store, when it has a comparable
-    one (the reading ``compare`` uses, on the same case content); none when history is off."""
+def _baseline_rates(plan: Plan) -> dict[tuple[str, str], tuple[int, int]]:
+    """Each adaptive cell's baseline, ``(passed, measured)``, from the run store, when it has a
+    comparable one (the reading ``compare`` uses, on the same case content); none when history
+    is off."""
     from ..store import StoreError, open_store
 
     out: dict[tuple[str, str], float] = {}
@@ -256,11 +257,13 @@ def _baseline_rates(plan: Plan) -> dict[tuple[str, str], float]:
                 row = store.baseline(c.case.id, c.variant.label)
             except StoreError:
                 continue
-            if row is None or row.summary is None or row.summary.pass_rate is None:
+            if row is None or row.summary is None or not row.measured:
                 continue
             if row.case_hash and c.case_hash and row.case_hash != c.case_hash:
                 continue
-            out[(c.case.id, c.variant.label)] = row.summary.pass_rate
+            # Counts, not the rate: a baseline at 2/3 is an estimate, and a cell's own drop is
+            # judged against the baseline's interval.
+            out[(c.case.id, c.variant.label)] = (row.summary.passed, row.measured)
     finally:
         store.close()
     return out
