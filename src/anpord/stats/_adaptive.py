@@ -145,6 +145,7 @@ class _Cell:
     running: int = 0
     taken: int = 0
     followed: bool = False  # took trials for its own drop after its variant was done
+    follow_cache: tuple[tuple[int, int, bool], str | None] | None = None
 
     @property
     def passed(self) -> int:
@@ -180,11 +181,21 @@ class _Stream:
     needs no slack for values between grid points)."""
 
     def __init__(self, low: float, high: float, pivot: float, policy: AdaptivePolicy,
-                 step: float = 0.005):
-        below = int((pivot - low) / step + 1e-9)
-        above = int((high - pivot) / step + 1e-9)
-        self.grid = sorted({low, high, *(pivot + i * step for i in range(-below, above + 1))})
-        self.pivot, self.step, self.policy = pivot, step, policy
+                 fine: float = 0.005, coarse: float = 0.025, near: float = 0.15):
+        # Fine steps near the pivot, coarse ones far from it: any grid through the pivot keeps
+        # the decision exact, and the bounds shown are widened by the local step.
+        points = {low, high, pivot}
+        points.update(pivot + i * fine for i in range(-int(near / fine), int(near / fine) + 1))
+        x = pivot - near
+        while x > low:
+            points.add(x)
+            x -= coarse
+        x = pivot + near
+        while x < high:
+            points.add(x)
+            x += coarse
+        self.grid = sorted(g for g in points if low <= g <= high)
+        self.pivot, self.policy = pivot, policy
         self.up = [0.0] * len(self.grid)  # log-capital betting the mean is above m
         self.down = [0.0] * len(self.grid)  # … below m
         self.draws: list[_Draw] = []
@@ -259,11 +270,12 @@ class _Stream:
         """The one-sided bounds at ``alpha`` each, widened by a grid step for values between
         grid points."""
         bar = math.log(1 / alpha)
-        low = [m for m, u in zip(self.grid, self.up) if u < bar]
-        high = [m for m, d in zip(self.grid, self.down) if d < bar]
-        lo = low[0] - self.step if low else self.mean
-        hi = high[-1] + self.step if high else self.mean
-        return max(self.grid[0], lo), min(self.grid[-1], hi)
+        g = self.grid
+        low = [i for i, u in enumerate(self.up) if u < bar]
+        high = [i for i, d in enumerate(self.down) if d < bar]
+        lo = g[max(low[0] - 1, 0)] if low else self.mean  # the grid point below: the slack
+        hi = g[min(high[-1] + 1, len(g) - 1)] if high else self.mean
+        return lo, hi
 
 
 def _baseline(value: Baseline) -> tuple[float | None, tuple[int, int] | None]:
@@ -396,6 +408,14 @@ class Allocator:
         baseline's lower bound, both at alpha over twice the cells compared: anytime-valid, and
         the baseline's own trials are counted), ``hopeless`` (even failing every trial left
         would not show it), ``max``, ``recovered``. ``""``: not a dropped cell."""
+        state = (len(c.outcomes), c.taken, c.followed)
+        if c.follow_cache is not None and c.follow_cache[0] == state:
+            return c.follow_cache[1]
+        answer = self._follow_now(c)
+        c.follow_cache = (state, answer)
+        return answer
+
+    def _follow_now(self, c: _Cell) -> str | None:
         p = self.policy
         if c.rate is None or len(c.outcomes) < p.min_trials:
             return ""

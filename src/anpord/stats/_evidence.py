@@ -1,10 +1,10 @@
-"""A cell's own anytime-valid evidence about its pass rate: two betting capitals on a grid.
+"""A cell's own anytime-valid upper bound on its pass rate: a betting capital on a grid.
 
-``up[q]`` bets that the cell's rate is above ``q``, ``down[q]`` that it is below (Waudby-Smith &
-Ramdas, "Estimating means of bounded random variables by betting", JRSS-B 2023, with plug-in
-Kelly bets for a pass/fail outcome and the cell's baseline as a first pseudo-observation). A trial's bets are fixed
-when the trial is issued, from the outcomes folded in by then, so trials running at once may
-finish in any order. Under the cell's true rate ``p``, ``down[q]`` for every grid point ``q ≤ p``
+``down[q]`` bets that the cell's rate is below ``q`` (Waudby-Smith & Ramdas, "Estimating means
+of bounded random variables by betting", JRSS-B 2023, with plug-in Kelly bets for a pass/fail
+outcome and the cell's baseline as a first pseudo-observation). A trial's bets are fixed when the
+trial is issued, from the outcomes folded in by then, so trials running at once may finish in
+any order. Under the cell's true rate ``p``, ``down[q]`` for every grid point ``q ≤ p``
 is a nonnegative supermartingale: by Ville's inequality it reaches ``1/level`` at any trial with
 probability at most ``level``, so the bound may be checked after every trial.
 """
@@ -18,16 +18,15 @@ __all__ = ["GRID", "Bets", "CellEvidence"]
 GRID = 200
 _QS = tuple(g / GRID for g in range(GRID + 1))
 
-Bets = tuple[tuple[float, ...], tuple[float, ...]]  # per grid point: (bets up, bets down)
+Bets = tuple[float, ...]  # per grid point: the stake on the rate being below it
 
 
 class CellEvidence:
-    """One cell's two capitals on the grid."""
+    """One cell's capital on the grid, betting its rate is below each candidate."""
 
     def __init__(self, prior_mean: float, cap: float = 0.9):
         self.prior_mean, self.cap = prior_mean, cap
-        self.up = [0.0] * len(_QS)
-        self.down = [0.0] * len(_QS)
+        self.down = [0.0] * len(_QS)  # log-capital betting the rate is below q
         self.n = 0
         self._total = 0.0
 
@@ -38,23 +37,16 @@ class CellEvidence:
 
     def bets(self) -> Bets:
         """The bets for the next trial of this cell, from what has been folded in so far: the
-        Kelly bet for a pass/fail outcome at the running mean, ``(p̂ − q) / (q (1 − q))``,
-        clipped to stake at most ``cap`` of the capital."""
-        m = self.mean
-        ups, downs = [], []
-        for q in _QS:
-            ups.append(_kelly(m - q, q, self.cap / q if q > 0 else 1e3))
-            downs.append(_kelly(q - m, q, self.cap / (1 - q) if q < 1 else 1e3))
-        return tuple(ups), tuple(downs)
+        Kelly bet for a pass/fail outcome at the running mean, ``(q − p̂) / (q (1 − q))``, on
+        the rate being below ``q``, clipped to stake at most ``cap`` of the capital."""
+        m, cap = self.mean, self.cap
+        return tuple(_kelly(q - m, q, cap / (1 - q) if q < 1 else 1e3) for q in _QS)
 
     def fold(self, x: float, bets: Bets) -> None:
         """Fold in one outcome in [0, 1] with the bets it was issued with."""
-        ups, downs = bets
         for g, q in enumerate(_QS):
-            if ups[g]:
-                self.up[g] += math.log1p(ups[g] * (x - q))
-            if downs[g]:
-                self.down[g] += math.log1p(downs[g] * (q - x))
+            if bets[g]:
+                self.down[g] += math.log1p(bets[g] * (q - x))
         self.n += 1
         self._total += x
 
