@@ -32,18 +32,15 @@ over twice the cells compared): a 1 → 0 cell does not stop at 0/2.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Hashable, Union
 
 from ._evidence import Bets, CellEvidence
 
-__all__ = ["AUTO", "MAX_TRIALS_CAP", "AdaptivePolicy", "betting_interval",
-           "Allocator", "parse_trials"]
+__all__ = ["AUTO", "MAX_TRIALS_CAP", "AdaptivePolicy", "Allocator", "parse_trials"]
 
 AUTO = (2, 20)
 MAX_TRIALS_CAP = 1000
-_GRID = 200
 Baseline = Union[float, tuple[int, int], None]  # a pass rate, or (passed, measured)
 
 
@@ -78,43 +75,6 @@ def parse_trials(value: object) -> int | tuple[int, int]:
     if n < 1:
         raise ValueError(f"expected a positive integer, auto or MIN..MAX, got {text!r}")
     return n
-
-
-def _bets(xs: Sequence[float], alpha: float) -> list[float]:
-    """Predictable plug-in bet sizes (before clipping), one per observation."""
-    out, total, sq = [], 0.0, 0.25
-    mean = 0.5
-    for i, x in enumerate(xs, start=1):
-        var = sq / i  # (1/4 + Σ (x_j - μ̂_j)²) / (t + 1), from the observations before this one
-        out.append(math.sqrt(2 * math.log(2 / alpha) / (max(var, 1e-6) * i * math.log(1 + i))))
-        total += x
-        mean = (0.5 + total) / (i + 1)
-        sq += (x - mean) ** 2
-    return out
-
-
-def betting_interval(xs: Sequence[float], alpha: float = 0.05) -> tuple[float, float]:
-    """The hedged betting confidence sequence for the mean of ``xs`` (each in [0, 1]) at
-    coverage 1 - ``alpha``: the candidate means whose hedged capital stays below 1/alpha."""
-    if not xs:
-        return 0.0, 1.0
-    bets = _bets(xs, alpha)
-    kept = []
-    for g in range(_GRID + 1):
-        m = g / _GRID
-        up = down = 0.0  # log-capital of the bets for "mean above m" and "mean below m"
-        for x, lam in zip(xs, bets):
-            lp = min(lam, 0.5 / m) if m > 0 else lam
-            lm = min(lam, 0.5 / (1 - m)) if m < 1 else lam
-            up += math.log1p(lp * (x - m)) if m > 0 else (math.inf if x > 0 else 0.0)
-            down += math.log1p(-lm * (x - m)) if m < 1 else (math.inf if x < 1 else 0.0)
-        capital = 0.5 * math.exp(min(up, 700)) + 0.5 * math.exp(min(down, 700))
-        if capital < 1 / alpha:
-            kept.append(m)
-    if not kept:  # the grid is too coarse to hold the interval: the running mean
-        mean = sum(xs) / len(xs)
-        return mean, mean
-    return kept[0], kept[-1]
 
 
 @dataclass(frozen=True)
