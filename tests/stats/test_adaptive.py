@@ -128,3 +128,17 @@ def test_the_run_decision_is_right_when_checked_after_every_trial() -> None:
     wrong = sum(simulate(rates, baselines, AdaptivePolicy(2, 20, margin=0.05), seed).decided.get("v")
                 == "unchanged" for seed in range(20))
     assert wrong <= 0.05 * 20 + 2, wrong
+
+
+def test_a_cell_that_never_measures_anything_is_left_out_and_says_why() -> None:
+    """A cell whose every trial is void (a harness that cannot start) gets its first trials and
+    as many again, then no more; the variant is decided on the cells that measured something."""
+    rates = {**{f"s{i}": 1.0 for i in range(10)}, "broken": 1.0}
+    a = Allocator({k: ("v", (10, 10)) for k in rates}, AdaptivePolicy(2, 20), seed=0)
+    rng = random.Random(0)
+    while (key := a.next()) is not None:
+        a.finished(key, None if key == "broken" else 1.0 if rng.random() < rates[key] else 0.0)
+    assert a.cells["broken"].taken == 4
+    assert a.stop_reason("broken") == "nothing measured in 4 trials: every one void or skipped"
+    assert a.decided["v"] == "unchanged"
+    assert a.stop_reason("s0").startswith("matched its baseline (10/10) on all ")

@@ -172,9 +172,11 @@ class _Stream:
         cap = self.policy.bet_cap
         out = []
         for m in self.grid:
-            up_room, down_room = m - zlow, zhigh - m  # 1 + λ(z − m) ≥ 1 − cap for z in range
-            out.append((min(lam, cap / up_room) if up_room > 0 else 0.0,
-                        min(lam, cap / down_room) if down_room > 0 else 0.0))
+            # 1 + λ(z − m) ≥ 1 − cap for every z in range; a candidate outside the range
+            # risks nothing, so any bet is safe there.
+            up_room, down_room = m - zlow, zhigh - m
+            out.append((min(lam, cap / up_room) if up_room > 0 else lam,
+                        min(lam, cap / down_room) if down_room > 0 else lam))
         return out
 
     def _apply(self, up: list[float], down: list[float], d: _Draw, z: float) -> None:
@@ -411,16 +413,20 @@ class Allocator:
         for group, members in self.groups.items():
             if self._decide(group) is not None:
                 continue
-            if any(c.running for c in members):
-                short = [c for c in members if len(c.outcomes) < p.min_trials]
-                if short:
-                    continue  # a first trial is still running: the weights wait for it
-                if self._under_way(group):
-                    continue  # the trials running should decide it: wait for them
-            else:
-                short = [c for c in members if len(c.outcomes) < p.min_trials and c.taken < p.max_trials]
-                if short:  # a void trial left it short
-                    return short[0]
+            # A cell a void trial left short gets another, up to twice the first ones: a cell
+            # that never measures anything (a harness that cannot start) is then left out.
+            again = min(2 * p.min_trials, p.max_trials)
+            short = [c for c in members if len(c.outcomes) < p.min_trials and c.taken < again]
+            if short:
+                if any(c.running for c in members):
+                    continue  # first trials are still running: the weights wait for them
+                return short[0]
+            members = [c for c in members if c.outcomes]
+            if not members:
+                self.decided[group] = "undecided"
+                continue
+            if any(c.running for c in members) and self._under_way(group):
+                continue  # the trials running should decide it: wait for them
             if not take:
                 return members[0]
             c = self._draw(group, members)
