@@ -142,3 +142,31 @@ def test_a_cell_that_never_measures_anything_is_left_out_and_says_why() -> None:
     assert a.stop_reason("broken") == "nothing measured in 4 trials: every one void or skipped"
     assert a.decided["v"] == "unchanged"
     assert a.stop_reason("s0").startswith("matched its baseline (10/10) on all ")
+
+
+def _run(rates: dict[str, float], baselines: dict[str, object], policy: AdaptivePolicy) -> Allocator:
+    a = Allocator({k: ("v", baselines[k]) for k in rates}, policy, seed=1)  # type: ignore[misc]
+    rng = random.Random(1)
+    while (key := a.next()) is not None:
+        a.finished(key, 1.0 if rng.random() < rates[key] else 0.0)
+    return a
+
+
+def test_each_cell_says_why_it_stopped_in_its_own_words() -> None:
+    rates = {**{f"s{i}": 1.0 for i in range(40)}, "gone": 0.0}
+    a = _run(rates, {**{f"s{i}": (10, 10) for i in range(40)}, "gone": (10, 10)}, AdaptivePolicy(2, 20))
+    gone = a.cells["gone"]
+    assert a.stop_reason("gone") == f"its own drop is significant: 0/{gone.taken} vs 10/10"
+    steady = a.stop_reason("s0")
+    assert steady is not None and steady.startswith("matched its baseline (10/10) on all ")
+    assert a.decided["v"] == "unchanged"  # one case of 41 lost: within the margin
+    assert steady.endswith("; the variant was decided unchanged (within −0.05 of its baseline)")
+    # Without a baseline, 6 trials cannot pin four coin flips' mean down to ±0.05: each cell
+    # says its own count and that the variant stayed undecided, or that it took the maximum.
+    b = _run({f"c{i}": 0.5 for i in range(4)}, {f"c{i}": None for i in range(4)}, AdaptivePolicy(2, 6))
+    assert b.decided["v"] == "undecided"
+    for k, c in b.cells.items():
+        reason = b.stop_reason(k)
+        assert reason in (f"reached the maximum of 6 ({c.tally()} passed)",
+                          f"{c.tally()} passed; the variant stayed undecided: the cells that could "
+                          "still decide it reached the maximum of 6"), reason

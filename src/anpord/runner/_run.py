@@ -230,8 +230,17 @@ class _AdaptiveSpecs:
             allocator.finished(result.cell_key, _outcome(result), result.trial)
 
     def stop_reasons(self) -> dict[tuple[str, str], str | None]:
-        """Why each adaptive cell stopped (``None``: it had not, the run was stopped)."""
-        return {k: a.stop_reason(k) for a in self.allocators for k in a.cells}
+        """Why each adaptive cell stopped, in words about the cell (``None``: it had not, the
+        run was stopped)."""
+        out: dict[tuple[str, str], str | None] = {}
+        for a in self.allocators:
+            for k, c in a.cells.items():
+                reason = a.stop_reason(k)
+                if reason is None:
+                    reason = (f"the run stopped before this cell was done, after {c.taken} "
+                              f"trial{'s' if c.taken != 1 else ''}")
+                out[k] = reason
+        return out
 
     def complete(self) -> bool:
         return all(n >= self.cells[k].trials for k, n in self.fixed.items()) and all(
