@@ -179,21 +179,27 @@ class LocalExecutor:
 
         async def worker(first: TrialSpec) -> None:
             spec: TrialSpec | None = first
-            while spec is not None:
-                await one(spec)
-                spec = None if stop.is_set() else next(specs, None)
-                top_up(leaving=spec is None)
+            try:
+                while spec is not None:
+                    await one(spec)
+                    spec = None if stop.is_set() else next(specs, None)
+                    if spec is not None:
+                        top_up()
+            finally:
+                active[0] -= 1
+            top_up()  # this slot is free now
 
-        def top_up(leaving: bool = False) -> None:
+        def top_up() -> None:
             # Specs that answer "none now" (adaptive trials waiting on running ones) may have
             # more once a trial finishes: each finished trial fills the free slots again.
-            while (sum(not w.done() for w in workers) - leaving < self.max_concurrency
-                   and not stop.is_set()):
+            while active[0] < self.max_concurrency and not stop.is_set():
                 spec = next(specs, None)
                 if spec is None:
                     break
+                active[0] += 1
                 workers.append(asyncio.ensure_future(worker(spec)))
 
+        active = [0]  # workers still running trials
         workers: list[asyncio.Future[None]] = []
         try:
             top_up()
