@@ -4,8 +4,10 @@
 
 A suite of ``--steady`` always-passing and ``--flaky`` coin-flip cases (a real Python agent; the
 coin flips draw from ``random``). The first run (``--trials 10``) is the baseline; then, against
-it, ``--runs`` runs each of ``--trials auto`` and ``--trials 10``. Printed per run: trials spent,
-the exit code, each adaptive run's stop reasons and the comparison's verdict for the variant.
+it, ``--runs`` runs each of ``--trials auto`` and ``--trials 10``, all with ``--fail-on
+regressed``. Printed per run: trials spent, the comparison's verdict for the variant and, for
+``auto``, its cells' stop reasons by kind; at the end, the mean trials of ``auto`` as a share of
+``--trials 10``'s, and for each mode the verdicts, false regressions and exit codes.
 Target: ``auto`` spends at most half the trials of ``--trials 10`` and reaches the same decision
 ("unchanged").
 """
