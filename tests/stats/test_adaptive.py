@@ -170,3 +170,14 @@ def test_each_cell_says_why_it_stopped_in_its_own_words() -> None:
         assert reason in (f"reached the maximum of 6 ({c.tally()} passed)",
                           f"{c.tally()} passed; the variant stayed undecided: the cells that could "
                           "still decide it reached the maximum of 6"), reason
+
+
+def test_a_case_new_since_the_baseline_takes_its_first_trials_and_is_left_out() -> None:
+    """Runs with different case sets: the variant's question is over the cases the baseline
+    has (as ``compare`` pairs only those); a new case takes MIN trials and says why."""
+    rates = {**{f"s{i}": 1.0 for i in range(40)}, "new": 0.5}
+    a = _run(rates, {**{f"s{i}": (10, 10) for i in range(40)}, "new": None}, AdaptivePolicy(2, 20))
+    assert a.decided["v"] == "unchanged"
+    assert a.cells["new"].taken == 2
+    assert a.stop_reason("new") == (f"{a.cells['new'].tally()} passed; new since the baseline, so not "
+                                    "part of the variant's comparison: its first 2 trials only")

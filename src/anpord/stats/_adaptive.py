@@ -285,7 +285,10 @@ class Allocator:
     # -- the group's question ------------------------------------------------------------------
 
     def _baselined(self, group: Hashable) -> bool:
-        return all(c.rate is not None for c in self.groups[group])
+        """Whether the group's question is its change from a baseline: when any of its cells
+        has one. Its cells without one (a case new since the baseline) are then left out of the
+        question, as ``compare`` leaves them out of the pairing, and take MIN trials."""
+        return any(c.rate is not None for c in self.groups[group])
 
     def _stream(self, group: Hashable) -> _Stream:
         s = self.streams.get(group)
@@ -422,6 +425,8 @@ class Allocator:
                     continue  # first trials are still running: the weights wait for them
                 return short[0]
             members = [c for c in members if c.outcomes]
+            if self._baselined(group):
+                members = [c for c in members if c.rate is not None]
             if not members:
                 self.decided[group] = "undecided"
                 continue
@@ -507,6 +512,9 @@ class Allocator:
             if self._pick(take=False) is not None:
                 return None
             verdict = self.decided.get(c.group, "undecided")
+        if c.rate is None and self._baselined(c.group):
+            return (f"{c.tally()} passed; new since the baseline, so not part of the variant's "
+                    f"comparison: its first {p.min_trials} trials only")
         if follow == "recovered":
             lead = f"recovered to {c.tally()} after a drop, against its baseline's {c.base_tally()}"
         elif c.rate is not None and all(x == c.rate for x in c.outcomes):
