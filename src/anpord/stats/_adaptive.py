@@ -297,7 +297,7 @@ class Allocator:
             if self._baselined(group):
                 s = _Stream(-1.0, 1.0, -p.margin, p)
             else:
-                s = _Stream(0.0, 1.0, 0.5, p)
+                s = _Stream(0.0, 1.0, 0.5, p, near=0.5)  # fine everywhere: both ends are shown
             self.streams[group] = s
         return s
 
