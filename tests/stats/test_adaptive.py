@@ -62,15 +62,15 @@ def test_an_unchanged_suite_spends_at_most_half_of_ten_trials_and_decides_the_sa
         runs.append(simulate(SUITE, baselines, policy, seed, concurrency))
     mean_spent = sum(spent(a) for a in runs) / len(runs)
     decided = [a.decided["v"] for a in runs]
-    assert mean_spent <= 0.5 * 10 * len(SUITE), [spent(a) for a in runs]
+    assert mean_spent <= 0.4 * 10 * len(SUITE), [spent(a) for a in runs]
     assert decided.count("unchanged") >= 11, decided
     reasons = [a.stop_reason(k) or "" for a in runs for k in SUITE]
     assert not any(r.startswith("its own drop is significant") for r in reasons)
     # Cells that matched their baseline every trial are drawn half as often as coin-flip ones.
     steady = [a.cells[k] for a in runs for k in SUITE if k.startswith("steady")]
     flaky = [a.cells[k] for a in runs for k in SUITE if k.startswith("flaky")]
-    assert sum(c.taken for c in steady) / len(steady) < 5
-    assert sum(c.taken for c in flaky) / len(flaky) > sum(c.taken for c in steady) / len(steady) + 1
+    assert sum(c.taken for c in steady) / len(steady) < 4
+    assert sum(c.taken for c in flaky) / len(flaky) > sum(c.taken for c in steady) / len(steady)
 
 
 def test_a_change_exactly_at_the_margin_is_rarely_called_unchanged() -> None:

@@ -161,6 +161,7 @@ class _Stream:
         self.draws: list[_Draw] = []
         self.folded = 0
         self.n = 0
+        self.seeded = False
         self._sum, self._sq = 0.0, 0.0
 
     def bets(self, zlow: float, zhigh: float) -> list[tuple[float, float]]:
@@ -186,6 +187,23 @@ class _Stream:
                 up[i] += math.log1p(lu * (z - m))
             if ld:
                 down[i] += math.log1p(-ld * (z - m))
+
+    def seed(self, ys: list[float], ylow: float, yhigh: float) -> None:
+        """Start the capitals from the first trials every cell got (before any draw): ``ys`` is
+        each cell's mean change over them, in [ylow, yhigh]. For a fixed bet ``λ`` the product
+        ``Π_c (1 + λ (y_c − m))`` of independent factors has expectation at most 1 whenever
+        ``D ≤ m`` (the arithmetic-geometric mean inequality: the factors' expectations average
+        ``1 + λ (D − m)``), so it is an e-value the stream's capital may start from — the first
+        trials count toward the decision instead of only setting the weights."""
+        cap = self.policy.bet_cap
+        for i, m in enumerate(self.grid):
+            up_room, down_room = m - ylow, yhigh - m
+            lu = cap / up_room if up_room > 0 else 1.0
+            ld = cap / down_room if down_room > 0 else 1.0
+            for y in ys:
+                self.up[i] += math.log1p(lu * (y - m))
+                self.down[i] += math.log1p(-ld * (y - m))
+        self.seeded = True
 
     def fold(self) -> None:
         """Fold in finished draws, in the order they were drawn."""
@@ -318,7 +336,7 @@ class Allocator:
         if group in self.decided:
             return self.decided[group]
         s = self.streams.get(group)
-        if s is None or not s.n:
+        if s is None or not (s.n or s.seeded):
             return None
         verdict = None
         if self._baselined(group):
@@ -343,6 +361,15 @@ class Allocator:
             return False
         below, above = s.projected(self._bar(group))
         return below or above
+
+    def _seed(self, group: Hashable, members: list[_Cell]) -> None:
+        """Open the group's stream with what every cell's first trials say: each cell's mean
+        change over its first ``min_trials`` outcomes (later ones are the stream's, or a
+        dropped cell's own)."""
+        first = self.policy.min_trials
+        ys = [sum(c.outcomes[:first]) / len(c.outcomes[:first]) - (c.rate or 0.0) for c in members]
+        self._stream(group).seed(ys, min(-(c.rate or 0.0) for c in members),
+                                 max(1 - (c.rate or 0.0) for c in members))
 
     def _draw(self, group: Hashable, members: list[_Cell]) -> _Cell | None:
         """A cell drawn for the group's stream, with the bet fixed before the draw; ``None``
@@ -432,6 +459,10 @@ class Allocator:
                 continue
             if any(c.running for c in members) and self._under_way(group):
                 continue  # the trials running should decide it: wait for them
+            if self._baselined(group) and group not in self.streams:
+                self._seed(group, members)
+                if self._decide(group) is not None:
+                    continue
             if not take:
                 return members[0]
             c = self._draw(group, members)
