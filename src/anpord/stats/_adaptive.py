@@ -131,6 +131,8 @@ class _Draw:
     cell: _Cell
     weight: float  # K · π_c
     bets: list[tuple[float, float]]  # per grid point: (bet up, bet down), fixed before the draw
+    zlow: float = -math.inf  # the range every cell's observation lay in at the draw
+    zhigh: float = math.inf
     z: float | None = None
     skip: bool = False  # measured nothing: left out of the stream
 
@@ -243,7 +245,8 @@ class _Stream:
         up, down = list(self.up), list(self.down)
         for d in pending:
             if not d.skip:
-                self._apply(up, down, d, d.z if d.z is not None else self.mean)
+                z = d.z if d.z is not None else min(max(self.mean, d.zlow), d.zhigh)
+                self._apply(up, down, d, z)
         return self.rejects(bar, up, down)
 
     def bounds(self, alpha: float) -> tuple[float, float]:
@@ -345,6 +348,8 @@ class Allocator:
                 verdict = "unchanged"
             elif above:
                 verdict = "regressed"
+            if verdict is not None and not self._compare_agrees(group, verdict):
+                verdict = None
         else:
             ci = self.interval(group)
             assert ci is not None
@@ -353,6 +358,50 @@ class Allocator:
         if verdict is not None:
             self.decided[group] = verdict
         return verdict
+
+    def _compare_agrees(self, group: Hashable, verdict: str) -> bool:
+        """Whether ``compare``'s paired test on the counts so far says the same: the verdict a
+        run reports is that one, so a variant is decided when both agree ("unchanged" here means
+        "not regressed": compare's unchanged or improved). Requiring both can only make a wrong
+        decision rarer than the sequence's own alpha; it needs the baselines' counts."""
+        from ._dist import t_quantile
+        from ._estimate import CONFIDENCE
+        from ._paired import Counts, Pair, _variant_change
+
+        def agrees(status: str) -> bool:
+            return status == "regressed" if verdict == "regressed" else status in ("unchanged", "improved")
+
+        cells = [c for c in self.groups[group] if c.rate is not None and c.outcomes]
+        if any(c.counts is None for c in cells):
+            return True  # only rates known: the sequence's answer alone
+        margin, most = self.policy.margin, self.policy.max_trials
+        now = [Pair(str(c.key), "", Counts(*c.counts), Counts(c.passed, len(c.outcomes))) for c in cells]
+        if agrees(_variant_change("", now, 0, margin).status):
+            return True
+        # Would more trials bring it round? At every cell's maximum the candidate's own binomial
+        # noise in the per-case differences shrinks to p(1 − p)/MAX; the baseline's and the
+        # cases' own spread stay. If even that would not agree, more trials cannot, and the
+        # sequence's answer stands.
+        k = len(now)
+        if k < 2:
+            return True
+        diffs = [p.candidate.rate - p.base.rate for p in now]
+        mean = sum(diffs) / k
+        spread = sum((d - mean) ** 2 for d in diffs) / (k - 1)
+        # Each cell's p(1 − p) from its trials pooled with its baseline's (a 2/2 cell is not
+        # noiseless because both trials passed).
+        pooled = [(p.base.passed + p.candidate.passed) / (p.base.n + p.candidate.n) for p in now]
+        noise = sum(r * (1 - r) for r in pooled) / k
+        own = sum(r * (1 - r) / p.candidate.n for r, p in zip(pooled, now)) / k
+        q = t_quantile(0.5 + CONFIDENCE / 2, k - 1)
+        half = q * math.sqrt(max(spread - own, 0.0) / k + noise / most / k)
+        # The mean itself will move by about the candidate noise that more trials remove.
+        moves = q * math.sqrt(max(own - noise / most, 0.0) / k)
+        if verdict == "regressed":
+            could = mean - moves + half < 0
+        else:  # unchanged (or improved): the interval inside ±margin, or above 0
+            could = half <= margin and abs(mean) - moves <= margin - half or mean + moves - half > 0
+        return not could
 
     def _under_way(self, group: Hashable) -> bool:
         """Whether the trials already running are expected to decide the group."""
@@ -387,7 +436,7 @@ class Allocator:
         c = members[i]
         if c.taken >= p.max_trials:  # the stream can go no further without this cell
             return None
-        draw = _Draw(c, scaled[i], bets)
+        draw = _Draw(c, scaled[i], bets, zlow, zhigh)
         s.draws.append(draw)
         self._draws[(c.key, c.taken)] = draw
         return c
