@@ -191,3 +191,16 @@ def test_a_case_new_since_the_baseline_takes_its_first_trials_and_is_left_out() 
     assert a.cells["new"].taken == 2
     assert a.stop_reason("new") == (f"{a.cells['new'].tally()} passed; new since the baseline, so not "
                                     "part of the variant's comparison: its first 2 trials only")
+
+
+def test_a_cell_compare_could_still_name_is_not_given_up() -> None:
+    """A 1 → 0 cell against a baseline of only 3 trials: its own sequence could never show the
+    drop within 20 trials (3 trials leave the baseline anywhere above 8%), but compare's Fisher
+    test would name 0/20 against 3/3 even after Holm's correction, so it keeps getting trials."""
+    rates = {**{f"s{i}": 1.0 for i in range(40)}, "gone": 0.0}
+    a = _run(rates, {k: (3, 3) for k in rates}, AdaptivePolicy(2, 20))
+    assert a.cells["gone"].taken == 20
+    assert a.stop_reason("gone") == "reached the maximum of 20: 0/20 vs 3/3"
+    pairs = [Pair(k, "v", Counts(3, 3), Counts(c.passed, len(c.outcomes))) for k, c in a.cells.items()]
+    named = {x.case_id for x in compare_paired(pairs).cells if x.status == "regressed"}
+    assert named == {"gone"}

@@ -320,7 +320,7 @@ class Allocator:
         getting trials, else why not — ``significant`` (its own upper bound is below the
         baseline's lower bound, both at alpha over twice the cells compared: anytime-valid, and
         the baseline's own trials are counted), ``hopeless`` (even failing every trial left
-        would not show it), ``max``, ``recovered``. ``""``: not a dropped cell."""
+        would show it neither so nor to compare's Fisher test), ``max``, ``recovered``. ``""``: not a dropped cell."""
         state = (len(c.outcomes), c.taken, c.followed)
         if c.follow_cache is not None and c.follow_cache[0] == state:
             return c.follow_cache[1]
@@ -340,9 +340,24 @@ class Allocator:
             return "significant"
         if c.taken >= p.max_trials:
             return "max"
-        if c.evidence.upper_after_failures(p.max_trials - c.taken, level) >= floor:
+        if c.evidence.upper_after_failures(p.max_trials - c.taken, level) >= floor \
+                and not self._compare_could_name(c):
             return "hopeless"
         return None
+
+    def _compare_could_name(self, c: _Cell) -> bool:
+        """Whether ``compare``'s cell test (Fisher's, at Holm's strictest step) would call the
+        cell regressed if every trial left up to MAX failed: then it keeps getting trials even
+        when its own sequence could not show the drop (a 3/3 → 0/20 cell is named by compare)."""
+        if c.counts is None:
+            return False
+        from ._dist import fisher_exact
+
+        k, n = c.counts
+        more = self.policy.max_trials - len(c.outcomes)
+        if more <= 0:
+            return False
+        return fisher_exact(k, n, c.passed, len(c.outcomes) + more) <= self.policy.alpha / self._compared
 
     @staticmethod
     def _base_low(c: _Cell, level: float) -> float:
@@ -456,7 +471,7 @@ class Allocator:
             return f"its own drop is significant: {c.tally()} vs {c.base_tally()}"
         if follow == "hopeless":
             return (f"dropped to {c.tally()} from {c.base_tally()}, but even failing every trial "
-                    f"up to the maximum of {p.max_trials} would not show it on its own")
+                    f"up to the maximum of {p.max_trials} would not show it")
         if follow == "max":
             return f"reached the maximum of {p.max_trials}: {c.tally()} vs {c.base_tally()}"
         verdict = self.decided.get(c.group)
