@@ -320,7 +320,8 @@ class Allocator:
         getting trials, else why not — ``significant`` (its own upper bound is below the
         baseline's lower bound, both at alpha over twice the cells compared: anytime-valid, and
         the baseline's own trials are counted), ``hopeless`` (even failing every trial left
-        would show it neither to its own sequence nor to compare's Fisher test), ``max``, ``recovered``. ``""``: not a dropped cell."""
+        would show it neither to its own sequence nor to compare's Fisher test), ``max``,
+        ``recovered``. ``""``: not a dropped cell."""
         state = (len(c.outcomes), c.taken, c.followed)
         if c.follow_cache is not None and c.follow_cache[0] == state:
             return c.follow_cache[1]
