@@ -4,8 +4,10 @@
 
 A suite of ``--steady`` always-passing and ``--flaky`` coin-flip cases (a real Python agent; the
 coin flips draw from ``random``). The first run (``--trials 10``) is the baseline; then, against
-it, ``--runs`` runs each of ``--trials auto`` and ``--trials 10``. Printed per run: trials spent,
-the exit code, each adaptive run's stop reasons and the comparison's verdict for the variant.
+it, ``--runs`` runs each of ``--trials auto`` and ``--trials 10``, all with ``--fail-on
+regressed``. Printed per run: trials spent, the comparison's verdict for the variant and, for
+``auto``, its cells' stop reasons by kind; at the end, the mean trials of ``auto`` as a share of
+``--trials 10``'s, and for each mode the verdicts, false regressions and exit codes.
 Target: ``auto`` spends at most half the trials of ``--trials 10`` and reaches the same decision
 ("unchanged").
 """
@@ -65,6 +67,18 @@ def _verdict(doc: dict) -> str:
     return ", ".join(f"{v.get('variant')}: {v.get('status')}" for v in variants) or "no comparison"
 
 
+def _kind(reason: str | None) -> str:
+    """A stop reason's kind, for counting (the reasons themselves name each cell's counts)."""
+    if not reason:
+        return "none"
+    for words, kind in (("matched its baseline", "matched"), ("its own drop is significant", "own drop"),
+                        ("would not show it", "drop not showable"), ("reached the maximum", "max"),
+                        ("recovered", "recovered"), ("nothing measured", "void")):
+        if words in reason:
+            return kind
+    return "strayed"  # counts off its baseline's, stopped with the variant's decision
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--steady", type=int, default=40)
@@ -81,15 +95,19 @@ def main() -> None:
         (project / "evals" / "coin.eval.py").write_text(EVAL.format(steady=args.steady, flaky=args.flaky))
         _eval(project, "--trials", str(args.fixed))  # the baseline
         cells = args.steady + args.flaky
-        spent = {"auto": [], str(args.fixed): []}
+        spent: dict[str, list[int]] = {"auto": [], str(args.fixed): []}
+        verdicts: dict[str, list[str]] = {"auto": [], str(args.fixed): []}
+        exits: dict[str, list[int]] = {"auto": [], str(args.fixed): []}
         for i in range(args.runs):
             for mode in ("auto", str(args.fixed)):
                 doc = _eval(project, "--trials", mode)
                 n = doc["totals"]["trials"]
                 spent[mode].append(n)
+                verdicts[mode].append(_verdict(doc).rpartition(": ")[2])
+                exits[mode].append(doc.get("exit_code", -1))
                 line = f"  run {i + 1} --trials {mode:>4}: {n:>4} trials, variant {_verdict(doc)}"
                 if mode == "auto":
-                    reasons = collections.Counter(c.get("stop_reason") for c in doc["cells"])
+                    reasons = collections.Counter(_kind(c.get("stop_reason")) for c in doc["cells"])
                     line += f"; stop reasons {dict(reasons)}"
                 print(line, flush=True)
         fixed = args.fixed * cells
@@ -98,6 +116,11 @@ def main() -> None:
               f"{args.runs} runs each against a --trials {args.fixed} baseline):")
         print(f"  --trials auto spent {auto:.0f} trials a run on average ({auto / fixed:.0%} of "
               f"--trials {args.fixed}'s {fixed}; target ≤ 50%)")
+        for mode in ("auto", str(args.fixed)):
+            tally = dict(collections.Counter(verdicts[mode]))
+            bad = sum(1 for v in verdicts[mode] if v == "regressed")
+            print(f"  --trials {mode:>4}: variant verdicts {tally}; false regressions {bad} of {args.runs}; "
+                  f"exit codes {dict(collections.Counter(exits[mode]))}")
 
 
 if __name__ == "__main__":

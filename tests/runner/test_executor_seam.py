@@ -164,3 +164,64 @@ def test_workers_start_as_trials_are_taken(make_project: Any, concurrency: int) 
     # finished (the subprocess timeout fails the test).
     run = project.run("--max-concurrency", str(concurrency), timeout=30)
     assert run.code == 0, run.output
+
+
+class _Pausing:
+    """Specs that answer "none now" once, like adaptive trials waiting on running ones, and have
+    more once a trial has finished."""
+
+    def __init__(self, specs: list[TrialSpec]):
+        self.specs, self.finished, self.paused = list(specs), 0, False
+
+    def __iter__(self) -> Iterator[TrialSpec]:
+        return self
+
+    def __next__(self) -> TrialSpec:
+        if len(self.specs) == 4 and not self.paused:
+            self.paused = True
+            self.mark = self.finished
+            raise StopIteration
+        if self.paused and self.finished == self.mark:
+            raise StopIteration  # still waiting: no trial has finished since the pause
+        if not self.specs:
+            raise StopIteration
+        return self.specs.pop(0)
+
+
+def test_slots_freed_while_specs_wait_are_filled_again(make_project: Any) -> None:
+    from anpord.runner._local import LocalExecutor
+
+    project = make_project({"evals/one.eval.py": eval_file(f"""
+        @define_eval
+        async def test(t):
+            await t.send("hi")
+            {END}
+    """)})
+    plan = plan_in(project.folder, RunOptions(trials=8))
+    specs = _Pausing(list(_specs(plan, "run-x", None, set())))
+    running, most_after_pause, done = [0], [0], []
+
+    class Sink:
+        def trial_started(self, spec: TrialSpec) -> None:
+            running[0] += 1
+            if specs.paused:
+                most_after_pause[0] = max(most_after_pause[0], running[0])
+
+        def trial_log(self, spec: TrialSpec, message: str) -> None:
+            pass
+
+        def trial_finished(self, spec: TrialSpec, result: Any, events: Any) -> None:
+            running[0] -= 1
+            specs.finished += 1
+            done.append(result.verdict)
+
+    executor = LocalExecutor({c.case.id: c.case for c in plan.cells}, plan.harnesses,
+                             max_concurrency=2, max_sandboxes=plan.max_sandboxes, host=None)
+    cwd = os.getcwd()
+    os.chdir(project.folder)
+    try:
+        asyncio.run(executor.run(specs, Sink(), asyncio.Event()))
+    finally:
+        os.chdir(cwd)
+    assert done == ["passed"] * 8
+    assert most_after_pause[0] == 2  # the slot given up at the pause was filled again

@@ -182,19 +182,35 @@ class LocalExecutor:
 
         async def worker(first: TrialSpec) -> None:
             spec: TrialSpec | None = first
-            while spec is not None:
-                await one(spec)
-                spec = None if stop.is_set() else next(specs, None)
+            try:
+                while spec is not None:
+                    await one(spec)
+                    spec = None if stop.is_set() else next(specs, None)
+                    if spec is not None:
+                        top_up()
+            finally:
+                active[0] -= 1
+            top_up()  # this slot is free now
 
-        workers: list[asyncio.Future[None]] = []
-        try:
-            while len(workers) < self.max_concurrency and not stop.is_set():
+        def top_up() -> None:
+            # Specs that answer "none now" (adaptive trials waiting on running ones) may have
+            # more once a trial finishes: each finished trial fills the free slots again.
+            while active[0] < self.max_concurrency and not stop.is_set():
                 spec = next(specs, None)
                 if spec is None:
                     break
+                active[0] += 1
                 workers.append(asyncio.ensure_future(worker(spec)))
-            if workers:
-                await asyncio.gather(*workers)
+
+        active = [0]  # workers still running trials
+        workers: list[asyncio.Future[None]] = []
+        try:
+            top_up()
+            while running := [w for w in workers if not w.done()]:
+                await asyncio.wait(running, return_when=asyncio.FIRST_EXCEPTION)
+                for w in workers:
+                    if w.done() and not w.cancelled() and w.exception() is not None:
+                        raise w.exception()  # type: ignore[misc]
         except BaseException:
             for w in workers:
                 w.cancel()

@@ -199,7 +199,7 @@ class _AdaptiveSpecs:
     executor as capacity frees, so each pick sees every trial finished by then."""
 
     def __init__(self, plan: Plan, run_id: str, cache_dir: str | None, alpha: float, margin: float,
-                 baselines: dict[tuple[str, str], float]):
+                 baselines: dict[tuple[str, str], tuple[int, int]]):
         import zlib
 
         from ..stats._adaptive import AdaptivePolicy, Allocator
@@ -247,17 +247,27 @@ class _AdaptiveSpecs:
             allocator.finished(result.cell_key, _outcome(result), result.trial)
 
     def stop_reasons(self) -> dict[tuple[str, str], str | None]:
-        """Why each adaptive cell stopped (``None``: it had not, the run was stopped)."""
-        return {k: a.stop_reason(k) for a in self.allocators for k in a.cells}
+        """Why each adaptive cell stopped, in words about the cell (``None``: it had not, the
+        run was stopped)."""
+        out: dict[tuple[str, str], str | None] = {}
+        for a in self.allocators:
+            for k, c in a.cells.items():
+                reason = a.stop_reason(k)
+                if reason is None:
+                    reason = (f"the run stopped before this cell was done, after {c.taken} "
+                              f"trial{'s' if c.taken != 1 else ''}")
+                out[k] = reason
+        return out
 
     def complete(self) -> bool:
         return all(n >= self.cells[k].trials for k, n in self.fixed.items()) and all(
             a.complete() for a in self.allocators)
 
 
-def _baseline_rates(plan: Plan) -> dict[tuple[str, str], float]:
-    """Each adaptive cell's baseline pass rate, from the run store, when it has a comparable
-    one (the reading ``compare`` uses, on the same case content); none when history is off."""
+def _baseline_rates(plan: Plan) -> dict[tuple[str, str], tuple[int, int]]:
+    """Each adaptive cell's baseline, ``(passed, measured)``, from the run store, when it has a
+    comparable one (the reading ``compare`` uses, on the same case content); none when history
+    is off."""
     from ..store import StoreError, open_store
 
     out: dict[tuple[str, str], float] = {}
@@ -273,11 +283,13 @@ def _baseline_rates(plan: Plan) -> dict[tuple[str, str], float]:
                 row = store.baseline(c.case.id, c.variant.label)
             except StoreError:
                 continue
-            if row is None or row.summary is None or row.summary.pass_rate is None:
+            if row is None or row.summary is None or not row.measured:
                 continue
             if row.case_hash and c.case_hash and row.case_hash != c.case_hash:
                 continue
-            out[(c.case.id, c.variant.label)] = row.summary.pass_rate
+            # Counts, not the rate: a baseline at 2/3 is an estimate, and a cell's own drop is
+            # judged against the baseline's interval.
+            out[(c.case.id, c.variant.label)] = (row.summary.passed, row.measured)
     finally:
         store.close()
     return out
