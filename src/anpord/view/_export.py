@@ -139,12 +139,16 @@ class _Snapshot:
         return getattr(self._data, name)
 
 
+# Where a cell page's trial sections go: rendered in its place, then replaced by them.
+_SECTIONS = Markup("<!--anpord:trial-sections-->")
+
 # What the trial pages' workers render from: set before they are forked, so each has it.
 _WORK: dict[str, Any] = {}
 
 
-def _trial_sections(job: tuple[str, str, str, tuple[int, ...]]) -> list[tuple[int, str]]:
-    """One cell's trials, each as the HTML of its section of the cell's page: (trial, html)."""
+def _trial_sections(job: tuple[str, str, str, tuple[int, ...]]) -> tuple[tuple[str, str, str], list[tuple[int, bytes]]]:
+    """One cell's trials, each as the HTML of its section of the cell's page, lean and encoded
+    (the parent only copies it into the file): the cell's key, and (trial, html) each."""
     run_id, case_id, variant, indices = job
     data, template, urls = _WORK["data"], _WORK["template"], _WORK["urls"]
     out = []
@@ -152,9 +156,9 @@ def _trial_sections(job: tuple[str, str, str, tuple[int, ...]]) -> list[tuple[in
         ctx = trial_page(data, run_id, case_id, variant, i, with_timeline=False)
         if ctx is None:
             continue
-        body = template.render(**urls, **ctx, section_id=f"t{i}-")
-        out.append((i, f'<section class="trial" id="t{i}">\n{body}</section>\n'))
-    return out
+        body = _lean(template.render(**urls, **ctx, section_id=f"t{i}-"))
+        out.append((i, f'<section class="trial" id="t{i}">\n{body}</section>\n'.encode("utf-8")))
+    return (run_id, case_id, variant), out
 
 
 def _workers() -> int:
@@ -188,6 +192,7 @@ def export_view(data: ViewData, folder: Path, *, title: str, project_folder: str
     (folder / PAGES).mkdir(parents=True, exist_ok=True)
     (folder / "static").mkdir(exist_ok=True)
     env, static = template_env()
+    env.auto_reload = False  # one moment's templates: not a stat of each per page
     for name, (body, _) in static.items():
         (folder / "static" / name).write_bytes(body)
     names = _names()
@@ -200,33 +205,35 @@ def export_view(data: ViewData, folder: Path, *, title: str, project_folder: str
     written = [0, 0]
     data = _Snapshot(data)
 
-    def write(path: Path, template: str, ctx: dict[str, Any], urls: dict[str, Any]) -> None:
-        body = _lean(templates[template].render(**urls, **ctx)).encode("utf-8")
-        path.write_bytes(body)
+    def write(path: Path, template: str, ctx: dict[str, Any], urls: dict[str, Any],
+              sections: list[bytes] | None = None) -> None:
+        html = _lean(templates[template].render(**urls, **ctx))
+        if sections is None:
+            body = [html.encode("utf-8")]
+        else:  # the trials' sections, made lean and encoded by the workers, go in at the mark
+            head, tail = html.split(_SECTIONS, 1)
+            body = [head.encode("utf-8"), *sections, tail.encode("utf-8")]
+        with open(path, "wb") as f:
+            f.writelines(body)
         written[0] += 1
-        written[1] += len(body)
+        written[1] += sum(len(b) for b in body)
 
     write(folder / "index.html", "runs.html", runs_page(data), root)
     pages = folder / PAGES
-    later = []  # (run id, its first grid page): cells and compare pages, written while trials are
-    jobs = []  # one cell's trial pages each
+    jobs = []  # one cell's trials each, in the order the cell pages are written
+    shown = []
     for row in data.runs():
-        run_id = row.run_id
-        first = grid_page(data, run_id, GridQuery())
-        if first is None:
+        view = data.run(row.run_id)
+        if view is None:
             continue
-        write(pages / names["run_url"](run_id), "run.html", first, inner)
-        for n in range(2, first["pages"] + 1):
-            ctx = grid_page(data, run_id, GridQuery(page=n))
-            if ctx is not None:
-                write(pages / names["run_url"](run_id, page=n), "run.html", ctx, inner)
-        later.append((run_id, first))
-        for cell in first["view"].cells:  # every cell, in the order its page is written
-            jobs.append((run_id, *cell.key, tuple(i for i, v in enumerate(cell.verdicts) if v is not None)))
+        shown.append(row.run_id)
+        for cell in view.cells:
+            jobs.append((row.run_id, *cell.key, tuple(i for i, v in enumerate(cell.verdicts) if v is not None)))
 
     settle = getattr(data, "settle", None)
-    if settle is not None:  # the trials are read from the runs as the pages above showed them
+    if settle is not None:  # the trials are read from the runs as the pages below show them
         settle()
+    # The workers start now, so they render trials while this process writes the grid pages.
     _WORK.update(data=data, template=env.get_template("_trial.html"), urls=inner)
     trials = sum(len(j[3]) for j in jobs)
     pool = None
@@ -236,6 +243,17 @@ def export_view(data: ViewData, folder: Path, *, title: str, project_folder: str
     else:
         done = map(_trial_sections, jobs)
     try:
+        later = []  # (run id, its first grid page)
+        for run_id in shown:
+            first = grid_page(data, run_id, GridQuery())
+            if first is None:
+                continue
+            write(pages / names["run_url"](run_id), "run.html", first, inner)
+            for n in range(2, first["pages"] + 1):
+                ctx = grid_page(data, run_id, GridQuery(page=n))
+                if ctx is not None:
+                    write(pages / names["run_url"](run_id, page=n), "run.html", ctx, inner)
+            later.append((run_id, first))
         prefetch = getattr(data, "prefetch_histories", None)
         for run_id, first in later:
             cells = first["view"].cells
@@ -243,7 +261,9 @@ def export_view(data: ViewData, folder: Path, *, title: str, project_folder: str
                 if prefetch is not None and at % 200 == 0:  # the next cells' histories, in one query
                     prefetch([c.key for c in cells[at : at + 200]])
                 case_id, variant = cell.key
-                sections = next(done)
+                job = next(done)
+                assert job[0] == (run_id, case_id, variant)  # the cell's own trials
+                sections = job[1]
                 ctx = cell_page(data, run_id, case_id, variant)
                 if ctx is None:
                     continue
@@ -252,8 +272,9 @@ def export_view(data: ViewData, folder: Path, *, title: str, project_folder: str
                     if more is None:
                         continue
                     lo, hi = (n - 1) * CELL_PAGE_TRIALS, n * CELL_PAGE_TRIALS
-                    more = {**more, "trial_sections": [Markup(h) for i, h in sections if lo <= i < hi]}
-                    write(pages / names["cell_url"](run_id, case_id, variant, page=n), "cell.html", more, inner)
+                    write(pages / names["cell_url"](run_id, case_id, variant, page=n), "cell.html",
+                          {**more, "trial_sections": [_SECTIONS]}, inner,
+                          [h for i, h in sections if lo <= i < hi])
             baselines = first["baselines"]
             if baselines and baselines[0] != run_id:
                 base = baselines[0]
@@ -270,4 +291,7 @@ def export_view(data: ViewData, folder: Path, *, title: str, project_folder: str
             pool.terminate()
             pool.join()
         _WORK.clear()
+        close = getattr(data, "close", None)
+        if close is not None:
+            close()
     return ExportReport(folder, written[0], written[1])

@@ -42,6 +42,7 @@ __all__ = ["FolderViewData", "earliest_run_baselines"]
 
 # How many runs' indexes stay in memory (one 10,000-trial run's index is a few MB).
 KEEP_INDEXES = 4
+KEEP_OPEN = 8  # settled: files kept open (two a run: the runs being exported)
 _Stamp = tuple[int, int, int]
 _EMPTY = RunRecord("", "crashed", 0.0)  # the record shown with a run that cannot be read
 
@@ -256,6 +257,7 @@ class FolderViewData:
         self._indexes: OrderedDict[str, tuple[tuple[_Stamp, _Stamp], _Index]] = OrderedDict()
         self._keep = keep_indexes
         self._settled: dict[str, Any] | None = None  # settle(): each run as first read
+        self._open_files: OrderedDict[Path, int] = OrderedDict()  # settled: kept open
         self._baselines: tuple[tuple[tuple[str, _Stamp], ...], dict[CellKey, HistoryPoint]] | None = None
 
     # -- finding runs ------------------------------------------------------------------------
@@ -426,8 +428,15 @@ class FolderViewData:
 
     def settle(self) -> None:
         """From now on each run is taken as it was first read here: its trials are read without
-        checking ``run.json`` and ``results.jsonl`` again (a static export reads one moment's runs)."""
+        checking ``run.json`` and ``results.jsonl`` again, and a run's ``results.jsonl`` and
+        ``events.ndjson`` stay open while its trials are read (a static export reads one moment's
+        runs, each trial in file order: one sequential pass, not an open per trial)."""
         self._settled = {}
+
+    def close(self) -> None:
+        """Close the files ``settle`` keeps open."""
+        while self._open_files:
+            os.close(self._open_files.popitem()[1])
 
     def _trial_run(self, run_id: str) -> tuple[RunView, _Head, _Index] | None:
         if self._settled is not None and run_id in self._settled:
@@ -493,13 +502,20 @@ class FolderViewData:
             self._baselines = (key, earliest_run_baselines([(i, p) for i, p in self._history() if i in measured]))
         return self._baselines[1]
 
-    @staticmethod
-    def _pread(path: Path, offset: int, length: int) -> bytes:
-        fd = _open_regular(path)
-        try:
+    def _pread(self, path: Path, offset: int, length: int) -> bytes:
+        if self._settled is not None:  # settled: the file stays open for the trials that follow
+            fd = self._open_files.get(path)
+            if fd is None:
+                fd = self._open_files[path] = _open_regular(path)
+                while len(self._open_files) > KEEP_OPEN:
+                    os.close(self._open_files.popitem(last=False)[1])
             data = os.pread(fd, length, offset)
-        finally:
-            os.close(fd)
+        else:
+            fd = _open_regular(path)
+            try:
+                data = os.pread(fd, length, offset)
+            finally:
+                os.close(fd)
         if len(data) != length:
             raise _Unreadable(f"{path.name} ends early")
         return data
