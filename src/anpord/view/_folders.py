@@ -88,6 +88,7 @@ class _Head:
     top: RunRecord | None = None
     _record: RunRecord | None = None
     _points: dict[CellKey, HistoryPoint] | None = None
+    _summed: tuple[list[CellRow], list[str]] | None = None  # run_summary's cells and variants
 
     @property
     def record(self) -> RunRecord:
@@ -394,6 +395,34 @@ class FolderViewData:
                 message = str(exc) if isinstance(exc, _Unreadable) else f"results.jsonl: cannot read: {exc}"
                 return RunView(RunRow(run_id, row.run_dir, "unreadable", error=message), head.top or _EMPTY, [], [])
             return RunView(row, head.record, index.cells, index.variants, list(index.problems))
+
+    def run_summary(self, run_id: str) -> RunView | None:
+        """A run's cells as its ``run.json`` sums them up: a finished or interrupted run holds
+        each cell's summary there, which is all a comparison shows, so ``results.jsonl`` is not
+        read. Each cell's ``verdicts`` are empty. A run without the summaries (running, crashed,
+        unreadable) is read as ``run`` reads it."""
+        with self._lock:
+            if self._run_dir(run_id) is None:
+                return None
+            head = self._head(run_id)
+            if head is None:
+                return None
+            row = self._row(run_id, head)
+            if row.status not in ("finished", "interrupted"):
+                return self.run(run_id)
+            if head._summed is None:
+                try:
+                    record = head.record
+                except (RecordError, TypeError, ValueError, AttributeError):
+                    return self.run(run_id)  # says what does not read
+                cells = [CellRow(c.summary, ()) for c in record.cells if c.summary is not None]
+                if not cells and row.totals.get("trials"):
+                    return self.run(run_id)  # trials, but no summary of them
+                labels = [str(v.get("label")) for v in record.variants if v.get("label")]
+                variants = list(dict.fromkeys([*labels, *(c.summary.variant for c in cells)]))
+                variants = [v for v in variants if any(c.summary.variant == v for c in cells)] or variants
+                head._summed = (cells, variants)
+            return RunView(row, head.record, head._summed[0], head._summed[1])
 
     def trial(self, run_id: str, case_id: str, variant: str, index: int) -> TrialView | None:
         with self._lock:
