@@ -206,7 +206,9 @@ def check_target(folder: Path, force: bool) -> None:
 
 
 def export_view(data: ViewData, folder: Path, *, title: str, project_folder: str,
-                force: bool = False) -> ExportReport:
+                force: bool = False, workers: int | None = None) -> ExportReport:
+    """Write the view of ``data`` into ``folder``. ``workers``: processes that write the cell
+    pages (None: one per core, once there are enough trials to be worth a fork; 1: this one)."""
     from ._app import template_env
 
     folder = folder.resolve()
@@ -267,8 +269,10 @@ def export_view(data: ViewData, folder: Path, *, title: str, project_folder: str
                  write=write, pages=pages)
     trials = sum(len(j[3]) for j in jobs)
     pool = None
-    if trials >= 500 and _workers() > 1:
-        pool = multiprocessing.get_context("fork").Pool(_workers())
+    if workers is None:
+        workers = _workers() if trials >= 500 else 1
+    if workers > 1:
+        pool = multiprocessing.get_context("fork").Pool(workers)
         done: Any = pool.imap_unordered(_cell_pages, jobs, chunksize=8)
     else:
         done = None
