@@ -9,8 +9,10 @@ cut value (the trial's page keeps the first part; the run folder has the whole).
 Written: the runs list (``index.html``), each run's grid pages, each cell's page with each of its
 trials as a section (``cell-….html#t3``: one file per cell, not per trial), and each run's compare
 page against its baseline (the earliest run that measured its cells) with each compared cell's
-page. A process per core reads and renders the trials (forked, so they share what the parent
-read) while the parent writes the cell pages; every page loses the templates' indentation.
+page. The parent reads every run's cells, deltas and cells' histories first; then a process per
+core (forked, so it shares what was read, and never touches the store's connection) renders and
+writes the cell pages — each trial read from its run's files kept open, in file order — while the
+parent writes the grid and compare pages. Every page loses the templates' indentation.
 """
 
 from __future__ import annotations
