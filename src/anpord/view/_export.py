@@ -17,6 +17,7 @@ parent writes the grid and compare pages. Every page loses the templates' indent
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import multiprocessing
 import os
@@ -49,6 +50,7 @@ class ExportReport:
     bytes: int
 
 
+@functools.lru_cache(maxsize=1 << 16)  # a cell's name is asked for by every link to it
 def _slug(*parts: object) -> str:
     """A file-name-safe, collision-free name for ``parts``: a readable head and a hash."""
     text = "\x00".join(str(p) for p in parts)

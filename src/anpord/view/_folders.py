@@ -254,6 +254,7 @@ class FolderViewData:
         self.project_folder = project_folder
         self.runs_dir = runs_folder(project_folder)
         self._lock = threading.RLock()
+        self._summary_lock = threading.Lock()  # run_summary's
         self._heads: dict[str, tuple[_Stamp, _Head]] = {}
         self._indexes: OrderedDict[str, tuple[tuple[_Stamp, _Stamp], _Index]] = OrderedDict()
         self._keep = keep_indexes
@@ -400,29 +401,43 @@ class FolderViewData:
         """A run's cells as its ``run.json`` sums them up: a finished or interrupted run holds
         each cell's summary there, which is all a comparison shows, so ``results.jsonl`` is not
         read. Each cell's ``verdicts`` are empty. A run without the summaries (running, crashed,
-        unreadable) is read as ``run`` reads it."""
-        with self._lock:
+        unreadable) is read as ``run`` reads it.
+
+        Its own lock, not the one around reading a run's trials: a comparison asked for while
+        the server reads a big run (its warm-up) does not wait for it. What it shares with the
+        other calls is the cache of ``run.json`` records: an entry is replaced whole, and what is
+        remembered on a record (its cells, their summaries) is the same whoever works it out."""
+        with self._summary_lock:
             if self._run_dir(run_id) is None:
                 return None
             head = self._head(run_id)
             if head is None:
                 return None
-            row = self._row(run_id, head)
-            if row.status not in ("finished", "interrupted"):
-                return self.run(run_id)
-            if head._summed is None:
-                try:
-                    record = head.record
-                except (RecordError, TypeError, ValueError, AttributeError):
-                    return self.run(run_id)  # says what does not read
-                cells = [CellRow(c.summary, ()) for c in record.cells if c.summary is not None]
-                if not cells and row.totals.get("trials"):
-                    return self.run(run_id)  # trials, but no summary of them
-                labels = [str(v.get("label")) for v in record.variants if v.get("label")]
-                variants = list(dict.fromkeys([*labels, *(c.summary.variant for c in cells)]))
-                variants = [v for v in variants if any(c.summary.variant == v for c in cells)] or variants
-                head._summed = (cells, variants)
-            return RunView(row, head.record, head._summed[0], head._summed[1])
+            summed = self._summed(head)
+            if summed is not None:  # finished: its row and cells from run.json alone
+                return RunView(self._row(run_id, head), head.record, summed[0], summed[1])
+        return self.run(run_id)  # says what does not read, or reads the trials there are
+
+    @staticmethod
+    def _summed(head: _Head) -> tuple[list[CellRow], list[str]] | None:
+        """A finished or interrupted run's cells and variants from its ``run.json``; None when
+        it has no summaries to give."""
+        if head.error is not None or head.raw is None or head.top is None or \
+                head.top.status not in ("finished", "interrupted"):
+            return None
+        if head._summed is None:
+            try:
+                record = head.record
+            except (RecordError, TypeError, ValueError, AttributeError):
+                return None
+            cells = [CellRow(c.summary, ()) for c in record.cells if c.summary is not None]
+            if not cells and head.top.totals.get("trials"):
+                return None  # trials, but no summary of them
+            labels = [str(v.get("label")) for v in record.variants if v.get("label")]
+            variants = list(dict.fromkeys([*labels, *(c.summary.variant for c in cells)]))
+            variants = [v for v in variants if any(c.summary.variant == v for c in cells)] or variants
+            head._summed = (cells, variants)
+        return head._summed
 
     def trial(self, run_id: str, case_id: str, variant: str, index: int) -> TrialView | None:
         with self._lock:

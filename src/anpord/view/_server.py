@@ -34,6 +34,8 @@ def warm_up(data: ViewData) -> None:
 
                 compare_page(data, bases[0], newest.run_id)
             data.run(newest.run_id)
+            if bases and bases[0] != newest.run_id:
+                data.run(bases[0])  # the trials a compared cell's page opens
     except Exception:  # noqa: BLE001 - never let a warm-up stop the server
         return
 
