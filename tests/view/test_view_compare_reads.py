@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +58,39 @@ def test_summaries_pair_as_the_trials_do_and_a_running_run_is_read_from_its_tria
     record_path.write_text(json.dumps(record))
     again = compare_page(FolderViewData(p.folder), base, cand)
     assert again is not None and _table(again) == _table(from_trials)
+
+
+def test_a_comparison_does_not_wait_for_a_run_being_read(tmp_path: Path) -> None:
+    """While another request holds the lock around reading a run's trials (the server's warm-up
+    reading a big run), the compare page is still made: it reads only the runs' run.json."""
+    from anpord.view import FolderViewData
+    from anpord.view._compare import compare_page
+
+    p = project(tmp_path / "p")
+    assert p.run().code == 0
+    assert p.run(env={"MOOD": "evil"}).code == 1
+    base, cand = run_ids(p)
+    data = FolderViewData(p.folder)
+    held, release = threading.Event(), threading.Event()
+
+    def reading() -> None:
+        with data._lock:  # as run() holds it while it reads a run's results.jsonl
+            held.set()
+            release.wait(60)
+
+    reader = threading.Thread(target=reading)
+    reader.start()
+    try:
+        assert held.wait(30)
+        done: list[Any] = []
+        asker = threading.Thread(target=lambda: done.append(compare_page(data, base, cand)))
+        asker.start()
+        asker.join(60)  # blocked on the lock, it would wait until the reader lets go
+        assert done and done[0] is not None and not asker.is_alive()
+        assert [r.status for r in done[0]["rows"]] == ["regressed", "regressed"]
+    finally:
+        release.set()
+        reader.join()
 
 
 def test_a_run_the_store_lost_is_compared_from_its_folder(tmp_path: Path) -> None:
