@@ -2,7 +2,7 @@
 10,000-trial run.
 
     python bench/compare_page.py [--cases 1000] [--variants 2] [--trials 5] [--keep DIR]
-                                 [--only compare|export]
+                                 [--only compare|export] [--repeat N]
 
 Writes two runs of cases × variants × trials synthetic trials (10,000 each by default) as
 ``bench/view_pages.py`` does, files them in the run store (``anpord db rebuild``), starts the
@@ -52,16 +52,25 @@ def _size(folder: Path) -> int:
     return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
 
 
+def _project(folder: Path, args: argparse.Namespace, history: int) -> str:
+    """A project of synthetic runs, filed in its store; one kept from an earlier ``--keep`` run
+    is used as it is."""
+    if (folder / ".anpord" / "runs").is_dir():
+        return "20250102-000000-bbbbbb"
+    cand = make_project(folder, cases=args.cases, variants=args.variants, trials=args.trials, history=history)
+    subprocess.run([sys.executable, "-m", "anpord", "db", "rebuild"], cwd=folder, check=True, env=_env(),
+                   stdout=subprocess.DEVNULL)
+    return cand
+
+
 def _compare(root: Path, args: argparse.Namespace, n: int) -> list[tuple[str, str, dict[str, float]]]:
     from playwright.sync_api import sync_playwright
 
     rows = []
     two = root / "two-runs"
     started = time.perf_counter()
-    cand = make_project(two, cases=args.cases, variants=args.variants, trials=args.trials, history=1)
+    cand = _project(two, args, history=1)
     base = "20250101-000000-aaaaa0"
-    subprocess.run([sys.executable, "-m", "anpord", "db", "rebuild"], cwd=two, check=True, env=_env(),
-                   stdout=subprocess.DEVNULL)
     print(f"wrote and filed 2 runs of {n:,} trials in {time.perf_counter() - started:.1f}s")
     case, variant = "weather/city_0007", "python/model-1"
     for state in ("cold", "first", "again"):
@@ -91,9 +100,7 @@ def _compare(root: Path, args: argparse.Namespace, n: int) -> list[tuple[str, st
 def _export(root: Path, args: argparse.Namespace) -> tuple[float, float, float, int]:
     """The export's wall and CPU time (its process and its workers'), size in MB, pages."""
     one = root / "one-run"
-    make_project(one, cases=args.cases, variants=args.variants, trials=args.trials, history=0)
-    subprocess.run([sys.executable, "-m", "anpord", "db", "rebuild"], cwd=one, check=True, env=_env(),
-                   stdout=subprocess.DEVNULL)
+    _project(one, args, history=0)
     site = root / "site"
     shutil.rmtree(site, ignore_errors=True)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -115,17 +122,18 @@ def main() -> int:
     ap.add_argument("--trials", type=int, default=5)
     ap.add_argument("--keep", type=Path, help="write the projects here and keep them")
     ap.add_argument("--only", choices=("compare", "export"), help="measure only the compare page or the export")
+    ap.add_argument("--repeat", type=int, default=1, help="export this many times (each is printed)")
     args = ap.parse_args()
 
     root = args.keep or Path(tempfile.mkdtemp(prefix="anpord-compare-bench-"))
     n = args.cases * args.variants * args.trials
     rows: list[tuple[str, str, dict[str, float]]] = []
-    exported = None
+    exports = []
     try:
         if args.only != "export":
             rows = _compare(root, args, n)
         if args.only != "compare":
-            exported = _export(root, args)
+            exports = [_export(root, args) for _ in range(max(1, args.repeat))]
     finally:
         if args.keep is None:
             shutil.rmtree(root, ignore_errors=True)
@@ -137,14 +145,14 @@ def main() -> int:
         for name, state, t in rows:
             flag = "" if t["load"] <= PAGE_TARGET_S else "  over target"
             print(f"{name:<26}{state:<7}{t['server']:>8.3f}s{t['load']:>8.3f}s{t['wall']:>8.3f}s{flag}")
-    if exported is not None:
-        export_s, export_cpu, size_mb, pages = exported
+    for export_s, export_cpu, size_mb, pages in exports:
         over = [w for w, bad in (("time", export_s > EXPORT_TARGET_S), ("size", size_mb > EXPORT_TARGET_MB)) if bad]
         print(f"\nexport of one {n:,}-trial run ({pages:,} pages; CPU is the export's and its workers')")
         print(f"{'':<10}{'target':>10}{'measured':>10}")
         print(f"{'wall':<10}{'≤ %.0fs' % EXPORT_TARGET_S:>10}{export_s:>9.1f}s{'  over target' if 'time' in over else ''}")
         print(f"{'CPU':<10}{'':>10}{export_cpu:>9.1f}s")
         print(f"{'size':<10}{'≤ %.0f MB' % EXPORT_TARGET_MB:>10}{size_mb:>7.1f} MB{'  over target' if 'size' in over else ''}")
+    print(f"\nload average while measuring: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     return 0
 
 

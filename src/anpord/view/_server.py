@@ -24,7 +24,11 @@ def warm_up(data: ViewData) -> None:
     moment, while the grid waits for the run's trials to be read. A failure here only means the
     first request reads the run itself (and reports what went wrong)."""
     try:
-        newest = next((r for r in data.runs() if r.status != "unreadable"), None)
+        readable = [r for r in data.runs() if r.status != "unreadable"]
+        summed = getattr(data, "run_summary", None)
+        for row in readable[:2] if summed is not None else ():
+            summed(row.run_id)  # what comparing the newest runs reads, before the store opens
+        newest = readable[0] if readable else None
         if newest is not None:
             deltas = data.baseline_deltas(newest.run_id)
             # its comparison with its baseline: the "compare with baseline" of its page
