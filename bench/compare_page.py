@@ -15,7 +15,11 @@ server's start-up has read the newest run and paired it with its baseline; "agai
 
 Then ``anpord view --export`` of a project holding one 10,000-trial run: its wall time (target
 ≤ 10 s), its CPU time (the export's process and its workers') and the folder's size (target
-≤ 50 MB), with the number of pages written.
+≤ 50 MB), with the number of pages written; ``--repeat N`` exports N times. The wall time is
+only as good as the machine is idle: the load average while measuring is printed with it, and
+the CPU time is the figure to compare between two versions on a busy machine.
+
+``--keep DIR`` keeps the projects; a later run with the same ``--keep DIR`` uses them as they are.
 
 Needs Debian's chromium (``/usr/bin/chromium``) and ``pip install playwright``.
 """
