@@ -73,9 +73,11 @@ def _compare(root: Path, args: argparse.Namespace, n: int) -> list[tuple[str, st
     rows = []
     two = root / "two-runs"
     started = time.perf_counter()
+    kept = (two / ".anpord" / "runs").is_dir()
     cand = _project(two, args, history=1)
     base = "20250101-000000-aaaaa0"
-    print(f"wrote and filed 2 runs of {n:,} trials in {time.perf_counter() - started:.1f}s")
+    print(f"the 2 runs of {n:,} trials kept in {two}" if kept else
+          f"wrote and filed 2 runs of {n:,} trials in {time.perf_counter() - started:.1f}s")
     case, variant = "weather/city_0007", "python/model-1"
     for state in ("cold", "first", "again"):
         proc, url = start_view(two)
