@@ -80,3 +80,27 @@ def test_export_opens_from_disk(tmp_path: Path, browser: Any) -> None:
     lone = subprocess.run([*anpord_command(), "view", "--force"], cwd=p.folder, env=run_env(),
                           capture_output=True, text=True, timeout=60, check=False)
     assert lone.returncode == 2 and "--force goes with --export DIR" in lone.stderr
+
+
+def test_forked_workers_write_the_same_site_as_one_process(tmp_path: Path) -> None:
+    """The cell pages written by forked workers (as a big run's export does) are byte for byte
+    those one process writes: every trial in its section, every page there."""
+    from anpord.view import StoreViewData
+    from anpord.view._export import export_view
+
+    p = project(tmp_path / "p")
+    assert p.run().code == 0
+    assert p.run(env={"MOOD": "evil"}).code == 1
+    sites = {}
+    for workers in (1, 2):
+        out = tmp_path / f"site-{workers}"
+        report = export_view(StoreViewData(p.folder), out, title="p", project_folder=str(p.folder),
+                             workers=workers)
+        files = {f.relative_to(out): f.read_bytes() for f in out.rglob("*") if f.is_file()}
+        assert report.pages == sum(1 for f in files if f.suffix == ".html")
+        assert report.bytes == sum(len(b) for f, b in files.items() if f.suffix == ".html")
+        sites[workers] = files
+    assert sites[1] == sites[2]
+    cells = [b for f, b in sites[2].items() if f.name.startswith("cell-")]
+    assert len(cells) == 4 and sum(b.count(b'<section class="trial" id="t') for b in cells) == 24
+    assert all(b.rstrip().endswith(b"</html>") for b in cells)

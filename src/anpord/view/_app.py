@@ -206,6 +206,13 @@ def create_app(
 
         return await off_loop(body)
 
+    def read_runs(*run_ids: str) -> None:
+        try:
+            for run_id in run_ids:
+                data.run(run_id)
+        except Exception:  # noqa: BLE001 - a read ahead: the page that needs it reports what failed
+            return
+
     def _index(raw: str) -> int:
         return int(raw) if raw.isdigit() and len(raw) < 10 else 0
 
@@ -216,11 +223,17 @@ def create_app(
         def page() -> web.Response:
             ctx = compare_page(data, base, cand, statuses) if base and cand else None
             if ctx is None:
-                missing = [r for r in (base, cand) if not r or data.run(r) is None]
+                known = getattr(data, "run_summary", data.run)
+                missing = [r for r in (base, cand) if not r or known(r) is None]
                 return not_found(" or ".join(f"run {r}" if r else "run named" for r in missing) or "page")
             return render("compare.html", ctx)
 
-        return await off_loop(page)
+        response = await off_loop(page)
+        if response.status == 200:
+            # The page paired the runs' summaries; a compared cell's page opens their trials:
+            # read them now, after the page is out, so that click finds them in memory.
+            asyncio.get_running_loop().run_in_executor(None, read_runs, base, cand)
+        return response
 
     async def compare_cell(request: web.Request) -> web.StreamResponse:
         base, cand = request.query.get("base", ""), request.query.get("cand", "")

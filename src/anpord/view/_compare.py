@@ -8,6 +8,7 @@ As ``_pages``: each function asks the ``ViewData`` and returns template data, or
 from __future__ import annotations
 
 import difflib
+import threading
 from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +23,7 @@ __all__ = ["STATUSES", "CompareRow", "compare_cell_page", "compare_page"]
 STATUSES = ("regressed", "improved", "inconclusive", "incomparable", "unchanged")
 PAGE_ROWS = 100  # rows drawn, most telling status first; the counts and filters cover every cell
 _MEMO: dict[tuple[int, int, float], tuple[Any, Any, Any]] = {}  # the last few pairings
+_MEMO_LOCK = threading.Lock()
 DIFF_LIMIT = 20_000  # characters of each answer diffed
 
 
@@ -128,20 +130,24 @@ def _paired(base: RunView, cand: RunView, margin: float) -> tuple[list[CompareRo
     """``_rows`` remembered for the runs' cells (a ``ViewData`` hands the same cell list until
     the run changes on disk), so filtering or coming back does not pair again."""
     key = (id(base.cells), id(cand.cells), margin)
-    hit = _MEMO.get(key)
-    if hit is not None and hit[0] is base.cells and hit[1] is cand.cells:
-        return hit[2]  # type: ignore[no-any-return]
-    out = _rows(base, cand, margin)
-    if len(_MEMO) >= 4:
-        _MEMO.pop(next(iter(_MEMO)))
-    _MEMO[key] = (base.cells, cand.cells, out)
-    return out
+    with _MEMO_LOCK:  # a request and the server's warm-up asking at once pair the runs once
+        hit = _MEMO.get(key)
+        if hit is not None and hit[0] is base.cells and hit[1] is cand.cells:
+            return hit[2]  # type: ignore[no-any-return]
+        out = _rows(base, cand, margin)
+        if len(_MEMO) >= 4:
+            _MEMO.pop(next(iter(_MEMO)))
+        _MEMO[key] = (base.cells, cand.cells, out)
+        return out
 
 
 def compare_page(data: ViewData, base_id: str, cand_id: str, statuses: Collection[str] = (),
                  margin: float = 0.2, limit: int | None = PAGE_ROWS) -> dict[str, Any] | None:
-    """``limit``: rows drawn (None: all); the counts and the variants' changes cover every cell."""
-    base, cand = data.run(base_id), data.run(cand_id)
+    """``limit``: rows drawn (None: all); the counts and the variants' changes cover every cell.
+    Each run's cells are its summaries (``run_summary``, when the data has it): the page shows
+    no trial, so a finished run's trials are not read."""
+    summed = getattr(data, "run_summary", data.run)
+    base, cand = summed(base_id), summed(cand_id)
     if base is None or cand is None:
         return None
     rows, variants = _paired(base, cand, margin)

@@ -9,12 +9,15 @@ cut value (the trial's page keeps the first part; the run folder has the whole).
 Written: the runs list (``index.html``), each run's grid pages, each cell's page with each of its
 trials as a section (``cell-….html#t3``: one file per cell, not per trial), and each run's compare
 page against its baseline (the earliest run that measured its cells) with each compared cell's
-page. A process per core reads and renders the trials (forked, so they share what the parent
-read) while the parent writes the cell pages; every page loses the templates' indentation.
+page. The parent reads every run's cells, deltas and cells' histories first; then a process per
+core (forked, so it shares what was read, and never touches the store's connection) renders and
+writes the cell pages — each trial read from its run's files kept open, in file order — while the
+parent writes the grid and compare pages. Every page loses the templates' indentation.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import multiprocessing
 import os
@@ -47,6 +50,7 @@ class ExportReport:
     bytes: int
 
 
+@functools.lru_cache(maxsize=1 << 16)  # a cell's name is asked for by every link to it
 def _slug(*parts: object) -> str:
     """A file-name-safe, collision-free name for ``parts``: a readable head and a hash."""
     text = "\x00".join(str(p) for p in parts)
@@ -104,8 +108,8 @@ def _lean(html: str) -> str:
 
 
 class _Snapshot:
-    """``data`` read once for the export: the runs, each run's view and deltas are asked for once
-    (every page of a run needs them), the rest is passed through."""
+    """``data`` read once for the export: the runs, each run's view, deltas and cells' histories
+    are asked for once (every page of a run needs them), the rest is passed through."""
 
     def __init__(self, data: ViewData) -> None:
         self._data = data
@@ -113,6 +117,7 @@ class _Snapshot:
         self._views: dict[str, Any] = {}
         self._deltas: dict[str, Any] = {}
         self._flaky: Any = None
+        self._histories: dict[Any, Any] = {}
 
     def runs(self) -> Any:
         if self._runs is None:
@@ -129,6 +134,22 @@ class _Snapshot:
             self._deltas[run_id] = self._data.baseline_deltas(run_id)
         return self._deltas[run_id]
 
+    def cell_history(self, case_id: str, variant: str) -> Any:
+        key = (case_id, variant)
+        if key not in self._histories:
+            self._histories[key] = self._data.cell_history(case_id, variant)
+        return self._histories[key]
+
+    def read_histories(self, keys: list[Any]) -> None:
+        """Every cell's history in ``keys``, read now (a few queries): the workers forked next
+        find them here and never use the store's connection, which a forked process must not."""
+        prefetch = getattr(self._data, "prefetch_histories", None)
+        for at in range(0, len(keys), 500):
+            if prefetch is not None:
+                prefetch(keys[at : at + 500])
+            for key in keys[at : at + 500]:
+                self.cell_history(*key)
+
     def flaky_history(self) -> Any:
         if self._flaky is None:
             fn = getattr(self._data, "flaky_history", None)
@@ -139,22 +160,37 @@ class _Snapshot:
         return getattr(self._data, name)
 
 
-# What the trial pages' workers render from: set before they are forked, so each has it.
+# Where a cell page's trial sections go: rendered in its place, then replaced by them.
+_SECTIONS = Markup("<!--anpord:trial-sections-->")
+
+# What the cell pages' workers render from: set before they are forked, so each has it.
 _WORK: dict[str, Any] = {}
 
 
-def _trial_sections(job: tuple[str, str, str, tuple[int, ...]]) -> list[tuple[int, str]]:
-    """One cell's trials, each as the HTML of its section of the cell's page: (trial, html)."""
+def _cell_pages(job: tuple[str, str, str, tuple[int, ...]]) -> tuple[int, int]:
+    """Write one cell's pages, each trial a section of one (rendered here, in a worker): the
+    pages and bytes written."""
     run_id, case_id, variant, indices = job
-    data, template, urls = _WORK["data"], _WORK["template"], _WORK["urls"]
-    out = []
+    data, write = _WORK["data"], _WORK["write"]
+    template, urls, names = _WORK["template"], _WORK["urls"], _WORK["names"]
+    sections = []
     for i in indices:
         ctx = trial_page(data, run_id, case_id, variant, i, with_timeline=False)
         if ctx is None:
             continue
-        body = template.render(**urls, **ctx, section_id=f"t{i}-")
-        out.append((i, f'<section class="trial" id="t{i}">\n{body}</section>\n'))
-    return out
+        body = _lean(template.render(**urls, **ctx, section_id=f"t{i}-"))
+        sections.append((i, f'<section class="trial" id="t{i}">\n{body}</section>\n'))
+    pages = written = 0
+    ctx = cell_page(data, run_id, case_id, variant)
+    for n in range(1, (ctx or {"pages": 0})["pages"] + 1):
+        more = ctx if n == 1 else cell_page(data, run_id, case_id, variant, n)
+        if more is None:
+            continue
+        lo, hi = (n - 1) * CELL_PAGE_TRIALS, n * CELL_PAGE_TRIALS
+        written += write(_WORK["pages"] / names["cell_url"](run_id, case_id, variant, page=n), "cell.html",
+                         {**more, "trial_sections": [_SECTIONS]}, urls, [h for i, h in sections if lo <= i < hi])
+        pages += 1
+    return pages, written
 
 
 def _workers() -> int:
@@ -174,7 +210,9 @@ def check_target(folder: Path, force: bool) -> None:
 
 
 def export_view(data: ViewData, folder: Path, *, title: str, project_folder: str,
-                force: bool = False) -> ExportReport:
+                force: bool = False, workers: int | None = None) -> ExportReport:
+    """Write the view of ``data`` into ``folder``. ``workers``: processes that write the cell
+    pages (None: one per core, once there are enough trials to be worth a fork; 1: this one)."""
     from ._app import template_env
 
     folder = folder.resolve()
@@ -188,6 +226,7 @@ def export_view(data: ViewData, folder: Path, *, title: str, project_folder: str
     (folder / PAGES).mkdir(parents=True, exist_ok=True)
     (folder / "static").mkdir(exist_ok=True)
     env, static = template_env()
+    env.auto_reload = False  # one moment's templates: not a stat of each per page
     for name, (body, _) in static.items():
         (folder / "static" / name).write_bytes(body)
     names = _names()
@@ -197,77 +236,85 @@ def export_view(data: ViewData, folder: Path, *, title: str, project_folder: str
             "asset": lambda n: f"static/{n}"}
     templates = {n: env.get_template(n) for n in (
         "runs.html", "run.html", "cell.html", "trial.html", "compare.html", "compare_cell.html")}
-    written = [0, 0]
-    data = _Snapshot(data)
+    snap = _Snapshot(data)
 
-    def write(path: Path, template: str, ctx: dict[str, Any], urls: dict[str, Any]) -> None:
-        body = _lean(templates[template].render(**urls, **ctx)).encode("utf-8")
-        path.write_bytes(body)
-        written[0] += 1
-        written[1] += len(body)
+    def write(path: Path, template: str, ctx: dict[str, Any], urls: dict[str, Any],
+              sections: list[str] | None = None) -> int:
+        """Write one page; its size in bytes. ``sections``: a cell page's trials, in at the mark."""
+        html = _lean(templates[template].render(**urls, **ctx))
+        if sections is not None:
+            head, tail = html.split(_SECTIONS, 1)
+            html = "".join([head, *sections, tail])
+        body = html.encode("utf-8")
+        with open(path, "wb") as f:
+            f.write(body)
+        return len(body)
 
-    write(folder / "index.html", "runs.html", runs_page(data), root)
+    written = [1, write(folder / "index.html", "runs.html", runs_page(snap), root)]
     pages = folder / PAGES
-    later = []  # (run id, its first grid page): cells and compare pages, written while trials are
-    jobs = []  # one cell's trial pages each
-    for row in data.runs():
-        run_id = row.run_id
-        first = grid_page(data, run_id, GridQuery())
-        if first is None:
+    jobs = []  # one cell's pages each
+    shown = []
+    for row in snap.runs():
+        view = snap.run(row.run_id)
+        if view is None:
             continue
-        write(pages / names["run_url"](run_id), "run.html", first, inner)
-        for n in range(2, first["pages"] + 1):
-            ctx = grid_page(data, run_id, GridQuery(page=n))
-            if ctx is not None:
-                write(pages / names["run_url"](run_id, page=n), "run.html", ctx, inner)
-        later.append((run_id, first))
-        for cell in first["view"].cells:  # every cell, in the order its page is written
-            jobs.append((run_id, *cell.key, tuple(i for i, v in enumerate(cell.verdicts) if v is not None)))
-
-    settle = getattr(data, "settle", None)
-    if settle is not None:  # the trials are read from the runs as the pages above showed them
+        shown.append(row.run_id)
+        if view.cells:
+            snap.baseline_deltas(row.run_id)  # read now, for the workers
+        for cell in view.cells:
+            jobs.append((row.run_id, *cell.key, tuple(i for i, v in enumerate(cell.verdicts) if v is not None)))
+    settle = getattr(snap, "settle", None)
+    if settle is not None:  # the trials are read from the runs as the pages show them
         settle()
-    _WORK.update(data=data, template=env.get_template("_trial.html"), urls=inner)
+    snap.read_histories(list(dict.fromkeys(j[1:3] for j in jobs)))
+    # A process per core renders and writes the cell pages (their trials are nearly all of the
+    # export), forked now so it shares what was read; this one writes the grid and compare pages.
+    _WORK.update(data=snap, template=env.get_template("_trial.html"), urls=inner, names=names,
+                 write=write, pages=pages)
     trials = sum(len(j[3]) for j in jobs)
     pool = None
-    if trials >= 500 and _workers() > 1:
-        pool = multiprocessing.get_context("fork").Pool(_workers())
-        done: Any = pool.imap(_trial_sections, jobs, chunksize=8)  # in the order of ``jobs``
+    if workers is None:
+        workers = _workers() if trials >= 500 else 1
+    if workers > 1:
+        pool = multiprocessing.get_context("fork").Pool(workers)
+        done: Any = pool.imap_unordered(_cell_pages, jobs, chunksize=8)
     else:
-        done = map(_trial_sections, jobs)
+        done = None
     try:
-        prefetch = getattr(data, "prefetch_histories", None)
-        for run_id, first in later:
-            cells = first["view"].cells
-            for at, cell in enumerate(cells):
-                if prefetch is not None and at % 200 == 0:  # the next cells' histories, in one query
-                    prefetch([c.key for c in cells[at : at + 200]])
-                case_id, variant = cell.key
-                sections = next(done)
-                ctx = cell_page(data, run_id, case_id, variant)
-                if ctx is None:
-                    continue
-                for n in range(1, ctx["pages"] + 1):
-                    more = ctx if n == 1 else cell_page(data, run_id, case_id, variant, n)
-                    if more is None:
-                        continue
-                    lo, hi = (n - 1) * CELL_PAGE_TRIALS, n * CELL_PAGE_TRIALS
-                    more = {**more, "trial_sections": [Markup(h) for i, h in sections if lo <= i < hi]}
-                    write(pages / names["cell_url"](run_id, case_id, variant, page=n), "cell.html", more, inner)
+        for run_id in shown:
+            first = grid_page(snap, run_id, GridQuery())
+            if first is None:
+                continue
+            written[0] += 1
+            written[1] += write(pages / names["run_url"](run_id), "run.html", first, inner)
+            for n in range(2, first["pages"] + 1):
+                ctx = grid_page(snap, run_id, GridQuery(page=n))
+                if ctx is not None:
+                    written[0] += 1
+                    written[1] += write(pages / names["run_url"](run_id, page=n), "run.html", ctx, inner)
             baselines = first["baselines"]
             if baselines and baselines[0] != run_id:
                 base = baselines[0]
-                cctx = compare_page(data, base, run_id, limit=None)  # every row, each with its page
+                cctx = compare_page(snap, base, run_id, limit=None)  # every row, each with its page
                 if cctx is not None:
-                    write(pages / names["compare_url"](base, run_id), "compare.html", cctx, inner)
+                    written[0] += 1
+                    written[1] += write(pages / names["compare_url"](base, run_id), "compare.html", cctx, inner)
                     for r in cctx["rows"]:
-                        ctx = compare_cell_page(data, base, run_id, r.case_id, r.variant)
+                        ctx = compare_cell_page(snap, base, run_id, r.case_id, r.variant)
                         if ctx is not None:
-                            write(pages / names["compare_cell_url"](base, run_id, r.case_id, r.variant),
-                                  "compare_cell.html", ctx, inner)
+                            written[0] += 1
+                            written[1] += write(
+                                pages / names["compare_cell_url"](base, run_id, r.case_id, r.variant),
+                                "compare_cell.html", ctx, inner)
+        for n, size in done if done is not None else map(_cell_pages, jobs):
+            written[0] += n
+            written[1] += size
     finally:
         if pool is not None:
             pool.terminate()
             pool.join()
         _WORK.clear()
+        close = getattr(snap, "close", None)
+        if close is not None:
+            close()
     return ExportReport(folder, written[0], written[1])

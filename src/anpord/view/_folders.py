@@ -42,6 +42,7 @@ __all__ = ["FolderViewData", "earliest_run_baselines"]
 
 # How many runs' indexes stay in memory (one 10,000-trial run's index is a few MB).
 KEEP_INDEXES = 4
+KEEP_OPEN = 8  # settled: files kept open (two a run: the runs being exported)
 _Stamp = tuple[int, int, int]
 _EMPTY = RunRecord("", "crashed", 0.0)  # the record shown with a run that cannot be read
 
@@ -87,6 +88,7 @@ class _Head:
     top: RunRecord | None = None
     _record: RunRecord | None = None
     _points: dict[CellKey, HistoryPoint] | None = None
+    _summed: tuple[list[CellRow], list[str]] | None = None  # run_summary's cells and variants
 
     @property
     def record(self) -> RunRecord:
@@ -252,10 +254,12 @@ class FolderViewData:
         self.project_folder = project_folder
         self.runs_dir = runs_folder(project_folder)
         self._lock = threading.RLock()
+        self._summary_lock = threading.Lock()  # run_summary's
         self._heads: dict[str, tuple[_Stamp, _Head]] = {}
         self._indexes: OrderedDict[str, tuple[tuple[_Stamp, _Stamp], _Index]] = OrderedDict()
         self._keep = keep_indexes
         self._settled: dict[str, Any] | None = None  # settle(): each run as first read
+        self._open_files: OrderedDict[Path, int] = OrderedDict()  # settled: kept open
         self._baselines: tuple[tuple[tuple[str, _Stamp], ...], dict[CellKey, HistoryPoint]] | None = None
 
     # -- finding runs ------------------------------------------------------------------------
@@ -393,6 +397,48 @@ class FolderViewData:
                 return RunView(RunRow(run_id, row.run_dir, "unreadable", error=message), head.top or _EMPTY, [], [])
             return RunView(row, head.record, index.cells, index.variants, list(index.problems))
 
+    def run_summary(self, run_id: str) -> RunView | None:
+        """A run's cells as its ``run.json`` sums them up: a finished or interrupted run holds
+        each cell's summary there, which is all a comparison shows, so ``results.jsonl`` is not
+        read. Each cell's ``verdicts`` are empty. A run without the summaries (running, crashed,
+        unreadable) is read as ``run`` reads it.
+
+        Its own lock, not the one around reading a run's trials: a comparison asked for while
+        the server reads a big run (its warm-up) does not wait for it. What it shares with the
+        other calls is the cache of ``run.json`` records: an entry is replaced whole, and what is
+        remembered on a record (its cells, their summaries) is the same whoever works it out."""
+        with self._summary_lock:
+            if self._run_dir(run_id) is None:
+                return None
+            head = self._head(run_id)
+            if head is None:
+                return None
+            summed = self._summed(head)
+            if summed is not None:  # finished: its row and cells from run.json alone
+                return RunView(self._row(run_id, head), head.record, summed[0], summed[1])
+        return self.run(run_id)  # says what does not read, or reads the trials there are
+
+    @staticmethod
+    def _summed(head: _Head) -> tuple[list[CellRow], list[str]] | None:
+        """A finished or interrupted run's cells and variants from its ``run.json``; None when
+        it has no summaries to give."""
+        if head.error is not None or head.raw is None or head.top is None or \
+                head.top.status not in ("finished", "interrupted"):
+            return None
+        if head._summed is None:
+            try:
+                record = head.record
+            except (RecordError, TypeError, ValueError, AttributeError):
+                return None
+            cells = [CellRow(c.summary, ()) for c in record.cells if c.summary is not None]
+            if not cells and head.top.totals.get("trials"):
+                return None  # trials, but no summary of them
+            labels = [str(v.get("label")) for v in record.variants if v.get("label")]
+            variants = list(dict.fromkeys([*labels, *(c.summary.variant for c in cells)]))
+            variants = [v for v in variants if any(c.summary.variant == v for c in cells)] or variants
+            head._summed = (cells, variants)
+        return head._summed
+
     def trial(self, run_id: str, case_id: str, variant: str, index: int) -> TrialView | None:
         with self._lock:
             found = self._trial_run(run_id)
@@ -426,8 +472,15 @@ class FolderViewData:
 
     def settle(self) -> None:
         """From now on each run is taken as it was first read here: its trials are read without
-        checking ``run.json`` and ``results.jsonl`` again (a static export reads one moment's runs)."""
+        checking ``run.json`` and ``results.jsonl`` again, and a run's ``results.jsonl`` and
+        ``events.ndjson`` stay open while its trials are read (a static export reads one moment's
+        runs, each trial in file order: one sequential pass, not an open per trial)."""
         self._settled = {}
+
+    def close(self) -> None:
+        """Close the files ``settle`` keeps open."""
+        while self._open_files:
+            os.close(self._open_files.popitem()[1])
 
     def _trial_run(self, run_id: str) -> tuple[RunView, _Head, _Index] | None:
         if self._settled is not None and run_id in self._settled:
@@ -493,13 +546,20 @@ class FolderViewData:
             self._baselines = (key, earliest_run_baselines([(i, p) for i, p in self._history() if i in measured]))
         return self._baselines[1]
 
-    @staticmethod
-    def _pread(path: Path, offset: int, length: int) -> bytes:
-        fd = _open_regular(path)
-        try:
+    def _pread(self, path: Path, offset: int, length: int) -> bytes:
+        if self._settled is not None:  # settled: the file stays open for the trials that follow
+            fd = self._open_files.get(path)
+            if fd is None:
+                fd = self._open_files[path] = _open_regular(path)
+                while len(self._open_files) > KEEP_OPEN:
+                    os.close(self._open_files.popitem(last=False)[1])
             data = os.pread(fd, length, offset)
-        finally:
-            os.close(fd)
+        else:
+            fd = _open_regular(path)
+            try:
+                data = os.pread(fd, length, offset)
+            finally:
+                os.close(fd)
         if len(data) != length:
             raise _Unreadable(f"{path.name} ends early")
         return data
@@ -516,14 +576,19 @@ class FolderViewData:
         except (OSError, _Unreadable) as exc:
             problems.append(f"events: {exc}")
             return []
+        lines = block.splitlines()
+        try:  # every line at once, as one JSON array (an export reads thousands of trials)
+            return [Event.from_dict(raw) for raw in decode(b"[" + b",".join(filter(bytes.strip, lines)) + b"]")]
+        except (ValueError, TypeError, KeyError, AttributeError):
+            pass  # a line that does not read: each on its own, to say which
         events = []
-        for number, line in enumerate(block.splitlines(), 1):
+        for number, line in enumerate(lines, 1):
             if not line.strip():
                 continue
             try:
                 raw = decode(line)
                 events.append(Event.from_dict(raw))
-            except (ValueError, TypeError, KeyError) as exc:
+            except (ValueError, TypeError, KeyError, AttributeError) as exc:  # AttributeError: not an object
                 problems.append(f"event {number} of this trial does not read ({exc}): skipped")
         return events
 

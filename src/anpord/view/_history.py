@@ -31,6 +31,7 @@ class StoreViewData(FolderViewData):
         self._store_error: str | None = None
         self._store_lock = threading.Lock()
         self._cache: dict[tuple[str, ...], tuple[float, Any]] = {}
+        self._settled_starts: dict[str, float | None] | None = None
 
     def _open(self) -> Any:
         with self._store_lock:
@@ -67,6 +68,15 @@ class StoreViewData(FolderViewData):
         for (case_id, variant), rows in many.items():
             self._cache[("history", case_id, variant)] = (now, rows)
 
+    def _starts(self) -> dict[str, float | None]:
+        """Each listed run's start time; settled (``settle``), listed once."""
+        if self._settled is not None and self._settled_starts is not None:
+            return self._settled_starts
+        started = {r.run_id: r.started_at for r in self.runs()}
+        if self._settled is not None:
+            self._settled_starts = started
+        return started
+
     def cell_history(self, case_id: str, variant: str) -> Sequence[HistoryPoint]:
         store = self._open()
         if store is None:
@@ -76,7 +86,7 @@ class StoreViewData(FolderViewData):
                                 lambda: store.cell_history(case_id, variant, limit=200))
         except Exception:  # noqa: BLE001 - the store is an index: the folders still answer
             return super().cell_history(case_id, variant)
-        started = {r.run_id: r.started_at for r in self.runs()}
+        started = self._starts()
         points = []
         for row in reversed(rows):  # the store gives newest first
             s = row.summary

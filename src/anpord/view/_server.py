@@ -20,19 +20,26 @@ SHUTDOWN_GRACE = 2.0
 def warm_up(data: ViewData) -> None:
     """Read the newest run, its baselines and its comparison with them before anyone asks, so
     the first page a person opens, usually that run's grid or its comparison, is served from
-    memory. A failure here only means the first request reads the run itself (and reports what
-    went wrong)."""
+    memory. The comparison comes first: it needs only the runs' summaries, so it is ready in a
+    moment, while the grid waits for the run's trials to be read. A failure here only means the
+    first request reads the run itself (and reports what went wrong)."""
     try:
-        newest = next((r for r in data.runs() if r.status != "unreadable"), None)
+        readable = [r for r in data.runs() if r.status != "unreadable"]
+        summed = getattr(data, "run_summary", None)
+        for row in readable[:2] if summed is not None else ():
+            summed(row.run_id)  # what comparing the newest runs reads, before the store opens
+        newest = readable[0] if readable else None
         if newest is not None:
-            data.run(newest.run_id)
             deltas = data.baseline_deltas(newest.run_id)
-            # and its comparison with its baseline: the "compare with baseline" of its page
+            # its comparison with its baseline: the "compare with baseline" of its page
             bases = sorted({d.baseline_run_id for d in deltas.values()})
             if bases and bases[0] != newest.run_id:
                 from ._compare import compare_page
 
                 compare_page(data, bases[0], newest.run_id)
+            data.run(newest.run_id)
+            if bases and bases[0] != newest.run_id:
+                data.run(bases[0])  # the trials a compared cell's page opens
     except Exception:  # noqa: BLE001 - never let a warm-up stop the server
         return
 
