@@ -93,6 +93,9 @@ class Variant:
     traces: str | None = None
     # http_mock / cli_mock / mcp_mock values each trial of this variant gets (docs/mocks.md).
     mocks: Sequence[Any] = ()
+    # The model proxy (docs/model-proxy.md): None is on for the coding-agent harnesses, off for
+    # the others.
+    model_proxy: bool | None = None
 
     def __post_init__(self) -> None:
         for key in ("harness", "model", "sandbox", "name", "profile"):
@@ -105,6 +108,8 @@ class Variant:
             raise TypeError(f"Variant env= must be a dict of names to values, got {type(self.env).__name__}")
         if not isinstance(self.options, Mapping) or not all(isinstance(k, str) for k in self.options):
             raise TypeError(f"Variant options= must be a dict of names to values, got {self.options!r}")
+        if self.model_proxy is not None and not isinstance(self.model_proxy, bool):
+            raise TypeError(f"Variant model_proxy= must be True, False or None, got {self.model_proxy!r}")
         if self.traces not in TRACES:
             raise ValueError(f"Variant traces= must be 'otlp' or None, got {self.traces!r}")
         # A lone string would otherwise be read one character at a time.
@@ -155,6 +160,7 @@ class Variant:
             "options": dict(self.options),
             "traces": self.traces,
             **({"mocks": [m.name for m in self.mocks]} if self.mocks else {}),
+            **({"model_proxy": self.model_proxy} if self.model_proxy is not None else {}),
         }
 
 

@@ -46,6 +46,9 @@ def build_parser() -> Parser:
     p.add_argument("--sandbox", metavar="S", help="override the sandbox on every selected variant")
     p.add_argument("--cache", action="store_true",
                    help="reuse model and judge calls from earlier runs (keyed on the request and the trial index)")
+    p.add_argument("--replay", metavar="RUN",
+                   help="answer the agents' model calls from RUN's recorded ones (the model proxy: "
+                        "docs/model-proxy.md); a call the recording lacks makes its trial void")
     again = p.add_mutually_exclusive_group()
     again.add_argument("--resume", metavar="RUN",
                        help="finish a run that died: run only its missing trials, into the same run")
@@ -237,6 +240,8 @@ def _run(args: argparse.Namespace, fail_on: str, out: TextIO) -> int:
             executor=args.executor, ray_address=args.ray_address, **_variant_fields(args),
         )
         _check_profile(project, args.profile)
+        if args.replay:
+            opts.replay = _replayed_run(args.replay, project.folder)
         if opts.fail_on == "regressed" and not args.list:
             _check_history(project.folder, opts)
         if args.resume or args.rerun_failed:
@@ -265,6 +270,14 @@ def _run(args: argparse.Namespace, fail_on: str, out: TextIO) -> int:
         return _fail(str(exc))
     # What leaves the run folder keeps the same secrets out as its artifacts: console, reports.
     return _execute(args, fail_on, out, project, plan, opts, executor)
+
+
+def _replayed_run(ref: str, project_folder: Path) -> str:
+    """``--replay RUN``: the run's folder, absolute; a run that cannot be read is exit 2."""
+    from ..results._reader import read_run
+
+    reading = read_run(ref, project=project_folder)
+    return str(reading.run_dir.resolve())
 
 
 def _check_history(project_folder: Path, opts: Any) -> None:

@@ -402,6 +402,10 @@ class CodingSession(ProgramSession):
         at = _ARGS_AT.get(self.cli.name, 1)
         argv = [*invocation.argv[:at], *self.settings.args, *invocation.argv[at:]]
         env = self.sandbox.environment({**invocation.env, **self.settings.env})
+        from ...proxy import agent_env
+
+        # The trial's model proxy wins over a profile's or variant's base URL (its upstream).
+        env = agent_env(env, self.ctx.extra.get("model_proxy"))
         if self.cli.credential_env is not None:
             env = {**env, **self.cli.credential_env(env)}
         parser = self._parser()
