@@ -104,7 +104,7 @@ class TrialServices:
 
     def void_reason(self) -> str | None:
         """Why the trial could not be measured, when a service says so (a replay's missing call)."""
-        return next((r for s in self._started if (r := getattr(s, "void_reason", None))), None)
+        return next((r for s in self.services if (r := getattr(s, "void_reason", None))), None)
 
     async def start(self, ctx: ServiceContext) -> None:
         self.started = True
