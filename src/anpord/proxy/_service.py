@@ -102,7 +102,12 @@ class ModelProxyService:
                 stand_ins[name] = f"anpord-replay-{secrets.token_hex(8)}"  # a replay needs no key
         self._redact = Redactor(list(self._real.values()))
         if ctx.sandbox is not None:
-            self._paths = {str(ctx.sandbox.workspace): "<workspace>", str(ctx.sandbox.home): "<home>"}
+            workspace, home = ctx.sandbox.workspace, ctx.sandbox.home
+            self._paths = {str(workspace): "<workspace>", str(home): "<home>"}
+            if workspace.parent == home.parent and len(workspace.parent.name) >= 8:
+                # The trial's own folder name, however a CLI spells a path holding it
+                # (Claude Code names a project folder after the workspace, slashes as dashes).
+                self._paths[workspace.parent.name] = "<trial>"
 
         app = web.Application(client_max_size=BODY_LIMIT)
         app.router.add_route("*", "/{tail:.*}", self._handle)
@@ -275,8 +280,10 @@ class ModelProxyService:
                 self.void_reason = what
                 if self._ctx is not None:
                     self._ctx.log(f"model proxy: {what}")
-            return web.json_response({"error": {"type": "not_recorded",
-                                                "message": f"anpord model proxy: {what}"}}, status=500)
+            # 400, not a 5xx: a client retries those, and the answer will not change.
+            self._record(route, request, body, key, 400, bytearray(), started, None, what)
+            return web.json_response({"type": "error", "error": {"type": "invalid_request_error",
+                                                                 "message": f"anpord model proxy: {what}"}}, status=400)
         answer = call.get("response") or {}
         text = str(answer.get("body") or "")
         ctype = str(answer.get("content_type") or "application/json")
