@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["PROXIED_HARNESSES", "agent_env", "wants_proxy"]
+__all__ = ["PROXIED_HARNESSES", "coding_cli", "wants_proxy"]
 
 # Harnesses whose trials get a proxy unless the variant says model_proxy=False.
 PROXIED_HARNESSES = frozenset({"claude", "codex", "gemini", "opencode"})
@@ -22,9 +22,8 @@ def wants_proxy(variant: Any) -> bool:
     return (getattr(variant, "harness", None) or "").partition(":")[0] in PROXIED_HARNESSES
 
 
-def agent_env(env: dict[str, str], proxy: Any) -> dict[str, str]:
-    """``env`` with the proxy's variables over it (its base URLs, the stand-in keys): they win over
-    a profile's or a variant's own, which name the upstream the proxy forwards to."""
-    if proxy is None:
-        return env
-    return {**env, **proxy.env}
+def coding_cli(variant: Any) -> str | None:
+    """The coding CLI a variant runs, or None: such a harness points its CLI at the proxy itself
+    (``_clis``), so the proxy's variables are not given to every program of the trial."""
+    name = (getattr(variant, "harness", None) or "").partition(":")[0]
+    return name if name in PROXIED_HARNESSES else None

@@ -128,9 +128,17 @@ class ModelProxyService:
             await web.SockSite(runner, bind_unix(path)).start()
             sandbox.bridge_loopback(port, path)
         url = f"http://127.0.0.1:{port}"
-        self._env = {**stand_ins, "ANPORD_MODEL_PROXY_URL": url, "OPENAI_BASE_URL": f"{url}/v1",
-                     "ANTHROPIC_BASE_URL": url, "GOOGLE_GEMINI_BASE_URL": url, "GEMINI_BASE_URL": url}
-        self.handle = ProxyHandle(url, dict(self._env))
+        full = {**stand_ins, "ANPORD_MODEL_PROXY_URL": url, "OPENAI_BASE_URL": f"{url}/v1",
+                "ANTHROPIC_BASE_URL": url, "GOOGLE_GEMINI_BASE_URL": url, "GEMINI_BASE_URL": url}
+        self.handle = ProxyHandle(url, full)
+        from . import coding_cli
+
+        if coding_cli(ctx.variant) is None:
+            self._env = dict(full)  # every program of the trial calls its model through the proxy
+        else:
+            # A coding harness points its CLI at the proxy turn by turn (_clis). A replay has no
+            # real key to keep: its stand-ins sign the CLI in.
+            self._env = {"ANPORD_MODEL_PROXY_URL": url, **(stand_ins if self.replay is not None else {})}
 
     def _files(self) -> Path:
         if self._folder is None:

@@ -64,7 +64,9 @@ def test_codex_runs_unattended_and_resumes_its_thread(tmp_path: Path, sandbox: s
     assert done.code == 1, done.output
 
     first, second = reports(done, "listing", "codex")
-    assert first["argv"] == [
+    # Its built-in OpenAI provider points at the trial's model proxy (on by default).
+    assert first["argv"][1] == "-c" and first["argv"][2].startswith('openai_base_url="http://127.0.0.1:')
+    assert first["argv"][:1] + first["argv"][3:] == [
         "exec", "--json", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox",
         "--model", "gpt-5-codex", "-",
     ]
