@@ -18,6 +18,7 @@ import shutil
 import socket
 import tempfile
 import time
+import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -43,6 +44,10 @@ _RESPONSE_DROPPED = frozenset({"connection", "keep-alive", "transfer-encoding", 
                                "content-length", "date", "server"})
 SETTLE_WAIT = 2.0  # seconds settle() waits for calls still being answered
 BODY_LIMIT = 256 << 20  # a request body (a long conversation with images) the proxy accepts
+# Each event loop's session to the upstreams, and how many proxies are running on it: the last
+# one to stop closes it (weakly keyed: a finished loop's goes with it).
+_SESSIONS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, ClientSession] = weakref.WeakKeyDictionary()
+_RUNNING: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, int] = weakref.WeakKeyDictionary()
 
 
 class ProxyHandle:
@@ -64,8 +69,9 @@ class ModelProxyService:
         self.handle: ProxyHandle | None = None
         self.void_reason: str | None = None  # a replayed trial's request the recording lacks
         self._ctx: ServiceContext | None = None
-        self._runner: web.AppRunner | None = None
-        self._session: ClientSession | None = None
+        self._server: web.Server | None = None
+        self._listeners: list[asyncio.AbstractServer] = []
+        self._loop = None
         self._folder: Path | None = None
         self._own_folder = False
         self._upstreams: dict[str, str] = {}
@@ -109,23 +115,28 @@ class ModelProxyService:
                 # (Claude Code names a project folder after the workspace, slashes as dashes).
                 self._paths[workspace.parent.name] = "<trial>"
 
-        app = web.Application(client_max_size=BODY_LIMIT)
-        app.router.add_route("*", "/{tail:.*}", self._handle)
-        # handler_cancellation: an agent that gives up (its own timeout) ends the upstream call too.
-        self._runner = runner = web.AppRunner(app, handler_cancellation=True, access_log=None)
-        await runner.setup()
+        loop = asyncio.get_running_loop()
+        _RUNNING[loop] = _RUNNING.get(loop, 0) + 1
+        self._loop: asyncio.AbstractEventLoop | None = loop
+        # aiohttp's low-level server (no application, router or runner): a trial's proxy starts
+        # in well under a millisecond. handler_cancellation: an agent that gives up (its own
+        # timeout) ends the upstream call too.
+        def request(message: Any, payload: Any, protocol: Any, writer: Any, task: Any) -> web.BaseRequest:
+            return web.BaseRequest(message, payload, protocol, writer, task, loop, client_max_size=BODY_LIMIT)
+
+        self._server = server = web.Server(self._handle, request_factory=request, handler_cancellation=True)
         tcp = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         tcp.bind(("127.0.0.1", 0))
         tcp.listen(128)
         tcp.setblocking(False)
         port: int = tcp.getsockname()[1]
-        await web.SockSite(runner, tcp).start()
+        self._listeners.append(await loop.create_server(server, sock=tcp))
         sandbox = ctx.sandbox
         if sandbox is not None and sandbox.loopback_bridged:
             from ..sandboxes._bridge import bind_unix
 
             path = self._files() / f".proxy-{port}.sock"
-            await web.SockSite(runner, bind_unix(path)).start()
+            self._listeners.append(await loop.create_unix_server(server, sock=bind_unix(path)))
             sandbox.bridge_loopback(port, path)
         url = f"http://127.0.0.1:{port}"
         full = {**stand_ins, "ANPORD_MODEL_PROXY_URL": url, "OPENAI_BASE_URL": f"{url}/v1",
@@ -167,29 +178,38 @@ class ModelProxyService:
 
     async def stop(self) -> None:
         self._open = False
-        runner, self._runner = self._runner, None
-        if runner is not None:
-            await runner.cleanup()
-        session, self._session = self._session, None
-        if session is not None:
-            await session.close()
+        listeners, self._listeners = self._listeners, []
+        for listener in listeners:
+            listener.close()
+        if self._server is not None:
+            await self._server.shutdown(0.5)
+            self._server = None
+        loop, self._loop = self._loop, None
+        if loop is not None:
+            _RUNNING[loop] -= 1
+            if not _RUNNING[loop] and (session := _SESSIONS.pop(loop, None)) is not None:
+                await session.close()
         if self._own_folder and self._folder is not None:
             shutil.rmtree(self._folder, ignore_errors=True)
 
     # -- serving --------------------------------------------------------------------------------
 
     def _client(self) -> ClientSession:
-        if self._session is None:
-            import aiohttp
+        """The event loop's session to the upstreams, shared by every trial's proxy: their
+        connections are kept alive across trials (a trial's first call needs no new one)."""
+        import aiohttp
 
+        loop = asyncio.get_running_loop()
+        session = _SESSIONS.get(loop)
+        if session is None or session.closed:
             # No total or read timeout of the proxy's own: the agent's client keeps its timeouts,
             # and when it gives up the handler is cancelled, closing this request.
-            self._session = aiohttp.ClientSession(
+            session = _SESSIONS[loop] = aiohttp.ClientSession(
                 auto_decompress=False, trust_env=True,
                 timeout=aiohttp.ClientTimeout(total=None, sock_connect=60),
                 connector=aiohttp.TCPConnector(limit=0, force_close=False),
             )
-        return self._session
+        return session
 
     def _swap(self, text: str) -> str:
         """``text`` with each stand-in replaced by the real credential (a header, a query)."""
@@ -198,7 +218,7 @@ class ModelProxyService:
                 text = text.replace(stand_in, real)
         return text
 
-    async def _handle(self, request: web.Request) -> web.StreamResponse:
+    async def _handle(self, request: web.BaseRequest) -> web.StreamResponse:
         task = asyncio.current_task()
         if task is not None:
             self._busy.add(task)
@@ -208,7 +228,7 @@ class ModelProxyService:
             if task is not None:
                 self._busy.discard(task)
 
-    async def _answer(self, request: web.Request) -> web.StreamResponse:
+    async def _answer(self, request: web.BaseRequest) -> web.StreamResponse:
         from aiohttp import web
 
         headers = {k.lower(): v for k, v in request.headers.items()}
@@ -225,7 +245,7 @@ class ModelProxyService:
             return await self._replayed(request, route, body, key, started)
         return await self._forward(request, route, body, key, started)
 
-    async def _forward(self, request: web.Request, route: Route, body: bytes, key: str,
+    async def _forward(self, request: web.BaseRequest, route: Route, body: bytes, key: str,
                        started: float) -> web.StreamResponse:
         import aiohttp
         from aiohttp import web
@@ -276,7 +296,7 @@ class ModelProxyService:
         assert response is not None
         return response
 
-    async def _replayed(self, request: web.Request, route: Route, body: bytes, key: str,
+    async def _replayed(self, request: web.BaseRequest, route: Route, body: bytes, key: str,
                         started: float) -> web.StreamResponse:
         from aiohttp import web
 
@@ -311,7 +331,7 @@ class ModelProxyService:
 
     # -- recording ------------------------------------------------------------------------------
 
-    def _record(self, route: Route, request: web.Request, body: bytes, key: str, status: int, answer: bytearray,
+    def _record(self, route: Route, request: web.BaseRequest, body: bytes, key: str, status: int, answer: bytearray,
                 started: float, first: float | None, error: str | None, *, content_type: str | None = None,
                 replayed: bool = False) -> None:
         ctx = self._ctx
