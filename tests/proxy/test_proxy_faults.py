@@ -107,3 +107,18 @@ def test_no_record_or_log_holds_the_real_key_in_any_spelling() -> None:
         assert len(texts) == 3
         assert find_leaks(texts, [secret]) == []
         assert "[REDACTED]" in texts["call 0"]
+
+
+def test_model_proxy_takes_true_false_or_none(make_project) -> None:  # type: ignore[no-untyped-def]
+    from anpord import Variant
+
+    assert Variant(harness="claude").model_proxy is None
+    assert Variant(harness="claude", model_proxy=False).snapshot()["model_proxy"] is False
+    with pytest.raises(TypeError, match="model_proxy= must be True, False or None, got 'yes'"):
+        Variant(harness="claude", model_proxy="yes")  # type: ignore[arg-type]
+    project = make_project({"evals/x.eval.py": "from anpord import define_eval\ncase = define_eval(prompt='hi')\n"},
+                           config="from anpord import Variant, define_eval_config\n"
+                                  "config = define_eval_config(variants=[Variant(harness='claude', model_proxy='yes')])\n")
+    run = project.run(timeout=60)
+    assert run.code == 2 and "model_proxy= must be True, False or None" in run.stderr, run.output
+    assert "Traceback" not in run.stderr
