@@ -129,11 +129,17 @@ def _project(folder: Path, url: str, n: int, conc: int, proxy: bool) -> Path:
     return folder
 
 
-def _eval(folder: Path) -> float:
+def _eval(folder: Path, cpu: list[float] | None = None) -> float:
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     done = subprocess.run([sys.executable, "-m", "anpord", "eval"], cwd=folder, env=_env(),
                           capture_output=True, text=True, timeout=900, check=False)
     wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if cpu is not None:  # CPU seconds of the run: what a busy machine's wall time mostly reflects
+        cpu.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
     if done.returncode != 0:
         raise SystemExit(f"anpord eval failed in {folder}:\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
     return wall
@@ -145,9 +151,10 @@ def w1(url: str, n: int, conc: int, repeats: int) -> None:
         proxied = _project(Path(tmp) / "proxied", url, n, conc, True)
         _eval(bare)  # warm the bytecode caches and the server
         walls: dict[str, list[float]] = {"without": [], "with": []}
+        cpus: dict[str, list[float]] = {"without": [], "with": []}
         for _ in range(repeats):
-            walls["without"].append(_eval(bare))
-            walls["with"].append(_eval(proxied))
+            walls["without"].append(_eval(bare, cpus["without"]))
+            walls["with"].append(_eval(proxied, cpus["with"]))
         runs = sorted((proxied / ".anpord" / "runs").iterdir())
         from anpord.results import read_run
 
@@ -160,6 +167,9 @@ def w1(url: str, n: int, conc: int, repeats: int) -> None:
     print(f"  with proxy     {best['with']:6.2f} s   ({', '.join(f'{w:.2f}' for w in walls['with'])})")
     print(f"  ratio          {ratio:6.3f}   (target <= {TARGET_RATIO}: {'ok' if ratio <= TARGET_RATIO else 'MISSED'}); "
           f"{calls} proxied calls recorded in the last run")
+    cpu = {k: min(v) for k, v in cpus.items()}
+    print(f"  CPU seconds    without {cpu['without']:.2f}, with {cpu['with']:.2f}: "
+          f"{(cpu['with'] - cpu['without']) / n * 1000:.2f} ms more per trial")
 
 
 def main() -> None:
