@@ -71,7 +71,7 @@ class ModelProxyService:
         self._ctx: ServiceContext | None = None
         self._server: web.Server | None = None
         self._listeners: list[asyncio.AbstractServer] = []
-        self._loop = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._folder: Path | None = None
         self._own_folder = False
         self._upstreams: dict[str, str] = {}
@@ -117,7 +117,7 @@ class ModelProxyService:
 
         loop = asyncio.get_running_loop()
         _RUNNING[loop] = _RUNNING.get(loop, 0) + 1
-        self._loop: asyncio.AbstractEventLoop | None = loop
+        self._loop = loop
         # aiohttp's low-level server (no application, router or runner): a trial's proxy starts
         # in well under a millisecond. handler_cancellation: an agent that gives up (its own
         # timeout) ends the upstream call too.
