@@ -205,7 +205,7 @@ class ModelProxyService:
             # No total or read timeout of the proxy's own: the agent's client keeps its timeouts,
             # and when it gives up the handler is cancelled, closing this request.
             session = _SESSIONS[loop] = aiohttp.ClientSession(
-                auto_decompress=False, trust_env=True,
+                auto_decompress=False,  # an encoded answer passes through as it came
                 timeout=aiohttp.ClientTimeout(total=None, sock_connect=60),
                 connector=aiohttp.TCPConnector(limit=0, force_close=False),
             )
