@@ -103,6 +103,8 @@ def test_claude_code_talks_to_its_model_through_the_proxy_and_replays(make_proje
     project.write({"evals/evals.config.py": _config(binary, root)})
     again = project.run("--json", "--replay", run.run_dir.name, timeout=300, env={"ANTHROPIC_API_KEY": ""})
     line = again.result("notes")
-    assert line["verdict"] == "passed", (line["reason"], line["assertions"], again.trial("notes")["logs"])
+    recorded = [(c["path"], c["request_key"], c["status"]) for c in _calls(run, "notes")]
+    asked = [(c["path"], c["request_key"], c["status"]) for c in _calls(again, "notes")]
+    assert line["verdict"] == "passed", (line["reason"], recorded, asked, again.trial("notes")["logs"])
     replayed = [c for c in _calls(again, "notes") if c["operation"] == "messages"]
     assert replayed and all(c.get("replayed") for c in replayed)

@@ -312,6 +312,7 @@ class _Trial:
     # -- 4. close ----------------------------------------------------------------------------
 
     async def close(self) -> None:
+        await self.services.settle()  # what the agent was answered is recorded (a proxied call)
         self.services.seal()  # the checks have run: what arrives from now on is not kept
         instance = self.holder.instance if self.holder is not None else None
         if instance is not None:
