@@ -161,7 +161,8 @@ def main(argv: list[str]) -> int:
             ("--variant", args.variant), ("--trials", args.trials), ("--timeout", args.timeout),
             ("--harness", args.harness), ("--model", args.model), ("--sandbox", args.sandbox),
             ("--list", args.list), ("--secret", args.secret), ("--env", args.env),
-            ("--profile", args.profile), ("--network", args.network), ("--mount", args.mount)) if given]
+            ("--profile", args.profile), ("--network", args.network), ("--mount", args.mount),
+            ("--replay", args.replay)) if given]
         if extra:
             return _fail(f"{which} runs what the run planned: it takes no {', '.join(extra)}")
     if args.junit:
