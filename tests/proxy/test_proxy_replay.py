@@ -5,6 +5,8 @@ makes the trial void, naming it — the upstream is never called."""
 
 from __future__ import annotations
 
+import json
+
 import openai
 import pytest
 from proxy_support import running
@@ -53,3 +55,18 @@ def test_the_same_request_twice_gets_each_recorded_answer_in_turn(monkeypatch: p
     assert "of case v #0; it holds 3 calls for this trial, 0 not replayed yet" in reason
     assert [c.get("replayed") for c in calls] == [True, True, True, None]
     assert calls[-1]["status"] == "failed" and calls[-1]["http_status"] == 400
+
+
+def test_a_request_key_ignores_the_trials_folders_however_spelled() -> None:
+    from anpord.proxy._record import request_key
+
+    def key(root: str) -> str:
+        mangled = root.replace("/", "-").replace("_", "-")
+        body = json.dumps({"model": "m", "metadata": {"user_id": root}, "system": [
+            {"type": "text", "text": f"cwd {root}/workspace; memory {root}/home/.claude/projects/{mangled}-workspace/"}]})
+        name = root.rsplit("/", 1)[1]
+        paths = {f"{root}/workspace": "<workspace>", f"{root}/home": "<home>", name: "<trial>",
+                 name.replace("_", "-"): "<trial>"}
+        return request_key("POST", "/v1/messages", body.encode(), paths)
+
+    assert key("/dev/shm/anpord-1-2-ab_cd") == key("/dev/shm/anpord-3-4-efgh") != key("/dev/shm/x")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import secrets
 import shutil
 import socket
@@ -111,9 +112,10 @@ class ModelProxyService:
             workspace, home = ctx.sandbox.workspace, ctx.sandbox.home
             self._paths = {str(workspace): "<workspace>", str(home): "<home>"}
             if workspace.parent == home.parent and len(workspace.parent.name) >= 8:
-                # The trial's own folder name, however a CLI spells a path holding it
-                # (Claude Code names a project folder after the workspace, slashes as dashes).
-                self._paths[workspace.parent.name] = "<trial>"
+                # The trial's own folder name, however a CLI spells a path holding it (Claude
+                # Code names a project folder after the workspace, each non-alphanumeric as "-").
+                name = workspace.parent.name
+                self._paths[name] = self._paths[re.sub(r"[^A-Za-z0-9]", "-", name)] = "<trial>"
 
         loop = asyncio.get_running_loop()
         _RUNNING[loop] = _RUNNING.get(loop, 0) + 1
