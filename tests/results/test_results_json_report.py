@@ -33,7 +33,7 @@ def test_top_level_keys_and_totals() -> None:
     doc = json.loads(summary_json(summary, rs))
     assert list(doc) == [
         "schema", "run_id", "run_dir", "exit_code", "fail_on", "interrupted", "duration",
-        "totals", "usage", "closing_line", "variants", "cells", "comparison",
+        "totals", "usage", "run_cost", "closing_line", "variants", "cells", "comparison",
     ]  # fmt: skip
     assert doc["comparison"] is None  # no comparison with baselines was made
     assert doc["schema"] == SCHEMA_VERSION == 2

@@ -34,7 +34,7 @@ def test_a_trial_over_its_size_cap_fails_with_that_reason(make_project: Any, san
     assert run.code == 1, run.output
     for line in run.results():
         assert line["verdict"] == "failed", line
-        assert "size cap of 8 MiB exceeded" in line["reason"], line["reason"]
+        assert line["reason"].startswith("workspace size limit reached: 8 MiB"), line["reason"]
         assert line["error"]["kind"] == "limit"
     under = make_project(cases, config=CONFIG.format(sandbox=sandbox, size=1 << 20))
     run = under.run(timeout=120)
@@ -95,9 +95,9 @@ def test_a_fork_bomb_and_a_memory_hog_fail_naming_the_cap_and_the_others_pass(ma
     assert run.code == 1, run.output
     forker, hog, calm = run.result("caps/forker"), run.result("caps/hog"), run.result("caps/calm")
     assert forker["verdict"] == "failed" and forker["error"]["kind"] == "limit", forker
-    assert forker["reason"].startswith("process cap of 32 (pids) exceeded"), forker["reason"]
+    assert forker["reason"].startswith("process limit reached: 32 processes"), forker["reason"]
     assert hog["verdict"] == "failed" and hog["error"]["kind"] == "limit", hog
-    assert hog["reason"].startswith("memory cap of 128 MiB exceeded"), hog["reason"]
+    assert hog["reason"].startswith("memory limit reached: 128 MiB"), hog["reason"]
     assert calm["verdict"] == "passed", calm
     assert not any("forked them all" in line or "allocated them all" in line for line in run.output.splitlines())
     assert _cgroup_members() == set()  # nothing of the trials is left running

@@ -293,7 +293,7 @@ def test_not_root_a_sandboxed_program_holds_no_privilege(tmp_path: Path) -> None
         assert not (base / "project" / "anpord-probe").exists()
         code, stdout, reason, by_the_watcher = out["capped"]  # not by the exec's timeout
         assert (code, stdout, by_the_watcher) == (-9, "", True)
-        assert reason.startswith("workspace size cap of 4 MiB exceeded")
+        assert reason.startswith("workspace size limit reached: 4 MiB")
         assert out["left"] == []
     finally:
         subprocess.run(["rm", "-rf", str(base)], check=False)

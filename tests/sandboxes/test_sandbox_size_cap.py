@@ -45,7 +45,7 @@ def test_in_memory_as_root_the_cap_is_a_tmpfs_that_refuses_the_write(
     assert res.stdout.splitlines() == ["exit=1", "8\tbig"]
     assert (
         reason
-        == "workspace size cap of 8 MiB exceeded (Variant(options={'sandbox_size': ...}) raises it)"
+        == "workspace size limit reached: 8 MiB (Variant(options={'sandbox_size': ...}) raises it)"
     )
 
 
@@ -56,7 +56,7 @@ def test_on_disk_the_folder_is_watched_and_the_trial_killed(kind: str, tmp_root:
     assert not mounted
     # Killed by the watcher, not by the exec's timeout long before the sleep ended.
     assert (res.exit_code, res.stdout, res.timed_out) == (-9, "", False)
-    assert reason is not None and reason.startswith("workspace size cap of 8 MiB exceeded")
+    assert reason is not None and reason.startswith("workspace size limit reached: 8 MiB")
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -68,7 +68,7 @@ def test_home_counts_too(kind: str, shm_root: Path) -> None:
 def test_bwrap_caps_its_private_tmp_and_reports_it(tmp_root: Path) -> None:
     res, reason, _ = over_the_cap("bwrap", tmp_root, f"{OVER} > /tmp/big; echo exit=$?; sleep 1")
     assert "No space left on device" in res.stderr and res.stdout == "exit=1\n"
-    assert reason is not None and reason.startswith("workspace size cap of 8 MiB exceeded")
+    assert reason is not None and reason.startswith("workspace size limit reached: 8 MiB")
 
 
 @pytest.mark.parametrize("kind", KINDS)

@@ -68,6 +68,18 @@ def check_trials(value: Any) -> None:
         raise ValueError(f"trials: {exc}") from None
 
 
+def check_limit(key: str, value: Any) -> None:
+    """``token_limit`` (a positive whole number of tokens) or ``cost_limit`` (a positive number
+    of US dollars), or None for no limit. Raises ValueError naming the key."""
+    if value is None:
+        return
+    if key == "token_limit":
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"token_limit must be a positive whole number of tokens, got {value!r}")
+    elif isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < float("inf"):
+        raise ValueError(f"{key} must be a positive number of US dollars, got {value!r}")
+
+
 TRACES = (None, "otlp")
 
 
@@ -96,8 +108,16 @@ class Variant:
     # The model proxy (docs/model-proxy.md): None is on for the coding-agent harnesses, off for
     # the others.
     model_proxy: bool | None = None
+    # Per trial: past either, the agent is stopped and the trial fails naming it (docs/limits.md).
+    token_limit: int | None = None
+    cost_limit: float | None = None
 
     def __post_init__(self) -> None:
+        for key in ("token_limit", "cost_limit"):
+            try:
+                check_limit(key, getattr(self, key))
+            except ValueError as exc:
+                raise ValueError(f"Variant {exc}") from None
         for key in ("harness", "model", "sandbox", "name", "profile"):
             value = getattr(self, key)
             if value is not None and not isinstance(value, str):
@@ -159,6 +179,8 @@ class Variant:
             "mounts": list(self.mounts),
             "options": dict(self.options),
             "traces": self.traces,
+            **({"token_limit": self.token_limit} if self.token_limit is not None else {}),
+            **({"cost_limit": self.cost_limit} if self.cost_limit is not None else {}),
             **({"mocks": [m.name for m in self.mocks]} if self.mocks else {}),
             **({"model_proxy": self.model_proxy} if self.model_proxy is not None else {}),
         }
@@ -178,6 +200,8 @@ class EvalConfig:
     reporters: tuple[Any, ...] = ()
     executor: str = "local"
     mocks: tuple[Any, ...] = ()  # every trial's, under the variant's and the case's own
+    token_limit: int | None = None  # per trial, under the variant's and the case's own
+    cost_limit: float | None = None
 
 
 EXECUTORS = ("local", "ray")
@@ -197,6 +221,8 @@ def define_eval_config(
     reporters: Sequence[Any] = (),
     executor: str = "local",
     mocks: Sequence[Any] = (),
+    token_limit: int | None = None,
+    cost_limit: float | None = None,
 ) -> EvalConfig:
     """Build the run-wide config. ``define_eval_config()`` with no arguments is enough."""
     check_trials(trials)
@@ -210,6 +236,8 @@ def define_eval_config(
         raise TypeError(f"sandbox must be a sandbox name such as 'local', got {sandbox!r}")
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
         raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+    check_limit("token_limit", token_limit)
+    check_limit("cost_limit", cost_limit)
     if isinstance(variants, Variant):
         variants = (variants,)
     for v in variants:
@@ -232,6 +260,8 @@ def define_eval_config(
         reporters=tuple(reporters),
         executor=executor,
         mocks=_config_mocks(mocks),
+        token_limit=token_limit,
+        cost_limit=cost_limit,
     )
 
 

@@ -33,6 +33,8 @@ class Eval:
     user: Any = None
     max_turns: int | None = None
     mocks: tuple[Any, ...] = ()  # http_mock / cli_mock / mcp_mock (docs/mocks.md)
+    token_limit: int | None = None  # per trial (docs/limits.md)
+    cost_limit: float | None = None
 
     @property
     def declarative(self) -> bool:
@@ -56,11 +58,13 @@ class Suite:
     timeout: float | None = None
     tags: tuple[str, ...] = ()
     mocks: tuple[Any, ...] = ()
+    token_limit: int | None = None  # per trial, under each case's own (docs/limits.md)
+    cost_limit: float | None = None
 
 
 _EVAL_KEYS = (
     "id name description tags metadata timeout trials judge each prompt source validate judges user "
-    "max_turns mocks"
+    "max_turns mocks token_limit cost_limit"
 ).split()
 
 
@@ -98,6 +102,16 @@ def _check_timeout(timeout: Any) -> None:
         raise DefinitionError(f"timeout must be a positive number of seconds, got {timeout!r}")
 
 
+def _check_limits(token_limit: Any, cost_limit: Any) -> None:
+    from ._config import check_limit
+
+    for key, value in (("token_limit", token_limit), ("cost_limit", cost_limit)):
+        try:
+            check_limit(key, value)
+        except ValueError as exc:
+            raise DefinitionError(str(exc)) from None
+
+
 def _check_source(source: Any) -> None:
     if source is not None and not hasattr(source, "materialize"):
         raise DefinitionError(
@@ -116,6 +130,7 @@ def _check(ev: Eval) -> Eval:
         raise DefinitionError("validate= belongs to declarative cases (prompt=), not to test functions")
     _check_trials(ev.trials)
     _check_timeout(ev.timeout)
+    _check_limits(ev.token_limit, ev.cost_limit)
     if ev.each is not None and isinstance(ev.each, (str, bytes, Mapping)):
         raise DefinitionError("each= must be a sequence of rows (a list), not a string or mapping")
     _check_judging(ev)
@@ -212,6 +227,8 @@ def define_suite(
     timeout: float | None = None,
     tags: Sequence[str] = (),
     mocks: Sequence[Any] = (),
+    token_limit: int | None = None,
+    cost_limit: float | None = None,
 ) -> Suite:
     """Group cases under shared variants, trials and source."""
     if isinstance(cases, (Eval, str)) or not isinstance(cases, Iterable):
@@ -226,6 +243,7 @@ def define_suite(
     _check_trials(trials)
     _check_timeout(timeout)
     _check_source(source)
+    _check_limits(token_limit, cost_limit)
     return Suite(
         cases=case_list,
         variants=tuple(variants),
@@ -234,6 +252,8 @@ def define_suite(
         timeout=timeout,
         tags=_tags(tags, "define_suite"),
         mocks=_suite_mocks(mocks),
+        token_limit=token_limit,
+        cost_limit=cost_limit,
     )
 
 

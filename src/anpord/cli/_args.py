@@ -68,6 +68,28 @@ def positive_float(text: str) -> float:
     return value
 
 
+def dollars(text: str) -> float:
+    """A positive amount of US dollars (``0.50``, ``$2``)."""
+    try:
+        value = float(text.strip().removeprefix("$"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive number of US dollars, got {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a positive number of US dollars, got {text!r}")
+    return value
+
+
+def token_count(text: str) -> int:
+    """A positive whole number of tokens (``10000``, ``10_000``, ``10,000``)."""
+    try:
+        value = int(text.replace(",", "").replace("_", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive whole number of tokens, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive whole number of tokens, got {text!r}")
+    return value
+
+
 def port_number(text: str) -> int:
     try:
         value = int(text)

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
-from ._args import Parser, positive_float, positive_int, trials_arg
+from ._args import Parser, dollars, positive_float, positive_int, token_count, trials_arg
 
 __all__ = ["build_parser", "main"]
 
@@ -31,6 +31,12 @@ def build_parser() -> Parser:
                         "to decide (docs/statistics.md)")
     p.add_argument("--timeout", type=positive_float, metavar="S", help="seconds per trial")
     p.add_argument("--max-concurrency", type=positive_int, metavar="N", help="trials running at once")
+    p.add_argument("--token-limit", type=token_count, metavar="N",
+                   help="tokens per trial: past it the agent is stopped and the trial fails")
+    p.add_argument("--cost-limit", type=dollars, metavar="USD",
+                   help="US dollars per trial: past it the agent is stopped and the trial fails")
+    p.add_argument("--max-run-cost", type=dollars, metavar="USD",
+                   help="once the run has spent this, start no more trials (those left are void)")
     p.add_argument("--list", action="store_true", help="list the selected cases; run nothing")
     p.add_argument("--json", action="store_true", help="print the machine summary (with --list: the cases)")
     p.add_argument("--junit", metavar="PATH", help="write JUnit XML here")
@@ -162,7 +168,8 @@ def main(argv: list[str]) -> int:
             ("--harness", args.harness), ("--model", args.model), ("--sandbox", args.sandbox),
             ("--list", args.list), ("--secret", args.secret), ("--env", args.env),
             ("--profile", args.profile), ("--network", args.network), ("--mount", args.mount),
-            ("--replay", args.replay)) if given]
+            ("--replay", args.replay), ("--token-limit", args.token_limit),
+            ("--cost-limit", args.cost_limit)) if given]
         if extra:
             return _fail(f"{which} runs what the run planned: it takes no {', '.join(extra)}")
     if args.junit:
@@ -239,6 +246,7 @@ def _run(args: argparse.Namespace, fail_on: str, out: TextIO) -> int:
             regression_threshold=args.regression_threshold or 0.2,
             alpha=args.alpha or 0.05, variant_margin=args.variant_margin or 0.05,
             executor=args.executor, ray_address=args.ray_address, **_variant_fields(args),
+            token_limit=args.token_limit, cost_limit=args.cost_limit, max_run_cost=args.max_run_cost,
         )
         _check_profile(project, args.profile)
         if args.replay:
@@ -263,6 +271,10 @@ def _run(args: argparse.Namespace, fail_on: str, out: TextIO) -> int:
         if not plan.cells:
             raise UsageError("nothing to run: no variant selected")
         _note_missing_programs(plan)
+        from ..runner._limits import unpriced_warnings
+
+        for line in unpriced_warnings(plan.cells, run_limit=opts.max_run_cost is not None):
+            print(line, file=sys.stderr)
         executor = executor_for(plan, opts)  # a cluster that cannot be used: exit 2, nothing written
     except UsageError as exc:
         if args.json:
@@ -311,7 +323,8 @@ def _again(args: argparse.Namespace, project: Any, opts: Any, out: TextIO) -> in
                      "max_concurrency": args.max_concurrency, "cache": True if args.cache else None,
                      "regression_threshold": args.regression_threshold,
                      "alpha": args.alpha, "variant_margin": args.variant_margin,
-                     "executor": args.executor, "ray_address": args.ray_address}
+                     "executor": args.executor, "ray_address": args.ray_address,
+                     "max_run_cost": args.max_run_cost}
         again = replace(options_of(reading.record, **overrides), artifacts=opts.artifacts, compare=True)
         if args.resume:
             if reading.status == "running":
@@ -452,7 +465,6 @@ def _note_missing_programs(plan: Any) -> None:
     import shutil
 
     from ..harnesses import CODING_AGENTS
-
     for variant in plan.variants:
         spec = variant.harness or ""
         if variant.traces == "otlp" and spec.startswith("python:") and not _has_otel_sdk():

@@ -82,19 +82,31 @@ class TrialState:
         self.agent_failures: dict[int, ErrorInfo] = {}  # by id() of the Turn
         self.start_error: str | None = None  # a session's agent could not be started
         self.mocks: dict[str, Any] = {}  # the trial's running mocks by name (anpord.mocks)
+        # Sees every event as it is recorded (the runner's token and cost limits: runner/_limits).
+        self.watch: Callable[[Event], None] | None = None
+        # Decides what of the agent's and the services' events is recorded, and how: one event
+        # per MCP call when a CLI's stream and a mock both report it (mocks/_dedupe).
+        self.admit: Callable[[Event], Event | None] | None = None
 
     def record_event(self, event: Event) -> None:
         """Add an event to the trial's log from outside any turn (a judge, a tool mock): it is
         in ``t.events``, run-level checks and the artifacts, but in no session's events."""
         self.events.append(event)
+        if self.watch is not None:
+            self.watch(event)
 
     def record_arrival(self, event: Event) -> None:
         """An event that arrived from outside the harness while the trial runs (a trace span):
         into the running turn when exactly one is running, so that turn's and its session's
         checks see it too; otherwise into the trial's log, as ``record_event``."""
+        if self.admit is not None:
+            admitted = self.admit(event)
+            if admitted is None:
+                return
+            event = admitted
         live = [s._active for s in self.sessions if s._active is not None and not s._active.done]
         if len(live) == 1:
-            live[0]._emit(event)
+            live[0]._add(event)
         else:
             self.record_event(event)
 
@@ -148,6 +160,15 @@ class LiveTurn:
         return self._task.done()
 
     def _emit(self, event: Event) -> None:
+        admit = self.session.state.admit
+        if admit is not None:
+            admitted = admit(event)
+            if admitted is None:
+                return
+            event = admitted
+        self._add(event)
+
+    def _add(self, event: Event) -> None:
         if "session_id" not in event.data:
             if type(event.data) is dict:  # a fresh dict each event: fill it in place
                 event.data["session_id"] = self.session_id

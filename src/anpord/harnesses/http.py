@@ -343,6 +343,9 @@ class HttpSession:
             "model": self.ctx.model,
             "workspace": str(self.ctx.workspace) if self.ctx.workspace is not None else None,
         }
+        mocks = mocks_payload(self.ctx.extra.get("mocks"))
+        if mocks:
+            body["mocks"] = mocks
         try:
             async with self.harness.control().post(base + SESSIONS_PATH, json=body) as resp:
                 if resp.status not in (200, 201):
@@ -692,6 +695,21 @@ def _failed(error: str) -> TurnOutcome:
     """A turn the agent server failed (a broken stream, an error response): the agent's fault,
     so it fails the trial unless the test expected it (``turn.expect_failed()``)."""
     return TurnOutcome("failed", error=error, failure=ErrorInfo("agent", error))
+
+
+def mocks_payload(handles: Mapping[str, Any] | None) -> dict[str, dict[str, Any]]:
+    """The trial's mocks as the session-open request names them (docs/http-agents.md):
+    ``{name: {"kind": "http", "url"}}``, ``{"kind": "mcp", "mcp_server": {"command", "args"}}``,
+    ``{"kind": "cli", "path"}`` — what a Python agent finds in ``turn.mocks``."""
+    out: dict[str, dict[str, Any]] = {}
+    for name, handle in (handles or {}).items():
+        entry: dict[str, Any] = {"kind": handle.kind}
+        for key in ("url", "mcp_server", "path"):
+            value = getattr(handle, key, None)
+            if value is not None:
+                entry[key] = value
+        out[name] = entry
+    return out
 
 
 def resolve(spec: str) -> HttpHarness:

@@ -465,6 +465,8 @@ class RunSummary:
     comparison: Any = None
     # Adaptive trials: why each adaptive cell stopped, by (case id, variant).
     stop_reasons: dict[tuple[str, str], str] = field(default_factory=dict)
+    # --max-run-cost: {"limit", "spent", "reached", "not_run"} (US dollars, trials), when set.
+    run_cost: dict[str, Any] | None = None
 
     def closing_line(self) -> str:
         """``N passed, N failed`` (+ scored/void/skipped when non-zero). Timed-out counts as failed."""
@@ -486,4 +488,5 @@ class RunSummary:
             "duration": self.duration,
             "interrupted": self.interrupted,
             "usage": dict(self.usage),
+            **({"run_cost": dict(self.run_cost)} if self.run_cost is not None else {}),
         }

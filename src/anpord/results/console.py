@@ -17,7 +17,7 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TextIO
+from typing import Any, TextIO
 
 from ._live import LiveRegion
 from ._model import CellSummary, RunSummary, TrialResult, summarize_cell
@@ -312,6 +312,8 @@ class ConsoleReporter:
         out += self._variant_lines(cells)
         if summary.usage:
             out.append(self._render([("Usage: ", DIM), (usage_text(summary.usage, everything), "")]))
+        if summary.run_cost is not None:
+            out.append(self._render(_run_cost_line(summary.run_cost)))
         if run_dir := summary.run_dir or self._run_dir:
             out.append(self._render([("Results: ", DIM), (display_path(run_dir), "")]))
         if summary.interrupted:
@@ -572,3 +574,14 @@ def _can_encode(stream: TextIO, sample: str) -> bool:
     except (UnicodeEncodeError, LookupError):
         return False
     return True
+
+
+def _run_cost_line(run_cost: dict[str, Any]) -> list[tuple[str, str]]:
+    """``Run cost: $1.20 of $2.00`` or, once reached, which trials it kept from starting."""
+    from ..runner._limits import usd
+
+    spent, limit = usd(run_cost["spent"]), usd(run_cost["limit"])
+    if not run_cost.get("reached"):
+        return [("Run cost: ", DIM), (f"{spent} of the {limit} limit", "")]
+    text = f"{spent} spent, limit {limit} reached: {run_cost['not_run']} trials not run"
+    return [("Run cost: ", DIM), (text, SGR["failed"])]

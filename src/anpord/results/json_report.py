@@ -104,6 +104,7 @@ def summary_dict(summary: RunSummary, results: Sequence[TrialResult]) -> dict[st
         "duration": round(summary.duration, 4),
         "totals": totals,
         "usage": {k: _num(v) if isinstance(v, float) else v for k, v in summary.usage.items()},
+        "run_cost": summary.run_cost,
         "closing_line": summary.closing_line(),
         "variants": list(variants.values()),
         "cells": cells,

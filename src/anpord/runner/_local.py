@@ -131,7 +131,8 @@ class LocalExecutor:
 
     # -- running trials ----------------------------------------------------------------------
 
-    def _env(self, on_log: Callable[[TrialSpec, str], None]) -> TrialEnv:
+    def _env(self, on_log: Callable[[TrialSpec, str], None],
+             on_spend: Callable[[TrialSpec, float], None] | None = None) -> TrialEnv:
         open_sandbox, sandbox_closed = self._sandbox_env()
         env = TrialEnv(
             open_sandbox=open_sandbox,  # type: ignore[arg-type]
@@ -139,6 +140,7 @@ class LocalExecutor:
             on_log=on_log,
             max_concurrency=self.max_concurrency,
             host=self.host,
+            on_spend=on_spend,
         )
         if self.monitor is not None:
             env.lost_time = self.monitor.lost_time
@@ -170,7 +172,8 @@ class LocalExecutor:
     # -- the Executor protocol ---------------------------------------------------------------
 
     async def run(self, specs: Iterator[TrialSpec], sink: TrialSink, stop: asyncio.Event) -> None:
-        env = self._env(sink.trial_log)
+        # A run with --max-run-cost counts what its running trials have spent so far, too.
+        env = self._env(sink.trial_log, getattr(sink, "trial_spent", None))
 
         async def one(spec: TrialSpec) -> None:
             sink.trial_started(spec)

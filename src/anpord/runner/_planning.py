@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 
 from .._errors import UsageError
 from ..stats._adaptive import parse_trials
-from ..authoring._config import JudgeConfig, Variant
+from ..authoring._config import EvalConfig, JudgeConfig, Variant
 from ..harnesses import Harness, HarnessSpecError, resolve_harness
 from .discovery import Case, Project
 
@@ -62,6 +62,10 @@ class RunOptions:
     profile: str | None = None
     network: bool = False
     mounts: Sequence[str] = ()
+    # Per trial (``--token-limit``/``--cost-limit``) and per run (``--max-run-cost``): see _limits.
+    token_limit: int | None = None
+    cost_limit: float | None = None
+    max_run_cost: float | None = None
 
 
 @dataclass
@@ -78,6 +82,8 @@ class PlannedCase:
     # Adaptive trials (``--trials auto``, ``MIN..MAX``): MIN..MAX; ``trials`` is then MAX, the
     # most the cell may take, and the allocator decides how many it does.
     adaptive: tuple[int, int] | None = None
+    token_limit: int | None = None  # per trial, resolved (see limits_of)
+    cost_limit: float | None = None
 
     @property
     def planned(self) -> tuple[int, ...] | range:
@@ -247,6 +253,20 @@ def trial_seed(case_id: str, variant: str, trial: int) -> int:
     return zlib.crc32(f"{case_id}\0{variant}\0{trial}".encode("utf-8", "surrogatepass")) & 0x7FFFFFFF
 
 
+def limits_of(opts: RunOptions, case: Case, variant: Variant, cfg: EvalConfig
+              ) -> tuple[int | None, float | None]:
+    """A cell's token and cost limits per trial: the command line, then the case's own, then
+    its suite's, then the variant's, then the config's; each limit on its own (a case may set
+    one and leave the other to its variant)."""
+    ev, suite = case.eval, case.suite
+    return (
+        next((x for x in (opts.token_limit, ev.token_limit, suite.token_limit if suite else None,
+                          variant.token_limit, cfg.token_limit) if x is not None), None),
+        next((x for x in (opts.cost_limit, ev.cost_limit, suite.cost_limit if suite else None,
+                          variant.cost_limit, cfg.cost_limit) if x is not None), None),
+    )
+
+
 def build_plan(project: Project, cases: Sequence[Case], opts: RunOptions, *, resolve: bool = True) -> Plan:
     """The cells to run. ``resolve`` also resolves every harness spec and sandbox name now, so a
     bad one is exit 2 before anything runs."""
@@ -297,7 +317,9 @@ def build_plan(project: Project, cases: Sequence[Case], opts: RunOptions, *, res
             judge = replace(cfg.judge or JudgeConfig(), model=ev.judge)
         chash = case_hash(case) if variants else ""
         for v in variants:
-            cells.append(PlannedCase(case, v, trials, float(timeout), judge, chash, adaptive=adaptive))
+            tokens, cost = limits_of(opts, case, v, cfg)
+            cells.append(PlannedCase(case, v, trials, float(timeout), judge, chash, adaptive=adaptive,
+                                     token_limit=tokens, cost_limit=cost))
     plan = Plan(
         project=project,
         cells=cells,

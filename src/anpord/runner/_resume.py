@@ -58,6 +58,9 @@ def options_of(record: RunRecord, **overrides: Any) -> RunOptions:
         mounts=tuple(o.get("mounts") or ()),
         alpha=float(o.get("alpha") or 0.05),
         variant_margin=float(o.get("variant_margin") or 0.05),
+        token_limit=o.get("token_limit"),
+        cost_limit=o.get("cost_limit"),
+        max_run_cost=o.get("max_run_cost"),
     )
     return replace(opts, **{k: v for k, v in overrides.items() if v is not None})
 

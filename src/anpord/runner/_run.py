@@ -166,8 +166,25 @@ def _specs(plan: Plan, run_id: str, cache_dir: str | None,
                 run_id=run_id, evals_root=root, file=str(case.file.path), file_id=case.file.id,
                 case_id=case.id, variant=variant, trial=i, timeout=cell.timeout,
                 seed=trial_seed(case.id, label, i), case_hash=cell.case_hash, judge=cell.judge,
-                cache_dir=cache_dir, replay=replay,
+                cache_dir=cache_dir, replay=replay, token_limit=cell.token_limit, cost_limit=cell.cost_limit,
             )
+
+
+NOT_RUN_COST = "not run: the run's cost limit was reached"
+
+
+def _cost(result: TrialResult) -> float:
+    """A trial's known cost, for the run's spend (an unknown cost adds nothing it can tell)."""
+    cost = (result.usage or {}).get("cost")
+    return float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) else 0.0
+
+
+def not_run(spec: TrialSpec, reason: str) -> TrialResult:
+    """A trial the run did not start: ``void``, with why."""
+    return TrialResult(
+        case_id=spec.case_id, variant=spec.variant.label, trial=spec.trial, verdict="void",
+        reason=reason, seed=spec.seed, file=spec.file, started_at=time.time(),
+    )
 
 
 def _outcome(result: TrialResult) -> float | None:
@@ -222,7 +239,7 @@ class _AdaptiveSpecs:
             run_id=self.run_id, evals_root=str(self.plan.project.root), file=str(case.file.path),
             file_id=case.file.id, case_id=case.id, variant=variant, trial=i, timeout=cell.timeout,
             seed=trial_seed(case.id, variant.label, i), case_hash=cell.case_hash, judge=cell.judge,
-            cache_dir=self.cache_dir, replay=self.replay,
+            cache_dir=self.cache_dir, replay=self.replay, token_limit=cell.token_limit, cost_limit=cell.cost_limit,
         )
 
     def finished(self, result: TrialResult) -> None:
@@ -365,6 +382,15 @@ class _Run:
         self.loop: asyncio.AbstractEventLoop | None = None
         self.forced_by: int | None = None
         self.adaptive: _AdaptiveSpecs | None = None
+        # --max-run-cost: what the finished trials have spent (known costs), and how many trials
+        # were not started once it was reached (see _budgeted).
+        self.spent = sum(_cost(r) for r in self.results)
+        self.live: dict[tuple[str, str, int], float] = {}  # running trials' spend so far
+        # Offered to the executor only with --max-run-cost: metering costs every trial a little.
+        self.trial_spent: Callable[[TrialSpec, float], None] | None = (
+            self._trial_spent if opts.max_run_cost is not None else None)
+        self.not_run = 0
+        self.budget_reached = False
 
     def _new_record(self, run_id: str) -> RunRecord:
         plan, opts, cfg = self.plan, self.opts, self.plan.project.config
@@ -393,6 +419,8 @@ class _Run:
                 "secrets": list(opts.secrets), "env": dict(opts.env), "profile": opts.profile,
                 "network": opts.network, "mounts": list(opts.mounts),
                 "alpha": opts.alpha, "variant_margin": opts.variant_margin,
+                "token_limit": opts.token_limit, "cost_limit": opts.cost_limit,
+                "max_run_cost": opts.max_run_cost,
             },
             variants=[v.snapshot() for v in plan.variants],
             cells=[CellRecord(c.case.id, c.variant.label, c.trials, c.timeout, str(c.case.file.path),
@@ -418,9 +446,30 @@ class _Run:
         if self.history is not None:
             self.history.add(result)
         self.results.append(result)
+        self.live.pop(spec.key, None)
+        self.spent += _cost(result)
         if self.adaptive is not None:
             self.adaptive.finished(result)
         self.fan.call("on_trial_end", result)
+
+    def _trial_spent(self, spec: TrialSpec, cost: float) -> None:
+        """A running trial's known spend so far (local trials, with ``--max-run-cost``)."""
+        self.live[spec.key] = cost
+
+    def _budgeted(self, specs: Iterator[TrialSpec]) -> Iterator[TrialSpec]:
+        """``specs`` while the run's spend — finished trials, and what running local trials have
+        reported so far — is under ``--max-run-cost``. Once it is reached no more trials start: each one left is recorded ``void`` as not run (so the exit code says
+        the run is incomplete); an adaptive run's cells just stop. Trials in flight finish."""
+        limit = self.opts.max_run_cost
+        for spec in specs:
+            if limit is None or self.spent + sum(self.live.values()) < limit:
+                yield spec
+                continue
+            self.budget_reached = True
+            if self.adaptive is not None:
+                return
+            self.not_run += 1
+            self.trial_finished(spec, not_run(spec, NOT_RUN_COST), [])
 
     # -- signals -----------------------------------------------------------------------------
 
@@ -481,6 +530,8 @@ class _Run:
             self.adaptive = specs  # type: ignore[assignment]
         else:
             specs = _specs(self.plan, self.record.run_id, cache_dir, self.done, self.opts.replay)
+        if self.opts.max_run_cost is not None:
+            specs = self._budgeted(specs)
         work = asyncio.ensure_future(executor.run(specs, self, self.stop))
         stopper = asyncio.ensure_future(self.stop.wait())
         try:
@@ -515,6 +566,9 @@ class _Run:
             fail_on=self.opts.fail_on, duration=time.time() - self.started, interrupted=interrupted,
             usage=usage_totals(results),
         )
+        if self.opts.max_run_cost is not None:
+            summary.run_cost = {"limit": self.opts.max_run_cost, "spent": round(self.spent, 6),
+                                "reached": self.budget_reached, "not_run": self.not_run}
         record = self.record
         record.status = "interrupted" if interrupted else "finished"
         record.finished_at = time.time()

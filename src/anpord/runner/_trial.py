@@ -35,6 +35,7 @@ from ..sandboxes._protocol import SandboxError, SandboxInstance, SandboxSpec
 from ..users import UserSimulationError
 from ._capture import CURRENT_LOG, flush_partial
 from ._deadlines import Deadlines
+from ._limits import Breach, LimitWatcher
 from ._contain import CURRENT_EXITS, ExitLog, TaskExited, contains_exits
 from ._rewrite import CURRENT_RECORDER
 from ._services import ServiceContext, TrialServices, deliver
@@ -78,6 +79,8 @@ class TrialEnv:
     lost_time: Callable[[str, float], float] = lambda _trial, _since: 0.0
     stalls_caused: Callable[[str], list[Any]] = lambda _trial: []
     deadlines: Deadlines | None = None  # one timer for every trial's deadline (made on first use)
+    # The run's --max-run-cost: each trial's known spend so far, as it grows (see _limits).
+    on_spend: Callable[[TrialSpec, float], None] | None = None
 
 
 @dataclass
@@ -135,8 +138,18 @@ class _Trial:
         self.deadline_at = 0.0  # loop time at which the deadline is due
         self.limit: str | None = None  # a limit of the sandbox the trial broke (its size cap)
         # Its trace receiver, when traced; its mocks, when it has some.
-        self.services = TrialServices(job.spec.variant, _mocks_of(job))
+        self.mocks = _mocks_of(job)
+        self.services = TrialServices(job.spec.variant, self.mocks)
         self._early: list[Event] = []  # what services recorded before the trial's state existed
+        # Its token and cost limits, when it has some: a breach stops the agent (see _limits).
+        self.watcher: LimitWatcher | None = None
+        self._stop_body: Callable[[], None] | None = None  # set while the body runs
+        spend = env.on_spend
+        if job.spec.token_limit is not None or job.spec.cost_limit is not None or spend is not None:
+            self.watcher = LimitWatcher(
+                job.spec.token_limit, job.spec.cost_limit, model=job.spec.variant.model,
+                options=job.spec.variant.options, on_breach=self._on_breach,
+                on_spend=None if spend is None else functools.partial(spend, job.spec))
 
     def log(self, message: str) -> None:
         size = len(message)
@@ -177,6 +190,15 @@ class _Trial:
             base_dir=case.file.folder, log=self.log, harness_error=job.harness_error,
         )
         self.state.mocks = self.services.mock_handles()
+        if self.watcher is not None:
+            self.state.watch = self.watcher.see
+        if self.mocks:
+            from ..mocks._dedupe import McpDedupe, mcp_servers
+
+            servers = mcp_servers(self.mocks)
+            if servers:
+                bare = _kind_of(job.spec.variant.harness) == "gemini"  # names MCP tools bare
+                self.state.admit = McpDedupe(servers, bare=bare).admit
         for event in self._early:
             self.state.record_event(event)
         judge_env = JudgeEnv(spec.judge, cache_dir=None if spec.cache_dir is None else as_path(spec.cache_dir),
@@ -207,6 +229,11 @@ class _Trial:
             cache_dir=None if spec.cache_dir is None else as_path(spec.cache_dir),
             trial_index=spec.trial, evals_root=spec.root,
         )
+
+    def _on_breach(self, breach: Breach) -> None:
+        self.log(f"{breach.reason}: stopping the agent")
+        if self._stop_body is not None:
+            self._stop_body()
 
     # -- 2. drive ----------------------------------------------------------------------------
 
@@ -257,11 +284,22 @@ class _Trial:
                 timers.append(deadlines.at(loop.time() + remaining, on_deadline))
                 return
             timed_out.append(f"timed out after {timeout:g}s")
+            stop()
+
+        def stop() -> None:
+            # As a timeout does: cancelling the body cancels the running turn, which kills a
+            # command's process tree; a body that swallows it is abandoned after the grace.
+            self._stop_body = None
             t.signal.set()
             task.cancel()
             loop.call_later(TIMEOUT_GRACE, wake)
 
         task.add_done_callback(wake)
+        if self.watcher is not None:
+            if self.watcher.breach is not None:  # passed while the trial was being prepared
+                stop()
+            else:
+                self._stop_body = lambda: loop.call_soon_threadsafe(stop) if not task.done() else None
         t.deadline = time.time() + timeout  # from now, not from before the sandbox opened
         self.deadline_at = started + timeout
         timers = [deadlines.at(self.deadline_at, on_deadline)]
@@ -271,8 +309,11 @@ class _Trial:
             task.cancel()
             raise
         finally:
+            self._stop_body = None
             for timer in timers:
                 timer.cancel()
+        if self.breached is not None:
+            return BodyOutcome()  # decide() reads the breach
         if timed_out:
             return BodyOutcome(timed_out=timed_out[0])
         return self._classify(task)
@@ -298,6 +339,10 @@ class _Trial:
                 _where(original, self.case),
             ))
         return BodyOutcome()
+
+    @property
+    def breached(self) -> Breach | None:
+        return self.watcher.breach if self.watcher is not None else None
 
     # -- 3. settle ---------------------------------------------------------------------------
 
@@ -354,6 +399,14 @@ class _Trial:
             summary, tb = self.exits.entries[0]
             error = ErrorInfo("task_exit", f"a task it started raised {summary}", tb)
         timed_out = body.timed_out
+        breach = self.breached
+        if breach is not None and body.skipped is None and self.limit is None:
+            # The limit is the cause, as a sandbox cap below: not the cancellation that followed.
+            error, void, timed_out = None, None, None
+            if breach.verdict == "failed":
+                error = ErrorInfo("limit", breach.reason)
+            else:
+                void = breach.reason
         if self.limit is not None and body.skipped is None:
             # The breach is the cause; what followed (the agent killed, a void turn, a timeout
             # while it was being stopped) is not.
@@ -363,8 +416,13 @@ class _Trial:
             execution_error=error.message if error is not None else None,
             records=self.recorder.records,
         )
+        if breach is None and self.watcher is not None and verdict in ("passed", "scored"):
+            unchecked = self.watcher.final()  # a cost limit nobody could check: not measured
+            if unchecked is not None:
+                verdict, reason = "void", unchecked.reason
         events = state.events if state is not None else []
-        if verdict in ("failed", "scored", "void") and (silent := silent_exit(events)) is not None:
+        if (verdict in ("failed", "scored", "void") and breach is None
+                and (silent := silent_exit(events)) is not None):
             # The trial did not pass and the agent gave no answer: why is what the user needs.
             reason = f"{reason}; {silent}" if reason else silent
             if error is None:
@@ -406,6 +464,11 @@ class _Trial:
             host=self.env.host,
         )
         return result, events
+
+
+def _kind_of(spec: str | None) -> str:
+    """A harness spec's kind: ``gemini`` for ``gemini`` and ``gemini:/opt/bin/gemini``."""
+    return (spec or "").partition(":")[0]
 
 
 def _mocks_of(job: TrialJob) -> tuple[Any, ...]:
@@ -471,7 +534,7 @@ async def run_trial(job: TrialJob, env: TrialEnv) -> tuple[TrialResult, list[Eve
     try:
         await trial.prepare()
         body = await trial.drive()
-        if body.timed_out is None:
+        if body.timed_out is None and trial.breached is None:
             await trial.settle_checks()
         else:
             await trial.recorder.settle(0)  # the verdict is timed_out: stop what is still measuring

@@ -302,13 +302,13 @@ class TrialCgroup:
             oom, forks = self._counters()
             if oom and self.memory is not None:
                 self.breach = (
-                    f"memory cap of {format_size(self.memory)} exceeded: the kernel killed a process "
-                    f"of the trial (Variant(options={{'{MEMORY_OPTION}': ...}}) raises it)"
+                    f"memory limit reached: {format_size(self.memory)} (the kernel killed a process "
+                    f"of the trial; Variant(options={{'{MEMORY_OPTION}': ...}}) raises it)"
                 )
             elif forks and self.pids is not None:
                 self.breach = (
-                    f"process cap of {self.pids} (pids) exceeded: a fork was refused "
-                    f"(Variant(options={{'{PIDS_OPTION}': ...}}) raises it)"
+                    f"process limit reached: {self.pids} processes (a fork was refused; "
+                    f"Variant(options={{'{PIDS_OPTION}': ...}}) raises it)"
                 )
         return self.breach
 

@@ -297,7 +297,7 @@ class BaseInstance:
         )
 
     async def limit_exceeded(self) -> str | None:
-        """Why the trial broke a limit of its sandbox — ``workspace size cap of 1 GiB exceeded``
+        """Why the trial broke a limit of its sandbox — ``workspace size limit reached: 1 GiB``
         — or ``None``. Measures once more, and remembers a breach even when the files are gone
         since. The runner fails such a trial with this reason."""
         if self._guard is None or self._closed:

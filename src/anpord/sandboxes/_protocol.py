@@ -116,7 +116,7 @@ class SandboxInstance(Protocol):
         ...
 
     async def limit_exceeded(self) -> str | None:
-        """Why the trial broke a limit of its sandbox (``workspace size cap of 1 GiB exceeded
+        """Why the trial broke a limit of its sandbox (``workspace size limit reached: 1 GiB
         …``), or ``None``. Call it once the agent and the checks are done, before ``close``;
         a breach is remembered even if the files are gone since. Callers fail the trial with
         this reason: the agent did run, and wrote too much."""

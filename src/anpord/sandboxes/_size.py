@@ -274,7 +274,7 @@ class SizeGuard:
 
     def message(self) -> str:
         return (
-            f"workspace size cap of {format_size(self.cap)} exceeded "
+            f"workspace size limit reached: {format_size(self.cap)} "
             f"(Variant(options={{'{SIZE_OPTION}': ...}}) raises it)"
         )
 

@@ -168,8 +168,9 @@ class _Routes:
         folder = _optional_str(body, "workspace")
         # A workspace is a folder on the client's machine: meaningful only when it exists here.
         workspace = Path(folder) if folder and Path(folder).is_dir() else None
+        mocks = _mocks(body)
         try:
-            session = self.table.create(sid, model, workspace)
+            session = self.table.create(sid, model, workspace, mocks)
         except SessionExists:
             return _error(409, "session_exists", f"session {sid!r} exists already")
         return web.json_response({"session_id": session.session_id}, status=201)
@@ -316,6 +317,27 @@ def _guard(
         return await handler(request)
 
     return guard
+
+
+def _mocks(body: Any) -> dict[str, Any]:
+    """The session's mocks (``{name: {"kind", "url" | "mcp_server" | "path"}}``), as the agent's
+    ``turn.mocks`` holds them."""
+    raw = body.get("mocks") if isinstance(body, dict) else None
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise _BadRequest("'mocks' must be an object of mock names to {kind, url | mcp_server | path}")
+    from ..mocks._service import MockHandle
+
+    out: dict[str, Any] = {}
+    for name, entry in raw.items():
+        if not isinstance(entry, dict) or not isinstance(entry.get("kind"), str):
+            raise _BadRequest(f"'mocks.{name}' must be an object with a 'kind'")
+        server = entry.get("mcp_server")
+        out[name] = MockHandle(name, entry["kind"], url=entry.get("url") if isinstance(entry.get("url"), str) else None,
+                               mcp_server=server if isinstance(server, dict) else None,
+                               path=entry.get("path") if isinstance(entry.get("path"), str) else None)
+    return out
 
 
 def create_app(

@@ -13,6 +13,7 @@ import contextvars
 import threading
 import time
 import uuid
+from typing import Any
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,6 +59,7 @@ class ServedSession:
         model: str | None,
         workspace: Path | None,
         log: Callable[[str], None],
+        mocks: dict[str, Any] | None = None,
     ):
         self.session_id = session_id
         self.busy = False
@@ -77,6 +79,7 @@ class ServedSession:
             trial_id=session_id,
             max_concurrency=SYNC_AGENT_THREADS,
             served_workspace=workspace,
+            extra={"mocks": mocks} if mocks else {},  # the client's trial's mocks: turn.mocks
         )
         self.python = PythonSession(harness, self.ctx, session_id)
 
@@ -164,12 +167,13 @@ class SessionTable:
         self.sessions: dict[str, ServedSession] = {}
 
     def create(
-        self, session_id: str | None, model: str | None, workspace: Path | None
+        self, session_id: str | None, model: str | None, workspace: Path | None,
+        mocks: dict[str, Any] | None = None,
     ) -> ServedSession:
         sid = session_id or f"ses_{uuid.uuid4().hex[:12]}"
         if sid in self.sessions:
             raise SessionExists(sid)
-        session = ServedSession(self.harness, sid, model, workspace, self.log)
+        session = ServedSession(self.harness, sid, model, workspace, self.log, mocks)
         self.sessions[sid] = session
         return session
 

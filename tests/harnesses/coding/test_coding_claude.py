@@ -225,7 +225,7 @@ def test_an_older_run_cut_before_its_result_is_a_failed_turn() -> None:
     assert [c["name"] for c in calls].count("Write") == 5
     assert calls[0] == {
         "call_id": "toolu_01LDWR9b7DPfxQ3swSWWfxhY",
-        "name": "mcp__claude-flow__swarm_init",
+        "name": "claude-flow.swarm_init",  # an MCP tool: <server>.<tool> in every harness
         "input": {"topology": "mesh", "maxAgents": 5, "strategy": "adaptive"},
     }
     # Nine calls got their results; the Writes' results were cut off, so no file counts as changed.

@@ -129,7 +129,7 @@ def test_an_mcp_tool_call_with_its_result_content() -> None:
     assert of_type(events, "tool.called") == [
         {
             "call_id": "item_0",
-            "name": "report",
+            "name": "marion.report",
             "input": {"narrative": "s6 probe: reporting via MCP"},
             "server": "marion",
         }
@@ -137,7 +137,7 @@ def test_an_mcp_tool_call_with_its_result_content() -> None:
     assert of_type(events, "tool.result") == [
         {
             "call_id": "item_0",
-            "name": "report",
+            "name": "marion.report",
             "output": "contract recorded",
             "status": "completed",
             "error": None,
@@ -404,13 +404,13 @@ def test_the_older_msg_stream() -> None:
         ("files.changed", {"paths": ["README.md"]}),
         (
             "tool.called",
-            {"call_id": "m1", "name": "list_projects", "input": {}, "server": "kanban"},
+            {"call_id": "m1", "name": "kanban.list_projects", "input": {}, "server": "kanban"},
         ),
         (
             "tool.result",
             {
                 "call_id": "m1",
-                "name": "list_projects",
+                "name": "kanban.list_projects",
                 "output": "2 projects",
                 "status": "completed",
                 "error": None,

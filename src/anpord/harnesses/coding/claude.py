@@ -47,6 +47,7 @@ from ._base import (
 )
 from ._invocation import ARG_LIMIT, CliInfo, Invocation, SetupFile, prompt_source
 from ._usage import difference, usage_event
+from ...mocks._dedupe import mcp_name
 
 __all__ = ["CLAUDE", "ClaudeStreamParser", "claude_command"]
 
@@ -131,7 +132,8 @@ class ClaudeStreamParser(JsonStreamParser):
                 cid = as_str(block.get("id"))
                 if cid is None or cid in self._calls:
                     continue
-                name = as_str(block.get("name")) or "unknown"
+                # An MCP tool's mcp__<server>__<tool> is <server>.<tool>, as in every harness.
+                name = mcp_name(as_str(block.get("name")) or "unknown")
                 tool_input = block.get("input")
                 self._calls[cid] = (name, as_dict(tool_input))
                 extra = {"parent_call_id": parent} if parent else {}

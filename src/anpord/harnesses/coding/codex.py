@@ -45,6 +45,7 @@ from ._base import (
 )
 from ._invocation import CliInfo, Invocation, SetupFile, prompt_source
 from ._usage import difference, usage_event
+from ...mocks._dedupe import mcp_name
 
 __all__ = ["CODEX", "CodexStreamParser", "ThreadUsage", "codex_command", "codex_credentials"]
 
@@ -184,7 +185,8 @@ class CodexStreamParser(JsonStreamParser):
     def _tool_item(self, iid: str, itype: str, item: dict[str, Any], done: bool) -> list[Event]:
         extra: dict[str, Any] = {}
         if itype == "mcp_tool_call":
-            name = as_str(item.get("tool")) or "mcp_tool_call"
+            # <server>.<tool>, as an MCP call is named in every harness.
+            name = mcp_name(as_str(item.get("tool")) or "mcp_tool_call", as_str(item.get("server")))
             tool_input: Any = item.get("arguments")
             extra["server"] = item.get("server")
         elif itype == "web_search":
@@ -258,14 +260,15 @@ class CodexStreamParser(JsonStreamParser):
             return events + (self.files_changed(paths) if ok else [])
         elif kind == "mcp_tool_call_begin":
             call = as_dict(msg.get("invocation"))
-            name = as_str(call.get("tool")) or "mcp_tool_call"
+            name = mcp_name(as_str(call.get("tool")) or "mcp_tool_call", as_str(call.get("server")))
             self._legacy[cid] = (name, call)
             return self._call_once(cid, name, call.get("arguments"), server=call.get("server")) or [
                 self.raw(kind, obj)
             ]
         elif kind == "mcp_tool_call_end":
             call = as_dict(msg.get("invocation"))
-            name = as_str(call.get("tool")) or self._legacy.pop(cid, ("mcp_tool_call", None))[0]
+            name = (mcp_name(as_str(call.get("tool")) or "", as_str(call.get("server")))
+                    if as_str(call.get("tool")) else self._legacy.pop(cid, ("mcp_tool_call", None))[0])
             result = as_dict(msg.get("result"))
             if "Err" in result:
                 return [
