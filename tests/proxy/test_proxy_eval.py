@@ -132,3 +132,35 @@ def test_replay_answers_from_the_recording_and_voids_a_request_it_lacks(make_pro
     missing = project.run("--replay", "nosuchrun", timeout=60, env=env)
     assert missing.code == 2 and "Traceback" not in missing.stderr, missing.output
     host.close()
+
+
+LOOPING = r'''
+import json, os, urllib.request
+base, key = os.environ["OPENAI_BASE_URL"], os.environ["OPENAI_API_KEY"]
+for i in range(50):  # far more calls than the limit allows: the trial must be stopped
+    body = json.dumps({"model": "scripted", "messages": [{"role": "user", "content": "call %d" % i}]}).encode()
+    req = urllib.request.Request(base + "/chat/completions", body,
+                                 {"Content-Type": "application/json", "Authorization": "Bearer " + key})
+    with urllib.request.urlopen(req, timeout=20) as r:
+        r.read()
+print("made every call")
+'''
+
+
+def test_proxied_calls_count_toward_the_trials_token_limit(make_project: Any, tmp_path: Path) -> None:
+    agent = write_agent(tmp_path / "agents", "looping_agent.py", LOOPING)
+    with ModelServer([rule(None, text("a reply of five words"))], latency=0.05) as server:
+        config = _config(agent, "local", server.url, 9).replace("model_proxy=True,", "model_proxy=True, token_limit=40,")
+        project = make_project({"evals/loop.eval.py": eval_file('''
+            @define_eval
+            async def loop(t):
+                await t.send("go")
+        ''')}, config=config)
+        run = project.run("--json", timeout=180, env={"OPENAI_API_KEY": KEY})
+        served = len(server.requests)
+    line = run.result("loop")
+    assert line["verdict"] == "failed" and line["reason"].startswith("token limit reached: "), line
+    assert "of 40" in line["reason"]
+    assert served < 50  # stopped, not left to make every call
+    calls = _calls(run, "loop")
+    assert calls and all(c["source"] == "proxy" for c in calls)
