@@ -141,6 +141,12 @@ def test_the_first_block_is_the_two_commands() -> None:
     assert {"bubblewrap", "podman", "runc"} <= set(lines[1].split()), lines[1]
 
 
+def test_the_second_command_installs_the_programs_the_suite_runs() -> None:
+    # bwrap sandboxes, npm for the coding-agent CLIs the proxy tests install (Claude Code), ...
+    packages = first_block()[1].split("apt-get install -y ", 1)[1].split(" && ", 1)[0].split()
+    assert {"bubblewrap", "git", "nodejs", "npm", "postgresql", "chromium"} <= set(packages), packages
+
+
 def test_the_first_command_runs_on_its_own(checkout: Path, env: dict[str, str]) -> None:
     done = run_bash(first_block()[0], checkout, env)
     assert_first_ran(done)

@@ -105,6 +105,9 @@ class Variant:
     traces: str | None = None
     # http_mock / cli_mock / mcp_mock values each trial of this variant gets (docs/mocks.md).
     mocks: Sequence[Any] = ()
+    # The model proxy (docs/model-proxy.md): None is on for the coding-agent harnesses, off for
+    # the others.
+    model_proxy: bool | None = None
     # Per trial: past either, the agent is stopped and the trial fails naming it (docs/limits.md).
     token_limit: int | None = None
     cost_limit: float | None = None
@@ -137,6 +140,8 @@ class Variant:
             isinstance(self.cpus, bool) or not isinstance(self.cpus, (int, float)) or self.cpus <= 0
         ):
             raise ValueError(f"Variant cpus= must be a positive number of CPUs, got {self.cpus!r}")
+        if self.model_proxy is not None and not isinstance(self.model_proxy, bool):
+            raise TypeError(f"Variant model_proxy= must be True, False or None, got {self.model_proxy!r}")
         if self.traces not in TRACES:
             raise ValueError(f"Variant traces= must be 'otlp' or None, got {self.traces!r}")
         # A lone string would otherwise be read one character at a time.
@@ -190,6 +195,7 @@ class Variant:
             **({"cost_limit": self.cost_limit} if self.cost_limit is not None else {}),
             **({"mocks": [m.name for m in self.mocks]} if self.mocks else {}),
             **{k: getattr(self, k) for k in _CONTAINER_FIELDS if getattr(self, k) is not None},
+            **({"model_proxy": self.model_proxy} if self.model_proxy is not None else {}),
         }
 
 

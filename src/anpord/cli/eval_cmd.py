@@ -52,6 +52,9 @@ def build_parser() -> Parser:
     p.add_argument("--sandbox", metavar="S", help="override the sandbox on every selected variant")
     p.add_argument("--cache", action="store_true",
                    help="reuse model and judge calls from earlier runs (keyed on the request and the trial index)")
+    p.add_argument("--replay", metavar="RUN",
+                   help="answer the agents' model calls from RUN's recorded ones (the model proxy: "
+                        "docs/model-proxy.md); a call the recording lacks makes its trial void")
     again = p.add_mutually_exclusive_group()
     again.add_argument("--resume", metavar="RUN",
                        help="finish a run that died: run only its missing trials, into the same run")
@@ -165,7 +168,8 @@ def main(argv: list[str]) -> int:
             ("--harness", args.harness), ("--model", args.model), ("--sandbox", args.sandbox),
             ("--list", args.list), ("--secret", args.secret), ("--env", args.env),
             ("--profile", args.profile), ("--network", args.network), ("--mount", args.mount),
-            ("--token-limit", args.token_limit), ("--cost-limit", args.cost_limit)) if given]
+            ("--replay", args.replay), ("--token-limit", args.token_limit),
+            ("--cost-limit", args.cost_limit)) if given]
         if extra:
             return _fail(f"{which} runs what the run planned: it takes no {', '.join(extra)}")
     if args.junit:
@@ -245,6 +249,8 @@ def _run(args: argparse.Namespace, fail_on: str, out: TextIO) -> int:
             token_limit=args.token_limit, cost_limit=args.cost_limit, max_run_cost=args.max_run_cost,
         )
         _check_profile(project, args.profile)
+        if args.replay:
+            opts.replay = _replayed_run(args.replay, project.folder)
         if opts.fail_on == "regressed" and not args.list:
             _check_history(project.folder, opts)
         if args.resume or args.rerun_failed:
@@ -277,6 +283,14 @@ def _run(args: argparse.Namespace, fail_on: str, out: TextIO) -> int:
         return _fail(str(exc))
     # What leaves the run folder keeps the same secrets out as its artifacts: console, reports.
     return _execute(args, fail_on, out, project, plan, opts, executor)
+
+
+def _replayed_run(ref: str, project_folder: Path) -> str:
+    """``--replay RUN``: the run's folder, absolute; a run that cannot be read is exit 2."""
+    from ..results._reader import read_run
+
+    reading = read_run(ref, project=project_folder)
+    return str(reading.run_dir.resolve())
 
 
 def _check_history(project_folder: Path, opts: Any) -> None:

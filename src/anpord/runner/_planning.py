@@ -45,6 +45,7 @@ class RunOptions:
     fail_on: str = "failures"
     artifacts: bool = True
     cache: bool = False
+    replay: str | None = None  # ``--replay RUN``: the run folder the model proxies answer from
     executor: str | None = None
     ray_address: str | None = None
     history: bool = True  # file the run in the run store (needs artifacts)

@@ -48,6 +48,7 @@ def options_of(record: RunRecord, **overrides: Any) -> RunOptions:
         sandbox=o.get("sandbox"),
         fail_on=o.get("fail_on") or "failures",
         cache=bool(o.get("cache")),
+        replay=o.get("replay"),  # a replayed run is resumed (or re-run) replaying the same calls
         executor=o.get("executor"),
         regression_threshold=float(o.get("regression_threshold") or 0.2),
         secrets=tuple(o.get("secrets") or ()),

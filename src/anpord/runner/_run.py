@@ -154,7 +154,7 @@ def _totals(results: Sequence[TrialResult]) -> dict[str, int]:
 
 
 def _specs(plan: Plan, run_id: str, cache_dir: str | None,
-           done: set[tuple[str, str, int]]) -> Iterator[TrialSpec]:
+           done: set[tuple[str, str, int]], replay: str | None = None) -> Iterator[TrialSpec]:
     root = str(plan.project.root)
     for cell in plan.cells:
         case, variant = cell.case, cell.variant
@@ -166,7 +166,7 @@ def _specs(plan: Plan, run_id: str, cache_dir: str | None,
                 run_id=run_id, evals_root=root, file=str(case.file.path), file_id=case.file.id,
                 case_id=case.id, variant=variant, trial=i, timeout=cell.timeout,
                 seed=trial_seed(case.id, label, i), case_hash=cell.case_hash, judge=cell.judge,
-                cache_dir=cache_dir, token_limit=cell.token_limit, cost_limit=cell.cost_limit,
+                cache_dir=cache_dir, replay=replay, token_limit=cell.token_limit, cost_limit=cell.cost_limit,
             )
 
 
@@ -205,6 +205,7 @@ class _AdaptiveSpecs:
         from ..stats._adaptive import AdaptivePolicy, Allocator
 
         self.plan, self.run_id, self.cache_dir = plan, run_id, cache_dir
+        self.replay: str | None = None
         self.cells = {(c.case.id, c.variant.label): c for c in plan.cells}
         self.fixed = {k: 0 for k, c in self.cells.items() if c.adaptive is None}
         by_range: dict[tuple[int, int], dict[Any, Any]] = {}
@@ -238,7 +239,7 @@ class _AdaptiveSpecs:
             run_id=self.run_id, evals_root=str(self.plan.project.root), file=str(case.file.path),
             file_id=case.file.id, case_id=case.id, variant=variant, trial=i, timeout=cell.timeout,
             seed=trial_seed(case.id, variant.label, i), case_hash=cell.case_hash, judge=cell.judge,
-            cache_dir=self.cache_dir, token_limit=cell.token_limit, cost_limit=cell.cost_limit,
+            cache_dir=self.cache_dir, replay=self.replay, token_limit=cell.token_limit, cost_limit=cell.cost_limit,
         )
 
     def finished(self, result: TrialResult) -> None:
@@ -425,6 +426,7 @@ class _Run:
                 "trials": opts.trials, "timeout": opts.timeout, "variants": list(opts.variants),
                 "harness": opts.harness, "model": opts.model, "sandbox": opts.sandbox,
                 "fail_on": opts.fail_on, "cache": opts.cache, "executor": opts.executor,
+                **({"replay": opts.replay} if opts.replay else {}),
                 "regression_threshold": opts.regression_threshold,
                 "secrets": list(opts.secrets), "env": dict(opts.env), "profile": opts.profile,
                 "network": opts.network, "mounts": list(opts.mounts),
@@ -536,9 +538,10 @@ class _Run:
             specs: Iterator[TrialSpec] = _AdaptiveSpecs(
                 self.plan, self.record.run_id, cache_dir, self.opts.alpha, self.opts.variant_margin,
                 _baseline_rates(self.plan) if self.opts.history else {})
+            specs.replay = self.opts.replay  # type: ignore[attr-defined]
             self.adaptive = specs  # type: ignore[assignment]
         else:
-            specs = _specs(self.plan, self.record.run_id, cache_dir, self.done)
+            specs = _specs(self.plan, self.record.run_id, cache_dir, self.done, self.opts.replay)
         if self.opts.max_run_cost is not None:
             specs = self._budgeted(specs)
         work = asyncio.ensure_future(executor.run(specs, self, self.stop))

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .._errors import exception_line
@@ -34,6 +35,8 @@ class ServiceContext:
     sandbox: SandboxInstance | None
     log: Callable[[str], None]
     record: Callable[[Event], None]  # adds an event to the trial's record (see ``deliver``)
+    key: tuple[str, str, int] | None = None  # (case, variant, trial index)
+    replay: str | None = None  # ``--replay RUN``: the run folder the model proxy answers from
 
 
 class TrialService(Protocol):
@@ -61,6 +64,12 @@ def deliver(state: TrialState | None, event: Event, early: list[Event]) -> None:
 
 def _wanted(variant: Variant, mocks: tuple[Any, ...] = ()) -> list[TrialService]:
     services: list[TrialService] = []
+    from ..proxy import wants_proxy
+
+    if wants_proxy(variant):
+        from ..proxy._service import ModelProxyService
+
+        services.append(ModelProxyService())
     if getattr(variant, "traces", None) == "otlp":
         from ..traces import TraceService
 
@@ -90,8 +99,22 @@ class TrialServices:
         """The trial's running mocks by name (``turn.mocks``), once started."""
         return next((dict(s.handles) for s in self.services if s.name == "mocks"), {})  # type: ignore[attr-defined]
 
+    def proxy_handle(self) -> Any:
+        """The trial's model proxy (``ProxyHandle``), once started; None without one."""
+        return next((s.handle for s in self.services if s.name == "model_proxy"), None)  # type: ignore[attr-defined]
+
+    def void_reason(self) -> str | None:
+        """Why the trial could not be measured, when a service says so (a replay's missing call)."""
+        return next((r for s in self.services if (r := getattr(s, "void_reason", None))), None)
+
     async def start(self, ctx: ServiceContext) -> None:
         self.started = True
+        if ctx.replay is not None and ctx.key is not None:
+            from ..proxy._replay import ReplayCalls
+
+            for service in self.services:
+                if service.name == "model_proxy":
+                    service.replay = ReplayCalls(Path(ctx.replay).name, ctx.replay, ctx.key)  # type: ignore[attr-defined]
         for service in self.services:
             await service.start(ctx)
             self._started.append(service)

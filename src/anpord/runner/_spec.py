@@ -40,6 +40,7 @@ class TrialSpec:
     judge: JudgeConfig | None = None
     attempt: int = 0  # > 0 when an executor runs it again after losing its worker
     cache_dir: str | None = None  # reuse model and judge calls from here (``--cache``)
+    replay: str | None = None  # the run folder whose model calls the model proxy answers from
     token_limit: int | None = None  # past it the agent is stopped and the trial fails (_limits)
     cost_limit: float | None = None
 

@@ -212,13 +212,18 @@ class _Trial:
             await self.services.start(ServiceContext(
                 variant=self.spec.variant, label=self.label, sandbox=instance, log=self.log,
                 record=lambda event: deliver(self.state, event, self._early),
+                key=self.spec.key, replay=self.spec.replay,
             ))
 
     def _harness_context(self, instance: SandboxInstance | None) -> HarnessContext:
         spec = self.spec
         mocks = self.services.mock_handles()
+        proxy = self.services.proxy_handle()
+        extra: dict[str, Any] = {"mocks": mocks} if mocks else {}
+        if proxy is not None:
+            extra["model_proxy"] = proxy
         return HarnessContext(
-            extra={"mocks": mocks} if mocks else {},
+            extra=extra,
             variant=spec.variant, model=spec.variant.model, sandbox=instance, log=self.log,
             trial_id=self.label, max_concurrency=self.env.max_concurrency, seed=spec.seed,
             cache_dir=None if spec.cache_dir is None else as_path(spec.cache_dir),
@@ -352,6 +357,7 @@ class _Trial:
     # -- 4. close ----------------------------------------------------------------------------
 
     async def close(self) -> None:
+        await self.services.settle()  # what the agent was answered is recorded (a proxied call)
         self.services.seal()  # the checks have run: what arrives from now on is not kept
         instance = self.holder.instance if self.holder is not None else None
         if instance is not None:
@@ -385,6 +391,8 @@ class _Trial:
             error = state.unexpected_failure  # an agent failure the test did not expect
         if body.skipped is None and void is None and state is not None and state.start_error is not None:
             void = state.start_error  # even when the test caught the error and went on
+        if body.skipped is None and void is None:
+            void = self.services.void_reason()  # a replayed model call the recording lacks
         self.exits.open = False
         # An exit in a task wins over the TaskExited that whoever awaited the task then raised.
         if self.exits.entries and (error is None or error.kind == "task_exit"):

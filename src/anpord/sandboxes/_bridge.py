@@ -46,7 +46,7 @@ if os.fork() != 0:
     try:
         os.execvp(argv[0], argv)
     except OSError as exc:
-        sys.stderr.write("%s: %s\n" % (argv[0], exc.strerror))
+        sys.stderr.write("anpord-bridge: failed to execute %s: %s\n" % (argv[0], exc.strerror))
         os._exit(127)
 null = os.open(os.devnull, os.O_RDWR)
 for fd in (0, 1, 2):

@@ -424,7 +424,9 @@ class BwrapInstance(BaseInstance):
             return None  # it ran, and was killed for going over the memory or pids cap
         if status.exit_code is not None:
             # setpriv, which drops to the sandbox user, ran; the program itself may not have.
-            failed = [line for line in stderr.splitlines() if line.startswith("setpriv: failed to execute ")]
+            # So may the loopback bridge (_bridge), which execs the program in its place.
+            failed = [line for line in stderr.splitlines()
+                      if line.startswith(("setpriv: failed to execute ", "anpord-bridge: failed to execute "))]
             if status.exit_code in (126, 127) and failed:
                 return f"the bwrap sandbox could not start the program: {failed[-1]}"
             return None

@@ -42,7 +42,9 @@ Each recorded request carries ``_received`` and, once answered, ``_answered``: s
 server's monotonic clock, so a test can tell which requests were in flight together; and
 ``_caller``, who sent it (``agent``, ``judge`` or ``user``).
 
-Also served: ``GET /v1/models``, ``GET /_anpord/requests`` and ``GET /_anpord/stats`` (requests
+Also served: Anthropic's ``POST /v1/messages`` (plain and streamed; the same rules answer it,
+the conversation read as chat messages: ``testing/_anthropic``) and ``/v1/messages/count_tokens``;
+``GET /v1/models``, ``GET /_anpord/requests`` and ``GET /_anpord/stats`` (requests
 served, in flight now, peak concurrent requests, distinct client connections) for a server in another process.
 """
 
@@ -336,12 +338,13 @@ _MAX_BODY = 64 << 20
 
 
 def _response(status: int, body: bytes, headers: Mapping[str, str] | None = None) -> bytes:
+    extra = dict(headers or {})
     head = [
         f"HTTP/1.1 {status} {_REASONS.get(status, 'Status')}",
-        "Content-Type: application/json",
+        f"Content-Type: {extra.pop('Content-Type', 'application/json')}",
         f"Content-Length: {len(body)}",
     ]
-    head += [f"{k}: {v}" for k, v in (headers or {}).items()]
+    head += [f"{k}: {v}" for k, v in extra.items()]
     return ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body
 
 
@@ -567,7 +570,11 @@ class ModelServer:
             else:
                 conn.send(_json(404, {"error": {"message": f"no route {path}"}}))
             return
-        if method != "POST" or not path.endswith("/chat/completions"):
+        if method == "POST" and path.endswith("/v1/messages/count_tokens"):
+            conn.send(_json(200, {"input_tokens": _words(raw.decode("utf-8", "replace"))}))
+            return
+        anthropic = method == "POST" and path.endswith("/v1/messages")
+        if not anthropic and (method != "POST" or not path.endswith("/chat/completions")):
             conn.send(_json(404, {"error": {"message": f"no route {method} {path}"}}))
             return
         conn.counted = True
@@ -581,6 +588,11 @@ class ModelServer:
         if not isinstance(body, dict):
             conn.send(_json(400, {"error": {"message": "the request body is not a JSON object"}}))
             return
+        original = body
+        if anthropic:  # Anthropic Messages: answered by the same rules (_anthropic)
+            from ._anthropic import as_chat
+
+            body = as_chat(body)
         caller = caller_of(body)
         if self.record:
             entry = dict(body)
@@ -600,7 +612,15 @@ class ModelServer:
             return
         fault, reply, last_user = self._answer_for(body, caller)
         if fault is None:
-            data = _json(200, completion(reply, body, last_user, self._ids))
+            answer = completion(reply, body, last_user, self._ids)
+            if anthropic:
+                from ._anthropic import messages_body, messages_stream
+
+                message = messages_body(answer)
+                data = (_response(200, messages_stream(message), {"Content-Type": "text/event-stream"})
+                        if original.get("stream") else _json(200, message))
+            else:
+                data = _json(200, answer)
             delay = float(reply.get("latency", self.latency))
             if delay > 0:
                 conn.timer = asyncio.get_running_loop().call_later(delay, conn.send, data)

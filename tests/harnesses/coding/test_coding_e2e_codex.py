@@ -64,7 +64,9 @@ def test_codex_runs_unattended_and_resumes_its_thread(tmp_path: Path, sandbox: s
     assert done.code == 1, done.output
 
     first, second = reports(done, "listing", "codex")
-    assert first["argv"] == [
+    # Its built-in OpenAI provider points at the trial's model proxy (on by default).
+    assert first["argv"][1] == "-c" and first["argv"][2].startswith('openai_base_url="http://127.0.0.1:')
+    assert first["argv"][:1] + first["argv"][3:] == [
         "exec", "--json", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox",
         "--model", "gpt-5-codex", "-",
     ]
@@ -79,14 +81,15 @@ def test_codex_runs_unattended_and_resumes_its_thread(tmp_path: Path, sandbox: s
     assert done.result("add_file")["usage"] == {"input_tokens": 6008, "output_tokens": 51, "cost": None}
 
 
-def test_an_openai_key_alone_reaches_codex_as_codex_api_key(tmp_path: Path) -> None:
+@pytest.mark.parametrize("proxied", [False, True])
+def test_an_openai_key_alone_reaches_codex_as_codex_api_key(tmp_path: Path, proxied: bool) -> None:
     # codex exec 0.171 sends CODEX_API_KEY and ignores OPENAI_API_KEY.
     import hashlib
 
     key = "sk-openai-only-0123456789"
     standins = install_standins(tmp_path / "standins")
     project = coding_project(tmp_path / "proj", [
-        variant("codex", "local", standins, secrets=["OPENAI_API_KEY"]),
+        variant("codex", "local", standins, secrets=["OPENAI_API_KEY"], model_proxy=proxied),
     ], {"evals/answer.eval.py": f'''
         from anpord import define_eval, files
         case = define_eval(prompt={ANSWER!r}, source=files({{}}), validate=lambda c: True)
@@ -95,4 +98,7 @@ def test_an_openai_key_alone_reaches_codex_as_codex_api_key(tmp_path: Path) -> N
     assert done.result("answer")["verdict"] == "passed", done.output
     (report,) = reports(done, "answer", "codex")
     digest = hashlib.sha256(key.encode()).hexdigest()[:16]
-    assert report["keys"] == {"OPENAI_API_KEY": digest, "CODEX_API_KEY": digest}
+    if proxied:  # the model proxy (on by default) keeps the key: codex gets its stand-in, twice
+        assert report["keys"]["OPENAI_API_KEY"] == report["keys"]["CODEX_API_KEY"] != digest
+    else:
+        assert report["keys"] == {"OPENAI_API_KEY": digest, "CODEX_API_KEY": digest}

@@ -116,6 +116,8 @@ def test_a_cli_that_cannot_run_makes_its_trials_void_with_the_reason(tmp_path: P
     assert reason.startswith((
         "the bwrap sandbox could not start the program: bwrap: execvp",
         f"the bwrap sandbox could not start the program: setpriv: failed to execute {hidden}/claude",
+        # the loopback bridge to the trial's model proxy execs it in bwrap's place
+        f"the bwrap sandbox could not start the program: anpord-bridge: failed to execute {hidden}/claude",
     )), reason
     assert reason.endswith(f"{hidden}/claude must be visible inside the sandbox; mount the folder that "
                            "holds it (and its interpreter) with Variant(mounts=[...])")

@@ -407,9 +407,17 @@ class CodingSession(ProgramSession):
             executable=self.settings.executable,
         )
         await self._write_files(invocation.files)
-        at = _ARGS_AT.get(self.cli.name, 1)
-        argv = [*invocation.argv[:at], *self.settings.args, *invocation.argv[at:]]
         env = self.sandbox.environment({**invocation.env, **self.settings.env})
+        args: tuple[str, ...] = self.settings.args
+        proxy = self.ctx.extra.get("model_proxy")
+        if proxy is not None:
+            from ...proxy._clis import for_cli
+
+            # Wins over a profile's or the variant's endpoint: that is what the proxy forwards to.
+            added, more = for_cli(self.cli.name, proxy, env, self.sandbox.home)
+            env, args = {**env, **added}, (*more, *args)
+        at = _ARGS_AT.get(self.cli.name, 1)
+        argv = [*invocation.argv[:at], *args, *invocation.argv[at:]]
         if self.cli.credential_env is not None:
             env = {**env, **self.cli.credential_env(env)}
         parser = self._parser()

@@ -1,0 +1,29 @@
+"""The model proxy: each trial's own endpoint for the agent's model calls (docs/model-proxy.md).
+
+``Variant(model_proxy=True)`` (the default for the coding-agent harnesses) starts one per trial;
+the agent's model variables point at it, its real credentials stay here, and each call is a
+``model.called`` event. ``--replay RUN`` answers from a run's recorded calls instead.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["PROXIED_HARNESSES", "coding_cli", "wants_proxy"]
+
+# Harnesses whose trials get a proxy unless the variant says model_proxy=False.
+PROXIED_HARNESSES = frozenset({"claude", "codex", "gemini", "opencode"})
+
+
+def wants_proxy(variant: Any) -> bool:
+    chosen = getattr(variant, "model_proxy", None)
+    if chosen is not None:
+        return bool(chosen)
+    return (getattr(variant, "harness", None) or "").partition(":")[0] in PROXIED_HARNESSES
+
+
+def coding_cli(variant: Any) -> str | None:
+    """The coding CLI a variant runs, or None: such a harness points its CLI at the proxy itself
+    (``_clis``), so the proxy's variables are not given to every program of the trial."""
+    name = (getattr(variant, "harness", None) or "").partition(":")[0]
+    return name if name in PROXIED_HARNESSES else None

@@ -1,0 +1,91 @@
+"""A proxied model call as the trial records it (``model.called``, ``source: "proxy"``), and the
+key a replay matches requests on."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from ._providers import Route, sse_payloads, usage_of
+
+__all__ = ["KEPT", "call_record", "request_key"]
+
+KEPT = 8 << 20  # characters of a request or an answer the record keeps (a replay needs them whole)
+# Request fields that differ from run to run without changing what is asked (a session id).
+_VOLATILE = ("metadata", "user", "prompt_cache_key", "safety_identifier")
+
+
+def _decoded(body: bytes) -> Any:
+    if not body:
+        return None
+    text = body.decode("utf-8", "replace")
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def request_key(method: str, path: str, body: bytes, paths: Mapping[str, str]) -> str:
+    """What identifies a request across runs: its method, path and JSON body with the trial's own
+    folders written as ``<workspace>``/``<home>`` and per-run fields left out."""
+    value = _decoded(body)
+    if isinstance(value, dict):
+        value = {k: v for k, v in value.items() if k not in _VOLATILE}
+    text = json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    for folder, name in sorted(paths.items(), key=lambda p: -len(p[0])):
+        if folder:
+            text = text.replace(folder, name)
+    return hashlib.sha256(f"{method} {path.rstrip('/')}\n{text}".encode()).hexdigest()[:32]
+
+
+def _clip(text: str) -> tuple[str, bool]:
+    return (text, False) if len(text) <= KEPT else (text[:KEPT], True)
+
+
+def call_record(route: Route, method: str, path: str, body: bytes, key: str, status: int, answer: bytes,
+                content_type: str | None, *, latency: float, first_byte: float | None, error: str | None,
+                redact: Callable[..., Any] | Any, upstream: str | None) -> dict[str, Any]:
+    """The ``model.called`` data of one call: provider, model, usage and cost, latency, status, and
+    the request and the answer (redacted of the credentials the proxy holds)."""
+    request = _decoded(body)
+    streamed = bool(isinstance(request, dict) and request.get("stream")) or "stream" in path.lower() \
+        or "event-stream" in (content_type or "")
+    text = answer.decode("utf-8", "replace")
+    if "event-stream" in (content_type or ""):
+        payloads = sse_payloads(text)
+    else:
+        parsed = _decoded(answer)
+        payloads = [parsed] if isinstance(parsed, dict) else []
+    if isinstance(request, dict) and isinstance(request.get("model"), str):
+        model: str | None = request["model"]
+        answered, usage = usage_of(route, payloads)
+        model = answered or model
+    else:
+        model, usage = usage_of(route, payloads)
+    failed = error is not None or status >= 400
+    cost = None
+    if route.generates:
+        from ..traces._map import _cost
+
+        cost = _cost(model, usage.get("input_tokens"), usage.get("output_tokens"), usage.get("cached_input_tokens"))
+    kept, cut = _clip(text)
+    data: dict[str, Any] = {
+        "source": "proxy", "provider": route.provider, "operation": route.operation, "model": model,
+        "stream": streamed, "method": method, "path": path,
+        "input_tokens": usage.get("input_tokens"), "output_tokens": usage.get("output_tokens"),
+        **{k: v for k, v in usage.items() if k not in ("input_tokens", "output_tokens")},
+        "cost": cost, "latency": round(latency, 6),
+        "first_byte": None if first_byte is None else round(first_byte, 6),
+        "status": "failed" if failed else "completed", "http_status": status,
+        "request_key": key,
+        "request": redact.value(request) if hasattr(redact, "value") else request,
+        "response": {"content_type": content_type, "body": redact(kept) if callable(redact) else kept,
+                     **({"truncated": True} if cut else {})},
+    }
+    if upstream is not None:
+        data["upstream"] = upstream
+    if failed:
+        data["error"] = error or f"HTTP {status}: {kept[:500]}"
+    return data

@@ -1,0 +1,72 @@
+"""Replay's matching: a request is answered by the first recorded call of the trial not used yet
+whose request matches, so the same request asked twice gets each recorded answer in turn, a
+recorded stream goes out as the events it was, and a request past the recording is a 400 that
+makes the trial void, naming it — the upstream is never called."""
+
+from __future__ import annotations
+
+import json
+
+import openai
+import pytest
+from proxy_support import running
+
+from anpord.proxy import _replay
+from anpord.proxy._replay import ReplayCalls
+
+ENV = {"OPENAI_BASE_URL": "{upstream}/v1", "OPENAI_API_KEY": "sk-replay-0123456789abcdef"}
+ASK = [{"role": "user", "content": "same question"}]
+
+
+def _client(proxy) -> openai.OpenAI:  # type: ignore[no-untyped-def]
+    return openai.OpenAI(base_url=proxy.env["OPENAI_BASE_URL"], api_key=proxy.env["OPENAI_API_KEY"], max_retries=0)
+
+
+def test_the_same_request_twice_gets_each_recorded_answer_in_turn(monkeypatch: pytest.MonkeyPatch) -> None:
+    with running(ENV) as (_, up, proxy):
+        up.gap = 0.01
+        client = _client(proxy)
+        up.reply = "first answer"
+        client.chat.completions.create(model="m", messages=ASK)
+        up.reply = "second answer"
+        client.chat.completions.create(model="m", messages=ASK)
+        streamed = "".join(c.choices[0].delta.content or "" for c in
+                           client.chat.completions.create(model="m", messages=ASK, stream=True) if c.choices)
+        recorded = proxy.calls()
+    assert len(recorded) == 3 and streamed == "second answer "
+    key = ("case", "v", 0)
+    monkeypatch.setitem(_replay._LOADED, "/recorded/run", {key: recorded})
+    replay = ReplayCalls("run-1", "/recorded/run", key)
+    with running({"OPENAI_BASE_URL": "{upstream}/v1"}, replay=replay) as (_, up, proxy):
+        client = _client(proxy)
+        answers = [client.chat.completions.create(model="m", messages=ASK).choices[0].message.content
+                   for _ in range(2)]
+        assert answers == ["first answer", "second answer"]
+        stream = client.chat.completions.create(model="m", messages=ASK, stream=True)
+        assert "".join(c.choices[0].delta.content or "" for c in stream if c.choices) == "second answer "
+        assert proxy.service.void_reason is None
+        with pytest.raises(openai.BadRequestError) as caught:  # a 400: the client does not retry it
+            client.chat.completions.create(model="m", messages=ASK)
+        assert up.seen == []  # the upstream was never called
+        calls = proxy.calls()
+    assert "request #4 POST /v1/chat/completions (model m)" in str(caught.value)
+    reason = proxy.service.void_reason
+    assert reason is not None and reason.startswith("not run: --replay run-1: ")
+    assert "of case v #0; it holds 3 calls for this trial, 0 not replayed yet" in reason
+    assert [c.get("replayed") for c in calls] == [True, True, True, None]
+    assert calls[-1]["status"] == "failed" and calls[-1]["http_status"] == 400
+
+
+def test_a_request_key_ignores_the_trials_folders_however_spelled() -> None:
+    from anpord.proxy._record import request_key
+
+    def key(root: str) -> str:
+        mangled = root.replace("/", "-").replace("_", "-")
+        body = json.dumps({"model": "m", "metadata": {"user_id": root}, "system": [
+            {"type": "text", "text": f"cwd {root}/workspace; memory {root}/home/.claude/projects/{mangled}-workspace/"}]})
+        name = root.rsplit("/", 1)[1]
+        paths = {f"{root}/workspace": "<workspace>", f"{root}/home": "<home>", name: "<trial>",
+                 name.replace("_", "-"): "<trial>"}
+        return request_key("POST", "/v1/messages", body.encode(), paths)
+
+    assert key("/dev/shm/anpord-1-2-ab_cd") == key("/dev/shm/anpord-3-4-efgh") != key("/dev/shm/x")
