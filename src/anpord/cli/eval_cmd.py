@@ -60,6 +60,9 @@ def build_parser() -> Parser:
     p.add_argument("--ray-address", metavar="ADDR",
                    help="the Ray cluster's address (host:port); default RAY_ADDRESS, else a cluster on this machine")
     p.add_argument("--no-artifacts", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--no-snapshots", action="store_true",
+                   help="do not keep each trial's workspace in the run folder (anpord regrade needs them "
+                        "for checks that read the workspace)")
     _add_variant_flags(p)
     return p
 
@@ -234,7 +237,8 @@ def _run(args: argparse.Namespace, fail_on: str, out: TextIO) -> int:
             fail_on=fail_on, artifacts=not args.no_artifacts, cache=args.cache, compare=True,
             regression_threshold=args.regression_threshold or 0.2,
             alpha=args.alpha or 0.05, variant_margin=args.variant_margin or 0.05,
-            executor=args.executor, ray_address=args.ray_address, **_variant_fields(args),
+            executor=args.executor, ray_address=args.ray_address, snapshots=not args.no_snapshots,
+            **_variant_fields(args),
         )
         _check_profile(project, args.profile)
         if opts.fail_on == "regressed" and not args.list:

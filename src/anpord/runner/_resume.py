@@ -57,6 +57,7 @@ def options_of(record: RunRecord, **overrides: Any) -> RunOptions:
         mounts=tuple(o.get("mounts") or ()),
         alpha=float(o.get("alpha") or 0.05),
         variant_margin=float(o.get("variant_margin") or 0.05),
+        snapshots=o.get("snapshots") is not False,
     )
     return replace(opts, **{k: v for k, v in overrides.items() if v is not None})
 

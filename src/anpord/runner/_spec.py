@@ -40,6 +40,8 @@ class TrialSpec:
     judge: JudgeConfig | None = None
     attempt: int = 0  # > 0 when an executor runs it again after losing its worker
     cache_dir: str | None = None  # reuse model and judge calls from here (``--cache``)
+    # The run's workspace archive: the workspace is kept there at the trial's end (None: not kept).
+    snapshots: str | None = None
 
     @property
     def variant_label(self) -> str:

@@ -34,7 +34,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ARCHIVE_DIR", "Archive", "ArchiveError", "BaseRef", "Tree", "open_archive", "read_tree"]
+__all__ = [
+    "ARCHIVE_DIR", "Archive", "ArchiveError", "BaseRef", "Tree", "open_archive", "read_archive", "take_base",
+    "take_snapshot", "trial_key",
+]
 
 ARCHIVE_DIR = "workspaces"
 PACK, INDEX = "blobs.pack", "index.jsonl"
@@ -356,7 +359,7 @@ def open_archive(folder: Path | str, *, create: bool = False) -> Archive:
         return archive
 
 
-def read_tree(folder: Path | str) -> Archive:
+def read_archive(folder: Path | str) -> Archive:
     """An archive read afresh from disk (a reader in another process than its writer)."""
     archive = Archive(Path(folder))
     if not archive.folder.is_dir():
@@ -385,3 +388,19 @@ def _load(archive: Archive) -> None:
                 archive.trials[str(item["trial"])] = item
         except (ValueError, KeyError, TypeError, AttributeError):
             archive.problems.append(f"{INDEX} line {n} is torn: skipped")
+
+
+def trial_key(case_id: str, variant: str, trial: int) -> str:
+    """The key a trial's snapshot is filed under."""
+    return json.dumps([case_id, variant, int(trial)], ensure_ascii=False, separators=(",", ":"))
+
+
+def take_base(folder: Path | str, root: Path | str) -> BaseRef:
+    """Archive ``root`` (a workspace before its agent runs) into the archive at ``folder``."""
+    return open_archive(folder, create=True).take_base(root)
+
+
+def take_snapshot(folder: Path | str, key: str, root: Path | str, base: BaseRef | None = None) -> None:
+    """Archive ``root`` (a workspace as its agent left it) as trial ``key``, relative to ``base``
+    when the trial took one."""
+    open_archive(folder, create=True).take(root, key, base)
