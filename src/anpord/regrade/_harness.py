@@ -39,15 +39,14 @@ def _clip(text: str | None, limit: int = 200) -> str:
 
 @dataclass
 class ReplayHarness:
-    """Replays one cell's recorded trials (by trial index). ``archive`` is the recorded run's
-    workspace archive (None when it kept none); ``run_id`` names it in reasons."""
+    """Replays one variant's recorded trials, by case id and trial index. ``archive`` is the
+    recorded run's workspace archive (None when it kept none); ``run_id`` names it in reasons."""
 
     spec: str
     run_id: str
-    case_id: str
     variant: str
     inner: Harness | None = None
-    trials: dict[int, RecordedTrial] = field(default_factory=dict)
+    trials: dict[tuple[str, int], RecordedTrial] = field(default_factory=dict)
     archive: Any = None  # workspace._archive.Archive
     archive_note: str | None = None  # why there is no archive (or what is wrong with it)
 
@@ -66,8 +65,13 @@ class ReplayHarness:
         if self.inner is not None:
             await self.inner.prepare_sandbox(ctx)
 
+    def case_of(self, ctx: HarnessContext) -> str:
+        """The trial's case id: its label is ``case variant #n`` (see ``TrialSpec.label``)."""
+        tail = f" {self.variant} #{ctx.trial_index}"
+        return ctx.trial_id[: -len(tail)] if ctx.trial_id.endswith(tail) else ctx.trial_id
+
     async def open_session(self, ctx: HarnessContext, session_id: str) -> ReplaySession:
-        trial = self.trials.get(ctx.trial_index)
+        trial = self.trials.get((self.case_of(ctx), ctx.trial_index))
         n = ctx.extra.get(_SESSIONS, 0)
         ctx.extra[_SESSIONS] = n + 1
         turns = trial.sessions[n] if trial is not None and n < len(trial.sessions) else None
@@ -79,7 +83,7 @@ class ReplayHarness:
             return
         from ..workspace import ArchiveError, trial_key
 
-        key = trial_key(self.case_id, self.variant, ctx.trial_index)
+        key = trial_key(self.case_of(ctx), self.variant, ctx.trial_index)
         if self.archive is None or key not in self.archive.trials:
             why = self.archive_note or f"run {self.run_id} kept no workspace snapshot of this trial"
             raise HarnessStartError(f"cannot regrade: {why}; this case's checks read the workspace the agent left")

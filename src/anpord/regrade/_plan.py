@@ -8,11 +8,16 @@ regradable. Trial indices — and so seeds — are the recorded ones.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from ..events import Event
+from ..results._model import TrialResult
+
 from ..results._model import RecordError
 from ..results._reader import RunReading
+from ..authoring._config import Variant
 from ..runner._planning import Plan, PlannedCase
 from ._harness import SPEC_PREFIX, ReplayHarness
 from ._recorded import RecordedTrial, recorded_trial
@@ -46,6 +51,30 @@ def _archive(run_dir: Path) -> tuple[object | None, str | None]:
         return None, f"its workspace archive cannot be read ({exc})"
 
 
+def _event_blocks(reading: RunReading) -> Callable[[TrialResult], list[Event]]:
+    """Each trial's events, from ``events.ndjson`` read once (``RunReading.events`` opens it per
+    trial: a thousand opens are a large share of a regrade)."""
+    from ..results._encode import decode
+
+    try:
+        from .._fs import read_regular
+
+        data = read_regular(reading.run_dir / "events.ndjson")
+    except OSError:
+        return reading.events  # it says why, per trial
+
+    def events(trial: TrialResult) -> list[Event]:
+        ref = trial.events
+        if ref is None or ref.length == 0:
+            return []
+        block = data[ref.offset: ref.offset + ref.length]
+        if len(block) != ref.length:
+            raise RecordError(f"{trial.case_id} #{trial.trial}'s events end early")
+        return [Event.from_dict(decode(line)) for line in block.splitlines() if line.strip()]
+
+    return events
+
+
 def plan_regrade(plan: Plan, reading: RunReading, selected_ids: set[str] | None = None) -> RegradePlan:
     """``plan`` (today's cases on the recorded run's variants) turned into the regrade's plan."""
     run_id = reading.run_id
@@ -61,9 +90,10 @@ def plan_regrade(plan: Plan, reading: RunReading, selected_ids: set[str] | None 
         out.notes.append(f"run {run_id} workspace archive: {problem}")
     by_cell: dict[tuple[str, str], dict[int, RecordedTrial]] = {}
     unreadable = 0
+    blocks = _event_blocks(reading)
     for trial in reading.trials:
         try:
-            events = reading.events(trial)
+            events = blocks(trial)
         except (RecordError, OSError, ValueError):
             unreadable += 1
             events = []
@@ -76,7 +106,8 @@ def plan_regrade(plan: Plan, reading: RunReading, selected_ids: set[str] | None 
         key = (cell.case_id, cell.variant)
         if key not in today and key in by_cell and (selected_ids is None or cell.case_id in selected_ids):
             out.notes.append(f"{cell.case_id} on {cell.variant}: no longer defined; its recorded trials are not regraded")
-    harnesses = {}
+    harnesses: dict[str, ReplayHarness] = {}
+    variants: dict[str, Variant] = {}
     cells: list[PlannedCase] = []
     for cell in plan.cells:
         variant, case_id = cell.variant, cell.case.id
@@ -87,16 +118,20 @@ def plan_regrade(plan: Plan, reading: RunReading, selected_ids: set[str] | None 
                    else f"not in run {run_id} (added after it): no recording to regrade")
             out.not_regradable.append((case_id, variant.label, why))
             continue
-        inner = plan.harnesses.get(variant.harness) if variant.harness else None
-        spec = f"{SPEC_PREFIX}{run_id}:{variant.harness or ''}#{case_id}"
-        harnesses[spec] = ReplayHarness(spec, run_id, case_id, variant.label, inner, recorded, archive, archive_note)
+        replay_variant = variants.get(variant.label)
+        if replay_variant is None:
+            inner = plan.harnesses.get(variant.harness) if variant.harness else None
+            spec = f"{SPEC_PREFIX}{run_id}:{variant.label}"
+            harnesses[spec] = ReplayHarness(spec, run_id, variant.label, inner, {}, archive, archive_note)
+            # The label stays the recorded one, so the regrade compares cell for cell with its
+            # run; traces come from the recording, not from a receiver.
+            replay_variant = variants[variant.label] = replace(variant, name=variant.label, harness=spec, traces=None)
+        harness = harnesses[str(replay_variant.harness)]
+        harness.trials.update({(case_id, i): t for i, t in recorded.items()})
         if archive is not None:
             from ..workspace import trial_key
 
             out.snapshots += sum(1 for i in recorded if trial_key(case_id, variant.label, i) in archive.trials)  # type: ignore[attr-defined]
-        # The label stays the recorded one, so the regrade compares cell for cell with its run;
-        # traces come from the recording, not from a receiver.
-        replay_variant = replace(variant, name=variant.label, harness=spec, traces=None)
         indices = tuple(sorted(recorded))
         cells.append(replace(cell, variant=replay_variant, trials=max(indices) + 1, indices=indices, adaptive=None))
     out.plan = replace(plan, cells=cells, harnesses=harnesses, executor="local")

@@ -1,17 +1,18 @@
 """Workspace archives: the workspace each trial left, kept compactly inside its run folder.
 
-An archive is a folder of three files, whatever the number of trials:
+An archive is a folder of two files, whatever the number of trials:
 
 - ``blobs.pack`` — file contents, each stored once (content-addressed by a BLAKE2b digest),
-  deflate-compressed; a content that replaced another at the same path is compressed with the old
-  content as deflate's preset dictionary, so a one-line edit of a fixture file costs a few bytes;
+  deflate-compressed, and each trial's record: its manifest (the paths that differ from its
+  base), deflated against the base's tree, then the new contents of the files it changed,
+  deflated against the contents they replaced — so a one-line edit of a fixture file costs
+  about the line;
 - ``index.jsonl`` — one line per *base* (the workspace as it was before the agent ran: the
-  case's fixture as filled, shared by every trial that started from the same tree) and per
-  *trial* (its workspace at the end, as
-  the paths that differ from its base); each line also says where the blobs it stored lie in
-  the pack and what each is a delta of;
-- nothing else: a thousand trials editing two files of a 200-file fixture store the fixture once
-  and two small deltas a trial.
+  case's fixture as filled, shared by every trial that started from the same tree: its tree and
+  where its contents lie in the pack) and one short line per *trial* (where its record lies).
+
+A thousand trials editing two files of a 200-file fixture store the fixture once and about
+150 bytes a trial.
 
 Everything is appended (a crash loses at most the lines being written; a reader skips a torn
 line) and written owner-only: a workspace may hold whatever the agent wrote, secrets included,
@@ -44,6 +45,8 @@ PACK, INDEX = "blobs.pack", "index.jsonl"
 # A file larger than this is not kept (its path is, marked as left out): a workspace holding a
 # multi-gigabyte build output must not double the run folder.
 MAX_FILE = 64 << 20
+# A new content up to this size is kept inside its trial's record (see ``Archive.take``).
+INLINE = 1 << 20
 # zlib's preset dictionary holds at most its window.
 _ZDICT = 32 << 10
 
@@ -97,6 +100,10 @@ class _Blob:
     offset: int
     length: int
     delta: str | None  # the digest of the content it was compressed against
+    # A content kept inside a trial's record: the slice (start, size) of that record's contents
+    # stream, which was deflated against the contents ``refs`` (digests) replaced.
+    part: tuple[int, int] | None = None
+    refs: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -116,6 +123,7 @@ class Archive:
     blobs: dict[str, _Blob] = field(default_factory=dict)
     bases: dict[str, Tree] = field(default_factory=dict)
     trials: dict[str, dict[str, Any]] = field(default_factory=dict)  # key → {"base", "changed", "removed"}
+    base_order: list[str] = field(default_factory=list)  # base ids in the order they were filed
     problems: list[str] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -220,29 +228,54 @@ class Archive:
                 return ref
             placed = self._store(new, tree, None)
             self.bases[base_id] = tree
+            self.base_order.append(base_id)
             self._append([{"base": base_id, "tree": tree, "blobs": placed}])
         return ref
 
     def take(self, root: Path | str, key: str, base: BaseRef | None = None) -> None:
         """Archive ``root`` as trial ``key``'s workspace at its end: what differs from its base
-        (everything, without one)."""
+        (everything, without one).
+
+        The trial's record is two deflate streams in the pack: its manifest (paths changed and
+        removed), deflated against the base's tree, which holds its paths; then the new contents
+        of files up to ``INLINE`` bytes, deflated against the contents they replaced — so a
+        one-line edit costs about the line. Larger new contents are blobs of their own."""
         base_tree = self.bases.get(base.id) if base is not None else None
         tree, new, _ = self._scan(root, base.stats if base_tree is not None else None)  # type: ignore[union-attr]
         changed = {p: e for p, e in tree.items() if base_tree is None or base_tree.get(p) != e}
         removed = sorted(p for p in base_tree if p not in tree) if base_tree is not None else []
         with self._lock:
+            inline: list[list[Any]] = []
+            contents: list[bytes] = []
+            for path, entry in changed.items():
+                if entry[0] == "f" and entry[2] in new and len(new[entry[2]]) <= INLINE \
+                        and entry[2] not in self.blobs:
+                    data = new.pop(entry[2])
+                    inline.append([path, len(data)])
+                    contents.append(data)
             placed = self._store(new, tree, base_tree)
-            line: dict[str, Any] = {"trial": key}
-            if base_tree is not None:
-                line["base"] = base.id  # type: ignore[union-attr]
+            manifest: dict[str, Any] = {}
             if changed:
-                line["changed"] = changed
+                manifest["changed"] = changed
             if removed:
-                line["removed"] = removed
+                manifest["removed"] = removed
+            if inline:
+                manifest["inline"] = inline
             if placed:
-                line["blobs"] = placed
-            self.trials[key] = line
-            self._append([line])
+                manifest["blobs"] = placed
+            comp = zlib.compressobj(9, zlib.DEFLATED, -15, zdict=_tree_dict(base_tree))
+            head = comp.compress(_json(_compact(manifest, base_tree))) + comp.flush()
+            refs = _refs(inline, base_tree)
+            ref_bytes = b"".join(self._blob_bytes(d) or b"" for d in refs)
+            comp = zlib.compressobj(9, zlib.DEFLATED, -15, zdict=ref_bytes[-_ZDICT:] or b"\0")
+            body = comp.compress(b"".join(contents)) + comp.flush()
+            at = self._pack_end()
+            line: dict[str, Any] = {"t": key, "at": at, "n": [len(head), len(body)]}
+            if base_tree is not None:
+                line["b"] = self.base_order.index(base.id)  # type: ignore[union-attr]
+            self._append([line], head + body)
+            _place_inline(self, manifest, base_tree, at + len(head), len(body))
+            self.trials[key] = {"base": base.id if base_tree is not None else None, **manifest}  # type: ignore[union-attr]
 
     # -- reading -----------------------------------------------------------------------------
 
@@ -254,6 +287,14 @@ class Archive:
             with open(self.folder / PACK, "rb") as f:
                 f.seek(blob.offset)
                 packed = f.read(blob.length)
+            if blob.part is not None:
+                refs = [self._blob_bytes(d, depth + 1) for d in blob.refs]
+                if any(r is None for r in refs):
+                    return None
+                dec = zlib.decompressobj(-15, zdict=b"".join(refs)[-_ZDICT:] or b"\0")  # type: ignore[arg-type]
+                start, size = blob.part
+                data = (dec.decompress(packed) + dec.flush())[start:start + size]
+                return data if _digest(data) == digest else None
             if blob.delta is None:
                 dec = zlib.decompressobj(-15)
             else:
@@ -272,6 +313,8 @@ class Archive:
         line = self.trials.get(key)
         if line is None:
             raise ArchiveError("no workspace snapshot of this trial")
+        if line.get("torn"):
+            raise ArchiveError(f"the snapshot is torn: {line['torn']}")
         tree: Tree = {}
         if line.get("base") is not None:
             base = self.bases.get(line["base"])
@@ -375,6 +418,18 @@ def _load(archive: Archive) -> None:
         return
     except OSError as exc:
         raise ArchiveError(f"cannot read {archive.folder / INDEX}: {exc.strerror or exc}") from None
+    try:
+        pack = open(archive.folder / PACK, "rb")
+    except OSError:
+        pack = None
+    try:
+        _load_lines(archive, raw, pack)
+    finally:
+        if pack is not None:
+            pack.close()
+
+
+def _load_lines(archive: Archive, raw: bytes, pack: Any) -> None:
     for n, line in enumerate(raw.split(b"\n"), 1):
         if not line.strip():
             continue
@@ -384,15 +439,123 @@ def _load(archive: Archive) -> None:
                 archive.blobs[digest] = _Blob(int(where[0]), int(where[1]), where[2] if len(where) > 2 else None)
             if "tree" in item:
                 archive.bases[item["base"]] = {p: tuple(e) for p, e in item["tree"].items()}
-            elif "trial" in item:
-                archive.trials[str(item["trial"])] = item
+                archive.base_order.append(item["base"])
+            elif "t" in item:
+                archive.trials[str(item["t"])] = _manifest(archive, item, pack)
         except (ValueError, KeyError, TypeError, AttributeError):
             archive.problems.append(f"{INDEX} line {n} is torn: skipped")
 
 
 def trial_key(case_id: str, variant: str, trial: int) -> str:
-    """The key a trial's snapshot is filed under."""
-    return json.dumps([case_id, variant, int(trial)], ensure_ascii=False, separators=(",", ":"))
+    """The key a trial's snapshot is filed under: its label (case ids hold no space)."""
+    return f"{case_id} {variant} #{int(trial)}"
+
+
+def _json(value: Any) -> bytes:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")
+
+
+def _tree_dict(tree: Tree | None) -> bytes:
+    """The preset dictionary a trial's manifest is deflated with: its base's tree."""
+    return _json(tree)[-_ZDICT:] if tree else b"{}"
+
+
+def _compact(manifest: dict[str, Any], base: Tree | None) -> dict[str, Any]:
+    """A manifest as written: a file is ``[digest, size]`` when its content is inline (``size``
+    0 when it is not), its mode added only when it is not the base's (or 0o644 for a new file);
+    links, folders and left-out files keep their tagged entries. Every byte saved here is saved
+    a thousand times."""
+    sizes = {p: n for p, n in manifest.get("inline") or ()}
+    changed: dict[str, list[Any]] = {}
+    for path, entry in (manifest.get("changed") or {}).items():
+        if entry[0] == "f":
+            out: list[Any] = [entry[2], sizes.get(path, 0)]
+            old = base.get(path) if base is not None else None
+            if entry[1] != (old[1] if old is not None and old[0] == "f" else 0o644):
+                out.append(entry[1])
+            changed[path] = out
+        else:
+            changed[path] = list(entry)
+    compact: dict[str, Any] = {"c": changed}
+    if manifest.get("removed"):
+        compact["r"] = manifest["removed"]
+    if manifest.get("blobs"):
+        compact["k"] = manifest["blobs"]
+    return compact
+
+
+def _expand(compact: Any, base: Tree | None) -> dict[str, Any]:
+    """The manifest ``_compact`` wrote."""
+    if not isinstance(compact, dict) or not isinstance(compact.get("c"), dict):
+        raise ValueError("not a manifest")
+    changed: dict[str, Entry] = {}
+    inline: list[list[Any]] = []
+    for path, entry in compact["c"].items():
+        if entry and entry[0] in ("l", "d", "x"):
+            changed[path] = tuple(entry)
+            continue
+        old = base.get(path) if base is not None else None
+        mode = entry[2] if len(entry) > 2 else (old[1] if old is not None and old[0] == "f" else 0o644)
+        changed[path] = ("f", int(mode), str(entry[0]))
+        if int(entry[1]) > 0:
+            inline.append([path, int(entry[1])])
+    manifest: dict[str, Any] = {"changed": changed}
+    if compact.get("r"):
+        manifest["removed"] = list(compact["r"])
+    if inline:
+        manifest["inline"] = inline
+    if compact.get("k"):
+        manifest["blobs"] = dict(compact["k"])
+    return manifest
+
+
+def _refs(inline: list[list[Any]], base: Tree | None) -> list[str]:
+    """The contents a trial's inline contents were deflated against: what their paths held in
+    the base."""
+    if base is None:
+        return []
+    refs = [base[p][2] for p, _size in inline if p in base and base[p][0] == "f"]
+    return list(dict.fromkeys(refs))
+
+
+def _place_inline(archive: Archive, manifest: dict[str, Any], base: Tree | None, at: int, length: int) -> None:
+    """Where each inline content of a trial's record lies (its record's contents stream)."""
+    inline = manifest.get("inline") or []
+    refs = tuple(_refs(inline, base))
+    start = 0
+    changed = manifest.get("changed") or {}
+    for path, size in inline:
+        digest = changed[path][2]
+        archive.blobs.setdefault(digest, _Blob(at, length, None, (start, int(size)), refs))
+        start += int(size)
+
+
+def _manifest(archive: Archive, line: dict[str, Any], pack: Any) -> dict[str, Any]:
+    """A trial from its index line, its manifest read from the pack (``torn`` when it cannot be)."""
+    ordinal = line.get("b")
+    base_id = archive.base_order[ordinal] if isinstance(ordinal, int) and 0 <= ordinal < len(archive.base_order) else None
+    if ordinal is not None and base_id is None:
+        return {"torn": f"its base (the {ordinal + 1}th of the archive) is missing"}
+    base = archive.bases.get(base_id) if base_id is not None else None
+    try:
+        if pack is None:
+            raise OSError("no pack")
+        head, body = (int(n) for n in line["n"])
+        pack.seek(int(line["at"]))
+        packed = pack.read(head)
+        if len(packed) != head:
+            raise ValueError("the pack ends early")
+        dec = zlib.decompressobj(-15, zdict=_tree_dict(base))
+        manifest = _expand(json.loads(dec.decompress(packed) + dec.flush()), base)
+    except (OSError, ValueError, TypeError, KeyError, zlib.error):
+        return {"torn": "its manifest cannot be read back from the pack"}
+    for digest, where in (manifest.get("blobs") or {}).items():
+        archive.blobs[digest] = _Blob(int(where[0]), int(where[1]), where[2] if len(where) > 2 else None)
+    try:
+        _place_inline(archive, manifest, base, int(line["at"]) + head, body)
+    except (KeyError, TypeError, ValueError, IndexError):
+        return {"torn": "its manifest is not one anpord wrote"}
+    return {"base": base_id, **manifest}
 
 
 def take_base(folder: Path | str, root: Path | str) -> BaseRef:
