@@ -26,6 +26,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import lzma
 import os
 import stat
 import threading
@@ -45,6 +46,10 @@ PACK, INDEX = "blobs.pack", "index.jsonl"
 # A file larger than this is not kept (its path is, marked as left out): a workspace holding a
 # multi-gigabyte build output must not double the run folder.
 MAX_FILE = 64 << 20
+# A base's contents are compressed together in chunks this large (see Archive._store_solid).
+SOLID_CHUNK = 4 << 20
+SOLID_XZ = 16 << 20
+_XZ_FILTERS = [{"id": lzma.FILTER_LZMA2, "preset": 6}]
 # A new content up to this size is kept inside its trial's record (see ``Archive.take``).
 INLINE = 1 << 20
 # zlib's preset dictionary holds at most its window.
@@ -104,6 +109,7 @@ class _Blob:
     # stream, which was deflated against the contents ``refs`` (digests) replaced.
     part: tuple[int, int] | None = None
     refs: tuple[str, ...] = ()
+    codec: str | None = None  # a base's solid chunk: "xz" or "z" (see Archive._store_solid)
 
 
 @dataclass(frozen=True)
@@ -124,6 +130,7 @@ class Archive:
     bases: dict[str, Tree] = field(default_factory=dict)
     trials: dict[str, dict[str, Any]] = field(default_factory=dict)  # key → {"base", "changed", "removed"}
     base_order: list[str] = field(default_factory=list)  # base ids in the order they were filed
+    _chunks: dict[int, bytes] = field(default_factory=dict, repr=False)  # solid chunks read back, by offset
     problems: list[str] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -217,6 +224,40 @@ class Archive:
             self._append([], b"".join(chunks))
         return placed
 
+    def _store_solid(self, new: Mapping[str, bytes], tree: Tree) -> list[list[Any]]:
+        """A base's new contents, compressed together (under the lock) — files of one code base
+        share most of their words, so one stream is far smaller than one a file — in chunks of
+        up to ``SOLID_CHUNK`` bytes (a reader decompresses a whole chunk for any file of it):
+        xz for a base up to ``SOLID_XZ`` bytes, deflate (faster) beyond. Returns each chunk's
+        ``[offset, length, codec, [[digest, size], ...]]``."""
+        order = [e[2] for e in tree.values() if e[0] == "f" and e[2] in new and e[2] not in self.blobs]
+        order = list(dict.fromkeys(order))
+        codec = "xz" if sum(len(new[d]) for d in order) <= SOLID_XZ else "z"
+        chunks: list[list[Any]] = []
+        group: list[str] = []
+        size = 0
+        offset = self._pack_end()
+        data = bytearray()
+        for i, digest in enumerate(order):
+            group.append(digest)
+            size += len(new[digest])
+            if size < SOLID_CHUNK and i + 1 < len(order):
+                continue
+            raw = b"".join(new[d] for d in group)
+            packed = _compress(raw, codec)
+            start = 0
+            for d in group:
+                n = len(new[d])
+                self.blobs[d] = _Blob(offset, len(packed), None, (start, n), codec=codec)
+                start += n
+            chunks.append([offset, len(packed), codec, [[d, len(new[d])] for d in group]])
+            data += packed
+            offset += len(packed)
+            group, size = [], 0
+        if data:
+            self._append([], bytes(data))
+        return chunks
+
     def take_base(self, root: Path | str) -> BaseRef:
         """Archive ``root`` as a base (the workspace before the agent ran). The same tree taken
         twice is stored once."""
@@ -226,10 +267,10 @@ class Archive:
         with self._lock:
             if base_id in self.bases:
                 return ref
-            placed = self._store(new, tree, None)
+            chunks = self._store_solid(new, tree)
             self.bases[base_id] = tree
             self.base_order.append(base_id)
-            self._append([{"base": base_id, "tree": tree, "blobs": placed}])
+            self._append([{"base": base_id, "tree": tree, "solid": chunks}])
         return ref
 
     def take(self, root: Path | str, key: str, base: BaseRef | None = None) -> None:
@@ -287,6 +328,16 @@ class Archive:
             with open(self.folder / PACK, "rb") as f:
                 f.seek(blob.offset)
                 packed = f.read(blob.length)
+            if blob.codec is not None:
+                whole = self._chunks.get(blob.offset)
+                if whole is None:
+                    whole = _decompress(packed, blob.codec)
+                    if sum(map(len, self._chunks.values())) > 64 << 20:
+                        self._chunks.clear()
+                    self._chunks[blob.offset] = whole
+                start, size = blob.part  # type: ignore[misc]
+                data = whole[start:start + size]
+                return data if _digest(data) == digest else None
             if blob.part is not None:
                 refs = [self._blob_bytes(d, depth + 1) for d in blob.refs]
                 if any(r is None for r in refs):
@@ -294,6 +345,8 @@ class Archive:
                 dec = zlib.decompressobj(-15, zdict=b"".join(refs)[-_ZDICT:] or b"\0")  # type: ignore[arg-type]
                 start, size = blob.part
                 data = (dec.decompress(packed) + dec.flush())[start:start + size]
+                if "\0" in digest:  # read back from its record: its size is what can be checked
+                    return data if len(data) == size else None
                 return data if _digest(data) == digest else None
             if blob.delta is None:
                 dec = zlib.decompressobj(-15)
@@ -303,7 +356,7 @@ class Archive:
                     return None
                 dec = zlib.decompressobj(-15, zdict=ref[-_ZDICT:])
             data = dec.decompress(packed) + dec.flush()
-        except (OSError, zlib.error):
+        except (OSError, zlib.error, lzma.LZMAError):
             return None
         return data if _digest(data) == digest else None
 
@@ -437,6 +490,11 @@ def _load_lines(archive: Archive, raw: bytes, pack: Any) -> None:
             item = json.loads(line)
             for digest, where in (item.get("blobs") or {}).items():
                 archive.blobs[digest] = _Blob(int(where[0]), int(where[1]), where[2] if len(where) > 2 else None)
+            for at, length, codec, parts in item.get("solid") or ():
+                start = 0
+                for digest, size in parts:
+                    archive.blobs[digest] = _Blob(int(at), int(length), None, (start, int(size)), codec=str(codec))
+                    start += int(size)
             if "tree" in item:
                 archive.bases[item["base"]] = {p: tuple(e) for p, e in item["tree"].items()}
                 archive.base_order.append(item["base"])
@@ -444,6 +502,20 @@ def _load_lines(archive: Archive, raw: bytes, pack: Any) -> None:
                 archive.trials[str(item["t"])] = _manifest(archive, item, pack)
         except (ValueError, KeyError, TypeError, AttributeError):
             archive.problems.append(f"{INDEX} line {n} is torn: skipped")
+
+
+def _compress(raw: bytes, codec: str) -> bytes:
+    if codec == "xz":
+        return lzma.compress(raw, format=lzma.FORMAT_RAW, filters=_XZ_FILTERS)
+    comp = zlib.compressobj(6, zlib.DEFLATED, -15)
+    return comp.compress(raw) + comp.flush()
+
+
+def _decompress(packed: bytes, codec: str) -> bytes:
+    if codec == "xz":
+        return lzma.decompress(packed, format=lzma.FORMAT_RAW, filters=_XZ_FILTERS)
+    dec = zlib.decompressobj(-15)
+    return dec.decompress(packed) + dec.flush()
 
 
 def trial_key(case_id: str, variant: str, trial: int) -> str:
@@ -461,15 +533,15 @@ def _tree_dict(tree: Tree | None) -> bytes:
 
 
 def _compact(manifest: dict[str, Any], base: Tree | None) -> dict[str, Any]:
-    """A manifest as written: a file is ``[digest, size]`` when its content is inline (``size``
-    0 when it is not), its mode added only when it is not the base's (or 0o644 for a new file);
-    links, folders and left-out files keep their tagged entries. Every byte saved here is saved
-    a thousand times."""
+    """A manifest as written: a file is ``[size]`` when its content is inline (its digest is not
+    written: the content is in the record itself), else ``[digest]``, its mode added only when
+    it is not the base's (or 0o644 for a new file); links, folders and left-out files keep their
+    tagged entries. Every byte saved here is saved a thousand times."""
     sizes = {p: n for p, n in manifest.get("inline") or ()}
     changed: dict[str, list[Any]] = {}
     for path, entry in (manifest.get("changed") or {}).items():
         if entry[0] == "f":
-            out: list[Any] = [entry[2], sizes.get(path, 0)]
+            out: list[Any] = [sizes[path]] if path in sizes else [entry[2]]
             old = base.get(path) if base is not None else None
             if entry[1] != (old[1] if old is not None and old[0] == "f" else 0o644):
                 out.append(entry[1])
@@ -484,8 +556,9 @@ def _compact(manifest: dict[str, Any], base: Tree | None) -> dict[str, Any]:
     return compact
 
 
-def _expand(compact: Any, base: Tree | None) -> dict[str, Any]:
-    """The manifest ``_compact`` wrote."""
+def _expand(compact: Any, base: Tree | None, key: str) -> dict[str, Any]:
+    """The manifest ``_compact`` wrote. An inline content gets a name of its own in place of its
+    digest (``KEY\\0N``): it is read back from this record only."""
     if not isinstance(compact, dict) or not isinstance(compact.get("c"), dict):
         raise ValueError("not a manifest")
     changed: dict[str, Entry] = {}
@@ -495,10 +568,12 @@ def _expand(compact: Any, base: Tree | None) -> dict[str, Any]:
             changed[path] = tuple(entry)
             continue
         old = base.get(path) if base is not None else None
-        mode = entry[2] if len(entry) > 2 else (old[1] if old is not None and old[0] == "f" else 0o644)
-        changed[path] = ("f", int(mode), str(entry[0]))
-        if int(entry[1]) > 0:
-            inline.append([path, int(entry[1])])
+        mode = entry[1] if len(entry) > 1 else (old[1] if old is not None and old[0] == "f" else 0o644)
+        if isinstance(entry[0], int):
+            changed[path] = ("f", int(mode), f"{key}\0{len(inline)}")
+            inline.append([path, entry[0]])
+        else:
+            changed[path] = ("f", int(mode), str(entry[0]))
     manifest: dict[str, Any] = {"changed": changed}
     if compact.get("r"):
         manifest["removed"] = list(compact["r"])
@@ -546,7 +621,7 @@ def _manifest(archive: Archive, line: dict[str, Any], pack: Any) -> dict[str, An
         if len(packed) != head:
             raise ValueError("the pack ends early")
         dec = zlib.decompressobj(-15, zdict=_tree_dict(base))
-        manifest = _expand(json.loads(dec.decompress(packed) + dec.flush()), base)
+        manifest = _expand(json.loads(dec.decompress(packed) + dec.flush()), base, str(line["t"]))
     except (OSError, ValueError, TypeError, KeyError, zlib.error):
         return {"torn": "its manifest cannot be read back from the pack"}
     for digest, where in (manifest.get("blobs") or {}).items():
