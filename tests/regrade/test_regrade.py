@@ -151,8 +151,8 @@ def test_a_regrade_decides_again_with_todays_checks_without_the_agent(recorded: 
                        "evals/fix.eval.py": CASES["evals/fix.eval.py"], "agents/cmd_agent.py": saved})
     assert proc.returncode == 1, proc.stderr
     got = verdicts(doc)
-    assert got[("weather", "py")][0] == "failed"
-    assert got[("fix", "cmd")][0] == "failed"
+    assert got[("weather", "py")][0] == "failed", got
+    assert got[("fix", "cmd")][0] == "failed", got[("fix", "cmd")]
     # Checks that did not change decide as before: the workspace, input requests, structured output.
     assert got[("changed", "cmd")][0] == "passed", got[("changed", "cmd")]
     assert got[("approve", "py")][0] == "passed", got[("approve", "py")]

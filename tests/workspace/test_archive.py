@@ -88,3 +88,20 @@ def test_a_torn_archive_is_refused_naming_the_reason(tmp_path: Path) -> None:
     read = read_archive(archive)
     assert read.problems and "torn" in read.problems[0]
     assert trial_key("case", "v", 0) in read.trials
+
+
+def test_a_content_two_trials_wrote_is_kept_once_and_restores_for_both(tmp_path: Path) -> None:
+    original, archive = tmp_path / "fixture", tmp_path / "archive"
+    fixture(original, files=3)
+    for i in range(3):
+        ws = tmp_path / f"ws{i}"
+        shutil.copytree(original, ws, symlinks=True)
+        base = take_base(archive, ws)
+        (ws / "src" / "m01.py").write_text("the same fix\n")  # a deterministic agent
+        take_snapshot(archive, trial_key("case", "v", i), ws, base)
+    read = read_archive(archive)
+    for i in range(3):
+        dest = tmp_path / f"out{i}"
+        shutil.copytree(original, dest, symlinks=True)
+        read.restore(trial_key("case", "v", i), dest)
+        assert (dest / "src" / "m01.py").read_text() == "the same fix\n"

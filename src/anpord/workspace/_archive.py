@@ -130,6 +130,7 @@ class Archive:
     bases: dict[str, Tree] = field(default_factory=dict)
     trials: dict[str, dict[str, Any]] = field(default_factory=dict)  # key → {"base", "changed", "removed"}
     base_order: list[str] = field(default_factory=list)  # base ids in the order they were filed
+    aliases: dict[str, str] = field(default_factory=dict)  # digest → the name an inline content was written under
     _chunks: dict[int, bytes] = field(default_factory=dict, repr=False)  # solid chunks read back, by offset
     problems: list[str] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -305,7 +306,7 @@ class Archive:
             if placed:
                 manifest["blobs"] = placed
             comp = zlib.compressobj(9, zlib.DEFLATED, -15, zdict=_tree_dict(base_tree))
-            head = comp.compress(_json(_compact(manifest, base_tree))) + comp.flush()
+            head = comp.compress(_json(_compact(manifest, base_tree, self.aliases))) + comp.flush()
             refs = _refs(inline, base_tree)
             ref_bytes = b"".join(self._blob_bytes(d) or b"" for d in refs)
             comp = zlib.compressobj(9, zlib.DEFLATED, -15, zdict=ref_bytes[-_ZDICT:] or b"\0")
@@ -316,6 +317,9 @@ class Archive:
                 line["b"] = self.base_order.index(base.id)  # type: ignore[union-attr]
             self._append([line], head + body)
             _place_inline(self, manifest, base_tree, at + len(head), len(body))
+            for n, (path, _size) in enumerate(inline):
+                # Written without its digest: a later trial with the same content names this.
+                self.aliases.setdefault(changed[path][2], f"{key}\0{n}")
             self.trials[key] = {"base": base.id if base_tree is not None else None, **manifest}  # type: ignore[union-attr]
 
     # -- reading -----------------------------------------------------------------------------
@@ -532,7 +536,7 @@ def _tree_dict(tree: Tree | None) -> bytes:
     return _json(tree)[-_ZDICT:] if tree else b"{}"
 
 
-def _compact(manifest: dict[str, Any], base: Tree | None) -> dict[str, Any]:
+def _compact(manifest: dict[str, Any], base: Tree | None, aliases: Mapping[str, str]) -> dict[str, Any]:
     """A manifest as written: a file is ``[size]`` when its content is inline (its digest is not
     written: the content is in the record itself), else ``[digest]``, its mode added only when
     it is not the base's (or 0o644 for a new file); links, folders and left-out files keep their
@@ -541,7 +545,7 @@ def _compact(manifest: dict[str, Any], base: Tree | None) -> dict[str, Any]:
     changed: dict[str, list[Any]] = {}
     for path, entry in (manifest.get("changed") or {}).items():
         if entry[0] == "f":
-            out: list[Any] = [sizes[path]] if path in sizes else [entry[2]]
+            out: list[Any] = [sizes[path]] if path in sizes else [aliases.get(entry[2], entry[2])]
             old = base.get(path) if base is not None else None
             if entry[1] != (old[1] if old is not None and old[0] == "f" else 0o644):
                 out.append(entry[1])
