@@ -72,9 +72,16 @@ test = define_eval(each=range({n}), prompt="fix mod003 and mod007", source=direc
 """
 
 
+# The CLI runs find their bytecode cached, as an installed package does (in a temporary folder:
+# nothing is written into the source tree), whatever PYTHONDONTWRITEBYTECODE says.
+PYCACHE = tempfile.mkdtemp(prefix="anpord-regrade-pycache-")
+
+
 def env() -> dict[str, str]:
-    return dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(SRC), os.environ.get("PYTHONPATH")])),
-                NO_COLOR="1")
+    out = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(SRC), os.environ.get("PYTHONPATH")])),
+               NO_COLOR="1", PYTHONPYCACHEPREFIX=PYCACHE)
+    out.pop("PYTHONDONTWRITEBYTECODE", None)
+    return out
 
 
 def anpord(folder: Path, *args: str) -> tuple[float, subprocess.CompletedProcess[str]]:
@@ -110,6 +117,7 @@ def regrade_vs_rerun(n: int, conc: int, latency: float) -> None:
             (folder / "evals").mkdir()
             (folder / "evals" / "evals.config.py").write_text(CONFIG.format(conc=conc, url=url))
             (folder / "evals" / "ping.eval.py").write_text(EVAL.format(n=n))
+            anpord(folder, "eval", "--list")  # warm the bytecode cache
             rerun, proc = anpord(folder, "eval")
             print(f"  anpord eval (re-run):     {rerun:7.2f} s  {last_line(proc)}")
             regrade, proc = anpord(folder, "regrade", "latest")

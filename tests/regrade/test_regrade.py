@@ -238,7 +238,10 @@ def test_runs_and_show_name_the_regraded_run(recorded: Any) -> None:
 
 
 def test_bad_input_is_one_line(recorded: Any) -> None:
-    project, _run_id = recorded
+    project, run_id = recorded
     proc = cli(project, "regrade", "nosuchrun")
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr, proc.stderr
+    _proc, doc = regrade(project, run_id, "weather", "--variant", "py")
+    again = cli(project, "regrade", doc["run_id"])
+    assert again.returncode == 2 and f"regrade {run_id} instead" in again.stderr, again.stderr

@@ -75,6 +75,9 @@ def _plan(args: argparse.Namespace) -> tuple[Any, Any, Any]:
     if reading.record.run_kind == "audit":
         raise UsageError(f"run {reading.run_id} is an audit: saboteurs answered there, not the agent; "
                          "regrade a run of `anpord eval`")
+    if reading.record.run_kind == "regrade":
+        raise UsageError(f"run {reading.run_id} is itself a regrade (of {reading.record.regrade_of}): "
+                         f"regrade {reading.record.regrade_of} instead")
     if reading.status == "running":
         raise UsageError(f"run {reading.run_id} is still running: wait for it to finish")
     fail_on = "strict" if args.strict else args.fail_on
