@@ -235,6 +235,17 @@ def test_runs_and_show_name_the_regraded_run(recorded: Any) -> None:
     # Never a baseline.
     refused = cli(project, "baseline", "set", new)
     assert refused.returncode == 2, refused.stdout
+    # The view's run page names the run it regraded; its list tags it.
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "view"))
+    from view_support import view_server
+
+    with view_server(project.folder) as view:
+        status, _headers, page = view.get(f"/runs/{new}")
+        assert status == 200 and f'Regrade of <a href="/runs/{run_id}">{run_id}</a>' in page
+        _status, _headers, listing_page = view.get("/")
+        assert '<span class="run-kind">regrade</span>' in listing_page
 
 
 def test_bad_input_is_one_line(recorded: Any) -> None:
