@@ -41,3 +41,16 @@ def test_recorded_structured_outputs_are_replayed_and_damaged(make_project: Any)
     assert got["shape"] == {"shuffle": "passed", "mutate": "passed"}, doc
     # One value of the recorded output changed: the exact check catches it.
     assert got["exact"]["mutate"] == "caught", doc
+    # The saboteurs' turns settled with a structured output, not only its text.
+    from anpord.results import read_run
+
+    reading = read_run(doc["run_id"], project=project.folder)
+    outputs = {}
+    for trial in reading.trials:
+        done = [e for e in reading.events(trial) if e.type == "turn.completed"]
+        outputs[(trial.case_id, trial.variant.split(":")[0])] = (done[-1].data.get("data"), reading.logs(trial))
+    recorded = {"city": "Brooklyn", "temp": 21, "tags": ["sunny", "warm"]}
+    assert outputs[("shape", "shuffle")][0] == recorded
+    damaged, logs = outputs[("exact", "mutate")]
+    assert isinstance(damaged, dict) and damaged != recorded and set(damaged) == set(recorded), damaged
+    assert any(line.startswith("mutate: the structured output, [") for line in logs), logs
