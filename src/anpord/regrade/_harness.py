@@ -20,7 +20,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..events import Event, message_text
+from ..events import message_text
 from ..harnesses import Emit, Harness, HarnessContext, HarnessStartError, TurnOutcome, TurnRequest
 from ..results._model import ErrorInfo
 from ._recorded import RecordedTrial, RecordedTurn
@@ -142,7 +142,7 @@ class ReplaySession:
         turn = self._take(request)
         await self.harness.restore_workspace(self.ctx)
         for event in turn.events:
-            emit(Event(event.type, dict(event.data), event.ts))
+            emit(event)  # each recorded trial is replayed once: its events are handed over as they are
         status = turn.status
         message = turn.message
         if status == "failed":

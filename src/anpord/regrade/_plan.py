@@ -11,13 +11,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
-from ..events import Event
-from ..results._model import TrialResult
-
-from ..results._model import RecordError
-from ..results._reader import RunReading
 from ..authoring._config import Variant
+from ..results._model import RecordError, TrialResult
+from ..results._reader import RunReading
 from ..runner._planning import Plan, PlannedCase
 from ._harness import SPEC_PREFIX, ReplayHarness
 from ._recorded import RecordedTrial, recorded_trial
@@ -51,7 +49,7 @@ def _archive(run_dir: Path) -> tuple[object | None, str | None]:
         return None, f"its workspace archive cannot be read ({exc})"
 
 
-def _event_blocks(reading: RunReading) -> Callable[[TrialResult], list[Event]]:
+def _event_blocks(reading: RunReading) -> Callable[[TrialResult], list[Any]]:
     """Each trial's events, from ``events.ndjson`` read once (``RunReading.events`` opens it per
     trial: a thousand opens are a large share of a regrade)."""
     from ..results._encode import decode
@@ -63,14 +61,15 @@ def _event_blocks(reading: RunReading) -> Callable[[TrialResult], list[Event]]:
     except OSError:
         return reading.events  # it says why, per trial
 
-    def events(trial: TrialResult) -> list[Event]:
+    def events(trial: TrialResult) -> list[Any]:
         ref = trial.events
         if ref is None or ref.length == 0:
             return []
         block = data[ref.offset: ref.offset + ref.length]
         if len(block) != ref.length:
             raise RecordError(f"{trial.case_id} #{trial.trial}'s events end early")
-        return [Event.from_dict(decode(line)) for line in block.splitlines() if line.strip()]
+        # The records as decoded: recorded_trial makes events of only what a replay streams.
+        return [decode(line) for line in block.splitlines() if line.strip()]
 
     return events
 

@@ -70,12 +70,20 @@ def _plain(data: Any) -> dict[str, Any]:
     return {k: v for k, v in dict(data).items() if k != "session_id"}
 
 
-def recorded_trial(verdict: str, reason: str | None, events: Sequence[Event]) -> RecordedTrial:
+def recorded_trial(verdict: str, reason: str | None, events: Sequence[Event | dict[str, Any]]) -> RecordedTrial:
+    """``events`` as ``Event``s, or as their records (``events.ndjson`` lines decoded: ``type``,
+    ``ts`` and the data fields), which a regrade reads a thousand at a time."""
     out = RecordedTrial(verdict, reason)
     order: dict[str, list[RecordedTurn]] = {}
     current: dict[str, RecordedTurn] = {}  # session id → its open turn
-    for event in events:
-        sid = str(event.data.get("session_id") or "")
+    for item in events:
+        if isinstance(item, Event):
+            kind, data, ts = item.type, item.data, item.ts
+        else:
+            kind, ts = str(item.get("type")), item.get("ts")
+            data = item
+        sid = str(data.get("session_id") or "")
+        event = _Seen(kind, data)
         if event.type == TURN_STARTED and sid:
             turns = order.setdefault(sid, [])
             if not turns:
@@ -99,5 +107,17 @@ def recorded_trial(verdict: str, reason: str | None, events: Sequence[Event]) ->
                 and not turn.events:
             turn.input = str(event.data.get("text") or "")
         elif event.type not in _SESSION_EVENTS:
-            turn.events.append(Event(event.type, _plain(event.data), event.ts))
+            plain = {k: v for k, v in data.items() if k not in _NOT_DATA}
+            turn.events.append(Event(kind, plain, float(ts) if isinstance(ts, (int, float)) else 0.0))
     return out
+
+
+class _Seen:
+    __slots__ = ("type", "data")
+
+    def __init__(self, type: str, data: Any):
+        self.type, self.data = type, data
+
+
+# A record's keys that are not its data, or are the session's (the replaying session stamps its own).
+_NOT_DATA = frozenset({"type", "ts", "session_id"})
