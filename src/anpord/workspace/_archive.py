@@ -36,6 +36,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ._records import ZDICT, compact, compress, decompress, expand, refs_of, to_json, tree_dict
+
 __all__ = [
     "ARCHIVE_DIR", "Archive", "ArchiveError", "BaseRef", "Tree", "open_archive", "read_archive", "take_base",
     "take_snapshot", "trial_key",
@@ -49,11 +51,8 @@ MAX_FILE = 64 << 20
 # A base's contents are compressed together in chunks this large (see Archive._store_solid).
 SOLID_CHUNK = 4 << 20
 SOLID_XZ = 16 << 20
-_XZ_FILTERS = [{"id": lzma.FILTER_LZMA2, "preset": 6}]
 # A new content up to this size is kept inside its trial's record (see ``Archive.take``).
 INLINE = 1 << 20
-# zlib's preset dictionary holds at most its window.
-_ZDICT = 32 << 10
 
 # A tree: path (workspace-relative, ``/``-separated) → ("f", mode, digest) for a file,
 # ("l", target) for a link, ("d", mode) for a folder (so empty ones come back), ("x", size) for
@@ -213,7 +212,7 @@ class Archive:
                 ref = self._blob_bytes(old[2])
             if ref is not None:
                 delta = old[2]  # type: ignore[index]
-                comp = zlib.compressobj(6, zlib.DEFLATED, -15, zdict=ref[-_ZDICT:])
+                comp = zlib.compressobj(6, zlib.DEFLATED, -15, zdict=ref[-ZDICT:])
             else:
                 comp = zlib.compressobj(6, zlib.DEFLATED, -15)
             packed = comp.compress(data) + comp.flush()
@@ -245,7 +244,7 @@ class Archive:
             if size < SOLID_CHUNK and i + 1 < len(order):
                 continue
             raw = b"".join(new[d] for d in group)
-            packed = _compress(raw, codec)
+            packed = compress(raw, codec)
             start = 0
             for d in group:
                 n = len(new[d])
@@ -305,11 +304,10 @@ class Archive:
                 manifest["inline"] = inline
             if placed:
                 manifest["blobs"] = placed
-            comp = zlib.compressobj(9, zlib.DEFLATED, -15, zdict=_tree_dict(base_tree))
-            head = comp.compress(_json(_compact(manifest, base_tree, self.aliases))) + comp.flush()
-            refs = _refs(inline, base_tree)
-            ref_bytes = b"".join(self._blob_bytes(d) or b"" for d in refs)
-            comp = zlib.compressobj(9, zlib.DEFLATED, -15, zdict=ref_bytes[-_ZDICT:] or b"\0")
+            comp = zlib.compressobj(9, zlib.DEFLATED, -15, zdict=tree_dict(base_tree))
+            head = comp.compress(to_json(compact(manifest, base_tree, self.aliases))) + comp.flush()
+            ref_bytes = b"".join(self._blob_bytes(d) or b"" for d in refs_of(inline, base_tree))
+            comp = zlib.compressobj(9, zlib.DEFLATED, -15, zdict=ref_bytes[-ZDICT:] or b"\0")
             body = comp.compress(b"".join(contents)) + comp.flush()
             at = self._pack_end()
             line: dict[str, Any] = {"t": key, "at": at, "n": [len(head), len(body)]}
@@ -335,7 +333,7 @@ class Archive:
             if blob.codec is not None:
                 whole = self._chunks.get(blob.offset)
                 if whole is None:
-                    whole = _decompress(packed, blob.codec)
+                    whole = decompress(packed, blob.codec)
                     if sum(map(len, self._chunks.values())) > 64 << 20:
                         self._chunks.clear()
                     self._chunks[blob.offset] = whole
@@ -343,10 +341,10 @@ class Archive:
                 data = whole[start:start + size]
                 return data if _digest(data) == digest else None
             if blob.part is not None:
-                refs = [self._blob_bytes(d, depth + 1) for d in blob.refs]
-                if any(r is None for r in refs):
+                olds = [self._blob_bytes(d, depth + 1) for d in blob.refs]
+                if any(r is None for r in olds):
                     return None
-                dec = zlib.decompressobj(-15, zdict=b"".join(refs)[-_ZDICT:] or b"\0")  # type: ignore[arg-type]
+                dec = zlib.decompressobj(-15, zdict=b"".join(olds)[-ZDICT:] or b"\0")  # type: ignore[arg-type]
                 start, size = blob.part
                 data = (dec.decompress(packed) + dec.flush())[start:start + size]
                 if "\0" in digest:  # read back from its record: its size is what can be checked
@@ -358,7 +356,7 @@ class Archive:
                 ref = self._blob_bytes(blob.delta, depth + 1)
                 if ref is None:
                     return None
-                dec = zlib.decompressobj(-15, zdict=ref[-_ZDICT:])
+                dec = zlib.decompressobj(-15, zdict=ref[-ZDICT:])
             data = dec.decompress(packed) + dec.flush()
         except (OSError, zlib.error, lzma.LZMAError):
             return None
@@ -508,99 +506,15 @@ def _load_lines(archive: Archive, raw: bytes, pack: Any) -> None:
             archive.problems.append(f"{INDEX} line {n} is torn: skipped")
 
 
-def _compress(raw: bytes, codec: str) -> bytes:
-    if codec == "xz":
-        return lzma.compress(raw, format=lzma.FORMAT_RAW, filters=_XZ_FILTERS)
-    comp = zlib.compressobj(6, zlib.DEFLATED, -15)
-    return comp.compress(raw) + comp.flush()
-
-
-def _decompress(packed: bytes, codec: str) -> bytes:
-    if codec == "xz":
-        return lzma.decompress(packed, format=lzma.FORMAT_RAW, filters=_XZ_FILTERS)
-    dec = zlib.decompressobj(-15)
-    return dec.decompress(packed) + dec.flush()
-
-
 def trial_key(case_id: str, variant: str, trial: int) -> str:
     """The key a trial's snapshot is filed under: its label (case ids hold no space)."""
     return f"{case_id} {variant} #{int(trial)}"
 
 
-def _json(value: Any) -> bytes:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")
-
-
-def _tree_dict(tree: Tree | None) -> bytes:
-    """The preset dictionary a trial's manifest is deflated with: its base's tree."""
-    return _json(tree)[-_ZDICT:] if tree else b"{}"
-
-
-def _compact(manifest: dict[str, Any], base: Tree | None, aliases: Mapping[str, str]) -> dict[str, Any]:
-    """A manifest as written: a file is ``[size]`` when its content is inline (its digest is not
-    written: the content is in the record itself), else ``[digest]``, its mode added only when
-    it is not the base's (or 0o644 for a new file); links, folders and left-out files keep their
-    tagged entries. Every byte saved here is saved a thousand times."""
-    sizes = {p: n for p, n in manifest.get("inline") or ()}
-    changed: dict[str, list[Any]] = {}
-    for path, entry in (manifest.get("changed") or {}).items():
-        if entry[0] == "f":
-            out: list[Any] = [sizes[path]] if path in sizes else [aliases.get(entry[2], entry[2])]
-            old = base.get(path) if base is not None else None
-            if entry[1] != (old[1] if old is not None and old[0] == "f" else 0o644):
-                out.append(entry[1])
-            changed[path] = out
-        else:
-            changed[path] = list(entry)
-    compact: dict[str, Any] = {"c": changed}
-    if manifest.get("removed"):
-        compact["r"] = manifest["removed"]
-    if manifest.get("blobs"):
-        compact["k"] = manifest["blobs"]
-    return compact
-
-
-def _expand(compact: Any, base: Tree | None, key: str) -> dict[str, Any]:
-    """The manifest ``_compact`` wrote. An inline content gets a name of its own in place of its
-    digest (``KEY\\0N``): it is read back from this record only."""
-    if not isinstance(compact, dict) or not isinstance(compact.get("c"), dict):
-        raise ValueError("not a manifest")
-    changed: dict[str, Entry] = {}
-    inline: list[list[Any]] = []
-    for path, entry in compact["c"].items():
-        if entry and entry[0] in ("l", "d", "x"):
-            changed[path] = tuple(entry)
-            continue
-        old = base.get(path) if base is not None else None
-        mode = entry[1] if len(entry) > 1 else (old[1] if old is not None and old[0] == "f" else 0o644)
-        if isinstance(entry[0], int):
-            changed[path] = ("f", int(mode), f"{key}\0{len(inline)}")
-            inline.append([path, entry[0]])
-        else:
-            changed[path] = ("f", int(mode), str(entry[0]))
-    manifest: dict[str, Any] = {"changed": changed}
-    if compact.get("r"):
-        manifest["removed"] = list(compact["r"])
-    if inline:
-        manifest["inline"] = inline
-    if compact.get("k"):
-        manifest["blobs"] = dict(compact["k"])
-    return manifest
-
-
-def _refs(inline: list[list[Any]], base: Tree | None) -> list[str]:
-    """The contents a trial's inline contents were deflated against: what their paths held in
-    the base."""
-    if base is None:
-        return []
-    refs = [base[p][2] for p, _size in inline if p in base and base[p][0] == "f"]
-    return list(dict.fromkeys(refs))
-
-
 def _place_inline(archive: Archive, manifest: dict[str, Any], base: Tree | None, at: int, length: int) -> None:
     """Where each inline content of a trial's record lies (its record's contents stream)."""
     inline = manifest.get("inline") or []
-    refs = tuple(_refs(inline, base))
+    refs = tuple(refs_of(inline, base))
     start = 0
     changed = manifest.get("changed") or {}
     for path, size in inline:
@@ -624,8 +538,8 @@ def _manifest(archive: Archive, line: dict[str, Any], pack: Any) -> dict[str, An
         packed = pack.read(head)
         if len(packed) != head:
             raise ValueError("the pack ends early")
-        dec = zlib.decompressobj(-15, zdict=_tree_dict(base))
-        manifest = _expand(json.loads(dec.decompress(packed) + dec.flush()), base, str(line["t"]))
+        dec = zlib.decompressobj(-15, zdict=tree_dict(base))
+        manifest = expand(json.loads(dec.decompress(packed) + dec.flush()), base, str(line["t"]))
     except (OSError, ValueError, TypeError, KeyError, zlib.error):
         return {"torn": "its manifest cannot be read back from the pack"}
     for digest, where in (manifest.get("blobs") or {}).items():
