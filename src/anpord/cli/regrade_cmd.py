@@ -91,12 +91,36 @@ def _plan(args: argparse.Namespace) -> tuple[Any, Any, Any]:
     cases = filter_tags(loaded, args.tag, args.exclude_tag)
     if not cases:
         raise UsageError("nothing to regrade: no selected case" + (" matches --tag/--exclude-tag" if loaded else ""))
-    plan = build_plan(project, cases, opts)
+    plan = _resolved(build_plan(project, cases, opts, resolve=False))
     regrade = plan_regrade(plan, reading, {c.id for c in cases} if args.targets else None)
     if not regrade.plan.cells:
         listed = "; ".join(f"{c}: {why}" for c, _v, why in regrade.not_regradable[:3])
         raise UsageError(f"nothing to regrade in run {reading.run_id}" + (f" ({listed})" if listed else ""))
     return regrade, opts, reading
+
+
+# Harness kinds that need nothing in a trial's sandbox (no ``needs_sandbox``, no
+# ``prepare_sandbox``): a replay stands in for them without resolving them, which would import
+# the agent's module or the model client for nothing.
+_NOTHING_TO_PREPARE = ("python:", "openai:")
+
+
+def _resolved(plan: Any) -> Any:
+    """``plan`` with the harnesses a replay still needs (their sandbox set-up) resolved, and
+    every sandbox name checked."""
+    from ..harnesses import HarnessSpecError, resolve_harness
+    from ..runner._planning import _check_sandbox
+    from ..runner.discovery import UsageError
+
+    for variant in plan.variants:
+        spec = variant.harness
+        if spec and spec not in plan.harnesses and not spec.startswith(_NOTHING_TO_PREPARE):
+            try:
+                plan.harnesses[spec] = resolve_harness(spec, plan.project.folder)
+            except HarnessSpecError as exc:
+                raise UsageError(str(exc)) from None
+        _check_sandbox(variant.sandbox or "local")
+    return plan
 
 
 def _run(args: argparse.Namespace, out: TextIO) -> int:
