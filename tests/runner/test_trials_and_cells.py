@@ -88,7 +88,10 @@ def test_every_case_runs_on_every_variant_for_n_trials(run: Run) -> None:
     assert run.json()["totals"]["trials"] == 28
     # A handful of files per run, never some per trial; each trial's events read back.
     assert run.run_dir is not None
-    assert sorted(p.name for p in run.run_dir.iterdir()) == ["events.ndjson", "results.jsonl", "run.json"]
+    assert sorted(p.name for p in run.run_dir.iterdir()) == ["events.ndjson", "results.jsonl", "run.json",
+                                                             "workspaces"]
+    # The trials' workspace snapshots: two files, however many trials kept one.
+    assert sorted(p.name for p in (run.run_dir / "workspaces").iterdir()) == ["blobs.pack", "index.jsonl"]
     reading = run.reading()
     for n in range(4):
         events = reading.events(reading.trial("flip", "beta", n))

@@ -8,7 +8,7 @@ import re
 import zlib
 from typing import Callable
 
-__all__ = ["damage", "DAMAGES"]
+__all__ = ["damage", "damage_data", "DAMAGES"]
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
@@ -67,3 +67,39 @@ def damage(text: str, seed: int | None) -> tuple[str, str]:
         return "", "emptied (too short to damage otherwise)"
     how, out = usable[s % len(usable)]
     return out, how
+
+
+def _leaves(value: object, path: tuple[object, ...] = ()) -> list[tuple[tuple[object, ...], object]]:
+    """Every scalar in a JSON value, with the keys and indices leading to it."""
+    if isinstance(value, dict):
+        return [leaf for k, v in value.items() for leaf in _leaves(v, (*path, k))]
+    if isinstance(value, list):
+        return [leaf for i, v in enumerate(value) for leaf in _leaves(v, (*path, i))]
+    return [(path, value)]
+
+
+def _replaced(value: object, path: tuple[object, ...], new: object) -> object:
+    if not path:
+        return new
+    head, rest = path[0], path[1:]
+    if isinstance(value, dict):
+        return {k: (_replaced(v, rest, new) if k == head else v) for k, v in value.items()}
+    assert isinstance(value, list)
+    return [(_replaced(v, rest, new) if i == head else v) for i, v in enumerate(value)]
+
+
+def damage_data(value: object, seed: int | None) -> tuple[object, str]:
+    """A structured output damaged in one of its values (chosen by ``seed``): a number changed, a
+    boolean flipped, a text damaged as ``damage`` does; and how, naming the value's path."""
+    s = zlib.crc32(str(seed or 0).encode())
+    leaves = [(p, v) for p, v in _leaves(value) if v is not None and p]
+    if not leaves:
+        return None, "emptied (no value to damage)"
+    path, leaf = leaves[s % len(leaves)]
+    where = "".join(f"[{k!r}]" for k in path)
+    if isinstance(leaf, bool):
+        return _replaced(value, path, not leaf), f"{where} flipped"
+    if isinstance(leaf, (int, float)):
+        return _replaced(value, path, leaf + 1 + s % 7), f"{where}: a number changed"
+    text, how = damage(str(leaf), seed)
+    return _replaced(value, path, text), f"{where}: {how}"

@@ -67,21 +67,24 @@ def plan_audit(plan: Plan, saboteurs: Sequence[str], project_folder: Path) -> Au
         out.stood_in[variant.label] = describe(inner_spec)
         for sab in wanted:
             answers: tuple[str, ...] = ()
+            outputs: tuple[object, ...] = ()
             spec = f"{SPEC_PREFIX}{sab}:{inner_spec or ''}"
             if sab in RECORDED:
                 assert recording is not None
                 if sab == "mutate":
                     answers = recording.own_passing(case_id, variant.label)
+                    outputs = recording.own_passing_outputs(case_id, variant.label)
                     missing = "no passing recorded answer of this case"
                 else:
                     answers = recording.other_case(case_id, variant.label, order)
+                    outputs = recording.other_case_outputs(case_id, variant.label, order)
                     missing = "no other case has a recorded answer"
                 if not answers:
                     out.not_run[(case_id, variant.label, sab)] = f"{missing} in run {recording.run_id}"
                     continue
                 spec = f"{spec}#{case_id}"  # the answers are this case's own
             if spec not in harnesses:
-                harnesses[spec] = SaboteurHarness(spec, sab, inner, answers)
+                harnesses[spec] = SaboteurHarness(spec, sab, inner, answers, outputs)
             label = audit_label(sab, variant.label)
             sab_variant = replace(variant, name=label, harness=spec)
             cells.append(replace(cell, variant=sab_variant, trials=1, indices=None))

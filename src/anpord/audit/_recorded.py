@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from ._saboteurs import answer_of
+from ._saboteurs import answer_of, outputs_of
 
 __all__ = ["Recording", "latest_recording"]
 
@@ -21,23 +22,41 @@ class Recording:
     # passing trial (what ``mutate`` damages: a right answer made wrong).
     answers: dict[tuple[str, str], tuple[str, ...]] = field(default_factory=dict)
     passing: dict[tuple[str, str], tuple[str, ...]] = field(default_factory=dict)
+    # The structured outputs of the same trials, one per completed turn (None where it had none).
+    outputs: dict[tuple[tuple[str, str], bool], tuple[Any, ...]] = field(default_factory=dict)
+
+    def _key(self, table: dict[tuple[str, str], tuple[str, ...]], case_id: str, variant: str) -> tuple[str, str] | None:
+        if (case_id, variant) in table:
+            return (case_id, variant)
+        # Another variant's answer to the same case is still this case's answer.
+        return next((k for k in table if k[0] == case_id), None)
 
     def _of(self, table: dict[tuple[str, str], tuple[str, ...]], case_id: str, variant: str) -> tuple[str, ...]:
-        if (case_id, variant) in table:
-            return table[(case_id, variant)]
-        # Another variant's answer to the same case is still this case's answer.
-        return next((a for (c, _v), a in table.items() if c == case_id), ())
+        key = self._key(table, case_id, variant)
+        return table[key] if key is not None else ()
 
     def own_passing(self, case_id: str, variant: str) -> tuple[str, ...]:
         return self._of(self.passing, case_id, variant)
 
-    def other_case(self, case_id: str, variant: str, order: list[str]) -> tuple[str, ...]:
-        """The recorded answer of the next case (in ``order``, wrapping round) that has one."""
+    def own_passing_outputs(self, case_id: str, variant: str) -> tuple[Any, ...]:
+        key = self._key(self.passing, case_id, variant)
+        return self.outputs.get((key, True), ()) if key is not None else ()
+
+    def _other(self, case_id: str, variant: str, order: list[str]) -> tuple[str, str] | None:
         cases = [c for c in order if c != case_id and self._of(self.answers, c, variant)]
         if not cases:
-            return ()
+            return None
         after = [c for c in cases if c > case_id]
-        return self._of(self.answers, (after or cases)[0], variant)
+        return self._key(self.answers, (after or cases)[0], variant)
+
+    def other_case(self, case_id: str, variant: str, order: list[str]) -> tuple[str, ...]:
+        """The recorded answer of the next case (in ``order``, wrapping round) that has one."""
+        key = self._other(case_id, variant, order)
+        return self.answers[key] if key is not None else ()
+
+    def other_case_outputs(self, case_id: str, variant: str, order: list[str]) -> tuple[Any, ...]:
+        key = self._other(case_id, variant, order)
+        return self.outputs.get((key, False), ()) if key is not None else ()
 
 
 def latest_recording(project_folder: Path) -> Recording | None:
@@ -58,13 +77,16 @@ def latest_recording(project_folder: Path) -> Recording | None:
             if key in rec.answers and (key in rec.passing or trial.verdict != "passed"):
                 continue
             try:
-                answers = tuple(answer_of(reading.events(trial)))
+                events = reading.events(trial)
+                answers = tuple(answer_of(events))
             except (RecordError, OSError, ValueError):
                 continue
             if not any(answers):
                 continue
-            rec.answers.setdefault(key, answers)
-            if trial.verdict == "passed":
-                rec.passing.setdefault(key, answers)
+            outputs = tuple(outputs_of(events))
+            if key not in rec.answers:
+                rec.answers[key], rec.outputs[(key, False)] = answers, outputs
+            if trial.verdict == "passed" and key not in rec.passing:
+                rec.passing[key], rec.outputs[(key, True)] = answers, outputs
         return rec
     return None

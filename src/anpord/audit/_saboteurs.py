@@ -11,14 +11,15 @@ never touches the workspace, so whatever a check finds there is what was there b
 from __future__ import annotations
 
 import itertools
+import json
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..events import MESSAGE_COMPLETED, Event, message_text
+from ..events import MESSAGE_COMPLETED, TURN_COMPLETED, Event, message_text
 from ..harnesses import Emit, Harness, HarnessContext, TurnOutcome, TurnRequest
-from ._damage import damage
+from ._damage import damage, damage_data
 
 __all__ = ["SABOTEURS", "RECORDED", "SPEC_PREFIX", "REFUSAL", "NOISE", "SaboteurHarness", "pick"]
 
@@ -52,12 +53,14 @@ class SaboteurHarness:
     """Stands in for ``inner`` (the variant's own harness, or None when it has none).
 
     ``answers`` are the recorded answers ``shuffle`` and ``mutate`` replay, one per turn in
-    order (then nothing); the other saboteurs make theirs from the turn."""
+    order (then nothing); ``outputs`` the structured outputs recorded beside them (None for a
+    turn that had none); the other saboteurs make theirs from the turn."""
 
     spec: str
     saboteur: str
     inner: Harness | None = None
     answers: tuple[str, ...] = ()
+    outputs: tuple[Any, ...] = ()
 
     @property
     def needs_sandbox(self) -> bool:  # type: ignore[override]
@@ -83,9 +86,20 @@ class SaboteurSession:
         self.harness, self.ctx, self.session_id = harness, ctx, session_id
         self._turns = itertools.count()
 
-    def _answer(self, request: TurnRequest) -> str:
+    def _answer(self, request: TurnRequest) -> tuple[str, Any]:
+        """The turn's text, and its structured output (replayed, or damaged, from the recording)."""
         name, seed = self.harness.saboteur, self.ctx.seed
         turn = next(self._turns)
+        outputs = self.harness.outputs
+        data = outputs[turn] if turn < len(outputs) else None
+        if name in ("shuffle", "mutate") and data is not None:
+            if name == "mutate":
+                data, how = damage_data(data, seed)
+                self.ctx.log(f"mutate: the structured output, {how}")
+            return json.dumps(data, ensure_ascii=False), data
+        return self._text(name, seed, turn, request), None
+
+    def _text(self, name: str, seed: int | None, turn: int, request: TurnRequest) -> str:
         if name == "empty":
             return ""
         if name == "echo":
@@ -107,9 +121,9 @@ class SaboteurSession:
         if request.responses:
             # A saboteur never asks, so there is nothing to answer.
             return TurnOutcome("failed", error="there is no pending input request to answer")
-        text = self._answer(request)
+        text, data = self._answer(request)
         emit(Event(MESSAGE_COMPLETED, {"session_id": self.session_id, "role": "assistant", "text": text}))
-        return TurnOutcome("completed", message=text)
+        return TurnOutcome("completed", message=text, data=data)
 
     async def cancel(self) -> bool:
         return False
@@ -131,6 +145,12 @@ def describe(inner_spec: str | None) -> str:
     if kind in CODING_AGENTS:
         return f"coding CLI {inner_spec}"
     return f"{words.get(kind, 'harness')} {inner_spec}"
+
+
+def outputs_of(events: Sequence[Any]) -> list[Any]:
+    """The structured outputs in a recorded trial, one per completed turn, in order (None for a
+    turn without one)."""
+    return [e.data.get("data") for e in events if e.type == TURN_COMPLETED]
 
 
 def answer_of(events: Sequence[Any]) -> list[str]:

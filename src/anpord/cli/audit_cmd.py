@@ -80,7 +80,7 @@ def _run(args: argparse.Namespace, out: TextIO) -> int:
         # One trial a cell: a saboteur answers the same way every time.
         opts = RunOptions(trials=1, timeout=args.timeout, max_concurrency=args.max_concurrency,
                           variants=args.variant, fail_on="never", compare=False, executor="local",
-                          kind="audit")
+                          kind="audit", snapshots=False)
         loaded = load_cases(select_files(project, args.targets))
         cases = filter_tags(loaded, args.tag, args.exclude_tag)
         if not cases:

@@ -69,6 +69,9 @@ def build_parser() -> Parser:
     p.add_argument("--ray-address", metavar="ADDR",
                    help="the Ray cluster's address (host:port); default RAY_ADDRESS, else a cluster on this machine")
     p.add_argument("--no-artifacts", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--no-snapshots", action="store_true",
+                   help="do not keep each trial's workspace in the run folder (anpord regrade needs them "
+                        "for checks that read the workspace)")
     _add_variant_flags(p)
     return p
 
@@ -247,6 +250,7 @@ def _run(args: argparse.Namespace, fail_on: str, out: TextIO) -> int:
             alpha=args.alpha or 0.05, variant_margin=args.variant_margin or 0.05,
             executor=args.executor, ray_address=args.ray_address, **_variant_fields(args),
             token_limit=args.token_limit, cost_limit=args.cost_limit, max_run_cost=args.max_run_cost,
+            snapshots=not args.no_snapshots,
         )
         _check_profile(project, args.profile)
         if args.replay:

@@ -13,6 +13,7 @@ commands:
   eval [IDS_OR_PATHS...]   run eval cases against an agent (see `anpord eval --help`)
   eval import              turn an existing case file into a suite (see `anpord eval import --help`)
   audit [IDS...]           does the suite fail a broken agent? saboteurs stand in for it
+  regrade RUN [IDS...]     decide a recorded run again with today's checks, without running agents
   init [DIR]               scaffold evals/ with a config and one example
   view                     browse the project's runs in a local web page (see `anpord view --help`)
   serve SPEC               serve a Python agent over the HTTP agent protocol (see `anpord serve --help`)
@@ -36,6 +37,7 @@ options:
 COMMANDS = {
     "eval": ".eval_cmd",
     "audit": ".audit_cmd",
+    "regrade": ".regrade_cmd",
     "init": ".init_cmd",
     "view": ".view_cmd",
     "serve": ".serve_cmd",

@@ -68,7 +68,9 @@ def main(argv: list[str]) -> int:
     for r in rows:
         t = r.totals
         notes = []
-        if r.rerun_of:
+        if r.kind == "regrade":
+            notes.append(f"regrade of {r.rerun_of}" if r.rerun_of else "regrade")
+        elif r.rerun_of:
             notes.append(f"re-run of {r.rerun_of}")
         elif r.kind not in ("eval", "rerun"):
             notes.append(r.kind)  # an audit, a cached run…: never a baseline

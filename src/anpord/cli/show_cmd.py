@@ -123,7 +123,9 @@ def _grid(reading: Any) -> None:
     )
     for line in _estimate_lines(reading):
         print(line)
-    if rec.rerun_of:
+    if rec.regrade_of:
+        print(f"  regrade of {rec.regrade_of}: its recorded answers and workspaces, decided by today's checks")
+    elif rec.rerun_of:
         print(f"  re-run of the failed trials of {rec.rerun_of}")
     elif rec.run_kind == "audit":
         print("  an audit: saboteurs stood in for the agent (variant SABOTEUR:VARIANT); a passed trial let one through")

@@ -193,7 +193,10 @@ class LiveTurn:
             session.state.harness_error = session.state.start_error = str(exc)
             raise
         if outcome.status == "completed":
-            self._emit(Event(TURN_COMPLETED, {"turn": self.index}))
+            done: dict[str, Any] = {"turn": self.index}
+            if outcome.data is not None:
+                done["data"] = outcome.data  # the structured output, on record (a regrade replays it)
+            self._emit(Event(TURN_COMPLETED, done))
             self._emit(Event(SESSION_WAITING, {"pending_input_requests": 0}))
         elif outcome.status == "waiting":
             self._emit(Event(SESSION_WAITING, {"pending_input_requests": len(session._pending)}))

@@ -104,6 +104,7 @@ class RunRecord:
     forced: bool = False
     resumed_at: list[float] = field(default_factory=list)  # each `--resume` of this run
     rerun_of: str | None = None  # the run whose failed trials this run re-ran
+    regrade_of: str | None = None  # the run a regrade re-decided (kind "regrade")
     note: str | None = None  # how a crash was found, say
     # What made the run: "eval" measures the agent; any of DERIVED_KINDS re-used or re-judged
     # earlier work, so it never becomes a baseline nor feeds the flake history.
@@ -147,6 +148,7 @@ class RunRecord:
             "forced": self.forced,
             "resumed_at": list(self.resumed_at),
             "rerun_of": self.rerun_of,
+            "regrade_of": self.regrade_of,
             "note": self.note,
             "kind": self.kind,
         }
@@ -179,6 +181,7 @@ class RunRecord:
             forced=bool(raw.get("forced", False)),
             resumed_at=list(raw.get("resumed_at") or ()),
             rerun_of=raw.get("rerun_of"),
+            regrade_of=raw.get("regrade_of"),
             note=raw.get("note"),
             kind=str(raw.get("kind") or "eval"),
         )

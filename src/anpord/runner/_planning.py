@@ -55,6 +55,8 @@ class RunOptions:
     variant_margin: float = 0.05  # the margin within which a variant's change is "unchanged"
     rerun_of: str | None = None  # the run whose failed trials this run re-runs
     kind: str | None = None  # what made the run when not eval/rerun/cached (``audit``): RunRecord.kind
+    regrade_of: str | None = None  # the run a regrade re-decides
+    snapshots: bool = True  # keep each trial's workspace at its end in the run folder (``--no-snapshots``)
     # The variant fields on the command line (``--secret``, ``--env``, ``--profile``,
     # ``--network``, ``--mount``): applied to every selected variant, kept by ``--harness``.
     secrets: Sequence[str] = ()

@@ -61,6 +61,7 @@ def options_of(record: RunRecord, **overrides: Any) -> RunOptions:
         token_limit=o.get("token_limit"),
         cost_limit=o.get("cost_limit"),
         max_run_cost=o.get("max_run_cost"),
+        snapshots=o.get("snapshots") is not False,
     )
     return replace(opts, **{k: v for k, v in overrides.items() if v is not None})
 

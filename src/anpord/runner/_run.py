@@ -154,7 +154,8 @@ def _totals(results: Sequence[TrialResult]) -> dict[str, int]:
 
 
 def _specs(plan: Plan, run_id: str, cache_dir: str | None,
-           done: set[tuple[str, str, int]], replay: str | None = None) -> Iterator[TrialSpec]:
+           done: set[tuple[str, str, int]], replay: str | None = None,
+           snapshots: str | None = None) -> Iterator[TrialSpec]:
     root = str(plan.project.root)
     for cell in plan.cells:
         case, variant = cell.case, cell.variant
@@ -167,6 +168,7 @@ def _specs(plan: Plan, run_id: str, cache_dir: str | None,
                 case_id=case.id, variant=variant, trial=i, timeout=cell.timeout,
                 seed=trial_seed(case.id, label, i), case_hash=cell.case_hash, judge=cell.judge,
                 cache_dir=cache_dir, replay=replay, token_limit=cell.token_limit, cost_limit=cell.cost_limit,
+                snapshots=snapshots,
             )
 
 
@@ -199,12 +201,12 @@ class _AdaptiveSpecs:
     executor as capacity frees, so each pick sees every trial finished by then."""
 
     def __init__(self, plan: Plan, run_id: str, cache_dir: str | None, alpha: float, margin: float,
-                 baselines: dict[tuple[str, str], tuple[int, int]]):
+                 baselines: dict[tuple[str, str], tuple[int, int]], snapshots: str | None = None):
         import zlib
 
         from ..stats._adaptive import AdaptivePolicy, Allocator
 
-        self.plan, self.run_id, self.cache_dir = plan, run_id, cache_dir
+        self.plan, self.run_id, self.cache_dir, self.snapshots = plan, run_id, cache_dir, snapshots
         self.replay: str | None = None
         self.cells = {(c.case.id, c.variant.label): c for c in plan.cells}
         self.fixed = {k: 0 for k, c in self.cells.items() if c.adaptive is None}
@@ -240,6 +242,7 @@ class _AdaptiveSpecs:
             file_id=case.file.id, case_id=case.id, variant=variant, trial=i, timeout=cell.timeout,
             seed=trial_seed(case.id, variant.label, i), case_hash=cell.case_hash, judge=cell.judge,
             cache_dir=self.cache_dir, replay=self.replay, token_limit=cell.token_limit, cost_limit=cell.cost_limit,
+            snapshots=self.snapshots,
         )
 
     def finished(self, result: TrialResult) -> None:
@@ -432,7 +435,7 @@ class _Run:
                 "network": opts.network, "mounts": list(opts.mounts),
                 "alpha": opts.alpha, "variant_margin": opts.variant_margin,
                 "token_limit": opts.token_limit, "cost_limit": opts.cost_limit,
-                "max_run_cost": opts.max_run_cost,
+                "max_run_cost": opts.max_run_cost, "snapshots": opts.snapshots,
             },
             variants=[v.snapshot() for v in plan.variants],
             cells=[CellRecord(c.case.id, c.variant.label, c.trials, c.timeout, str(c.case.file.path),
@@ -440,9 +443,20 @@ class _Run:
                               stop_reason=None if c.adaptive is None else "unfinished")
                    for c in plan.cells],
             rerun_of=opts.rerun_of,
+            regrade_of=opts.regrade_of,
             # Derived runs never become baselines (RunRecord.DERIVED_KINDS).
             kind=opts.kind or ("rerun" if opts.rerun_of else "cached" if opts.cache else "eval"),
         )
+
+    def _snapshot_dir(self) -> str | None:
+        """Where trials keep their workspaces: the run folder's archive, when the run writes a
+        folder, keeps snapshots and runs its trials on this machine (a remote worker's workspace
+        is not here to read)."""
+        if not (self.opts.snapshots and self.opts.artifacts) or self.plan.executor != "local":
+            return None
+        from ..workspace import ARCHIVE_DIR
+
+        return str(self.run_dir / ARCHIVE_DIR)
 
     # -- the sink the executor reports to ----------------------------------------------------
 
@@ -534,14 +548,15 @@ class _Run:
             monitor = executor.monitor = StallMonitor(loop)
             monitor.start()
         cache_dir = str(self.plan.project.folder / ".anpord" / "cache" / "models") if self.opts.cache else None
+        snapshots = self._snapshot_dir()
         if any(c.adaptive is not None for c in self.plan.cells):
             specs: Iterator[TrialSpec] = _AdaptiveSpecs(
                 self.plan, self.record.run_id, cache_dir, self.opts.alpha, self.opts.variant_margin,
-                _baseline_rates(self.plan) if self.opts.history else {})
+                _baseline_rates(self.plan) if self.opts.history else {}, snapshots)
             specs.replay = self.opts.replay  # type: ignore[attr-defined]
             self.adaptive = specs  # type: ignore[assignment]
         else:
-            specs = _specs(self.plan, self.record.run_id, cache_dir, self.done, self.opts.replay)
+            specs = _specs(self.plan, self.record.run_id, cache_dir, self.done, self.opts.replay, snapshots)
         if self.opts.max_run_cost is not None:
             specs = self._budgeted(specs)
         work = asyncio.ensure_future(executor.run(specs, self, self.stop))

@@ -43,6 +43,8 @@ class TrialSpec:
     replay: str | None = None  # the run folder whose model calls the model proxy answers from
     token_limit: int | None = None  # past it the agent is stopped and the trial fails (_limits)
     cost_limit: float | None = None
+    # The run's workspace archive: the workspace is kept there at the trial's end (None: not kept).
+    snapshots: str | None = None
 
     @property
     def variant_label(self) -> str:

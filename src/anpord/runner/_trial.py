@@ -135,6 +135,7 @@ class _Trial:
         self.t: T | None = None
         self.holder: SandboxHolder | None = None
         self.snapshot: Any = None
+        self.archive_base: Any = None  # the workspace before the agent ran, as archived (BaseRef)
         self.deadline_at = 0.0  # loop time at which the deadline is due
         self.limit: str | None = None  # a limit of the sandbox the trial broke (its size cap)
         # Its trace receiver, when traced; its mocks, when it has some.
@@ -177,6 +178,8 @@ class _Trial:
             if job.harness is not None:
                 # Before the snapshot: what the harness puts there is not the agent's change.
                 await job.harness.prepare_sandbox(self._harness_context(instance))
+            if spec.snapshots is not None:
+                self.archive_base = await self._archive(instance, before=True)
             if case.eval.declarative:
                 from ..workspace import snapshot
 
@@ -373,6 +376,8 @@ class _Trial:
         finally:
             try:
                 instance = self.holder.instance if self.holder is not None else None
+                if instance is not None and self.spec.snapshots is not None:
+                    await self._archive(instance, before=False)
                 if instance is not None:
                     try:
                         await instance.close()
@@ -381,6 +386,24 @@ class _Trial:
             finally:
                 await self.services.stop(self.log)
                 flush_partial(self.log)
+
+    async def _archive(self, instance: SandboxInstance, *, before: bool) -> Any:
+        """Keep the workspace in the run's archive (``workspace._archive``): before the agent
+        runs as the trial's base, after its sessions ended as it was left — raw, before any
+        redaction, for ``anpord regrade``. In a thread: a large workspace takes a while to read.
+        A failure is logged; it never changes the verdict."""
+        from ..workspace import take_base, take_snapshot, trial_key
+
+        folder, root = self.spec.snapshots, instance.workspace
+        assert folder is not None
+        try:
+            if before:
+                return await asyncio.to_thread(take_base, folder, root)
+            key = trial_key(self.spec.case_id, self.spec.variant.label, self.spec.trial)
+            await asyncio.to_thread(take_snapshot, folder, key, root, self.archive_base)
+        except Exception as exc:  # noqa: BLE001 - a snapshot is a record, not part of the trial
+            self.log(f"workspace snapshot not kept: {exception_line(exc)}")
+        return None
 
     # -- 5. decide ---------------------------------------------------------------------------
 

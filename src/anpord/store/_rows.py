@@ -139,7 +139,8 @@ def run_tuple(record: RunRecord, run_dir: str | None, indexed_at: float) -> tupl
         "cost": usage.get("cost"),
         "exit_code": record.exit_code,
         "fail_on": record.options.get("fail_on"),
-        "rerun_of": record.rerun_of,
+        # The run this one derives from: the one it re-ran, or the one it regraded (``kind`` says which).
+        "rerun_of": record.rerun_of or record.regrade_of,
         "resumed": len(record.resumed_at),
         "note": record.note,
         "indexed_at": indexed_at,
