@@ -34,6 +34,8 @@ def build_parser() -> Parser:
     p.add_argument("--list", action="store_true", help="list the selected cases; run nothing")
     p.add_argument("--json", action="store_true", help="print the machine summary (with --list: the cases)")
     p.add_argument("--junit", metavar="PATH", help="write JUnit XML here")
+    p.add_argument("--reporter", action="append", default=[], metavar="NAME[:ARG]",
+                   help="also report through this reporter plugin (repeatable; anpord plugins lists them)")
     p.add_argument("--summary", nargs="+", metavar=("md|none", "PATH"),
                    help="write the run's Markdown summary to PATH (`-`: stdout); `none`: not even to "
                         "$GITHUB_STEP_SUMMARY, where it is appended by default when that is set")
@@ -55,8 +57,9 @@ def build_parser() -> Parser:
     from ._judging import add_judging
 
     add_judging(p, defaults=False)
-    p.add_argument("--executor", choices=["local", "ray"], default=None,
-                   help="where trials run: this process (default) or a Ray cluster (pip install 'anpord[ray]')")
+    p.add_argument("--executor", metavar="NAME", default=None,
+                   help="where trials run: local (this process, the default), ray (a Ray cluster: "
+                        "pip install 'anpord[ray]'), or a plugin's executor (anpord plugins)")
     p.add_argument("--ray-address", metavar="ADDR",
                    help="the Ray cluster's address (host:port); default RAY_ADDRESS, else a cluster on this machine")
     p.add_argument("--no-artifacts", action="store_true", help=argparse.SUPPRESS)
@@ -340,17 +343,29 @@ def _execute(args: argparse.Namespace, fail_on: str, out: TextIO, project: Any, 
     from ..results.console import ConsoleReporter
     from ..runner._run import execute, late_signals, secret_values, short_secret_warnings
 
+    try:
+        extra = _plugin_reporters([*project.config.reporters, *args.reporter])
+    except ValueError as exc:  # an unknown reporter, or one that does not load: nothing has run
+        return _fail(str(exc))
     redact = Redactor(secret_values(plan))
     for warning in short_secret_warnings(plan):
         print(warning, file=sys.stderr)
     console_stream = sys.stderr if args.json else sys.stdout
     console = ConsoleReporter(console_stream, verbose=args.verbose, redact=redact)
-    reporters = [console, *project.config.reporters]
+    reporters = [console, *extra]
     with late_signals() as late:
         code = _report(args, fail_on, out, redact,
                        execute(plan, opts, reporters, executor=executor, resume=resume))
     # A signal after the run ended (while reports were written): its documented exit code.
     return 128 + late[0] if late else code
+
+
+def _plugin_reporters(specs: list[Any]) -> list[Any]:
+    """The config's reporters and ``--reporter`` names as reporter objects (``PluginError``, a
+    ``ValueError``, for a name that is unknown or does not load)."""
+    from ..results._reporter import reporter_of
+
+    return [reporter_of(spec) for spec in specs]
 
 
 def _report(args: argparse.Namespace, fail_on: str, out: TextIO, redact: Any, result: Any) -> int:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol, Sequence, runtime_checkable
+from typing import Any, Callable, Protocol, Sequence, runtime_checkable
 
+from .._errors import exception_line
+from .._registry import PluginError, Registry
 from ._model import RunSummary, TrialResult
 
-__all__ = ["Reporter", "RunInfo", "PlannedCell"]
+__all__ = ["REPORTERS", "Reporter", "RunInfo", "PlannedCell", "reporter_of"]
 
 
 @dataclass(frozen=True)
@@ -50,3 +52,25 @@ class Reporter(Protocol):
     def on_trial_end(self, result: TrialResult) -> None: ...
 
     def on_run_end(self, summary: RunSummary, results: Sequence[TrialResult]) -> None: ...
+
+
+# Reporters by name (``--reporter NAME[:ARG]``, or a name in ``define_eval_config(reporters=...)``);
+# packages add them through ``anpord.reporters`` entry points. Each entry is a factory — usually
+# the reporter's class — called with no argument, or with the text after the name's ``:``. The
+# console, ``--json`` and ``--junit`` are the built-in reports; they are flags, not names here.
+_REPORTERS: dict[str, Callable[..., Reporter] | str] = {}
+REPORTERS: Registry[Callable[..., Reporter]] = Registry("anpord.reporters", _REPORTERS, kind="reporter")
+
+
+def reporter_of(spec: Any) -> Reporter:
+    """A reporter from a config entry: an object is used as it is; a ``"name"`` or
+    ``"name:arg"`` string is made by the named reporter's factory. Unknown, not loading, or a
+    factory that raises: ``PluginError`` with one line."""
+    if not isinstance(spec, str):
+        return spec  # type: ignore[no-any-return]
+    name, sep, arg = spec.partition(":")
+    factory = REPORTERS.get(name)
+    try:
+        return factory(arg) if sep else factory()
+    except Exception as exc:  # noqa: BLE001 - the plugin's own failure, reported in one line
+        raise PluginError(f"reporter {spec!r} could not be made: {exception_line(exc)}") from exc

@@ -18,6 +18,7 @@ _EXPORTS = {
     "build_plan": "._planning",
     "RunResult": "._run",
     "execute": "._run",
+    "EXECUTORS": "._run",
     "executor_for": "._run",
     "exit_code_for": "._run",
     "Executor": "._executor",
@@ -48,6 +49,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ._planning import build_plan as build_plan
     from ._run import RunResult as RunResult
     from ._run import execute as execute
+    from ._run import EXECUTORS as EXECUTORS
     from ._run import executor_for as executor_for
     from ._run import exit_code_for as exit_code_for
     from ._spec import TrialSpec as TrialSpec

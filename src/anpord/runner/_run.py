@@ -22,6 +22,7 @@ from typing import Any, Callable
 
 from .._errors import UsageError
 from .._owner import current_owner
+from .._registry import PluginError, Registry
 from ..events import Event
 from ..results._model import VERDICTS, RunSummary, TrialResult, summarize_cell, usage_totals
 from ..results._reporter import PlannedCell, RunInfo
@@ -611,15 +612,13 @@ class _Run:
         )
 
 
-def executor_for(plan: Plan, opts: RunOptions) -> Executor | None:
-    """The executor the plan names (``--executor``, else the config's), ready to run: ``None``
-    for the local pool, which ``execute`` builds itself. Choosing Ray connects to the cluster
-    and checks it here, so a cluster that cannot run the trials is a ``UsageError`` (exit 2)
-    before anything is written."""
-    if plan.executor != "ray":
-        if opts.ray_address:
-            raise UsageError("--ray-address needs --executor ray (or executor=\"ray\" in evals.config.py)")
-        return None
+def _local_executor(plan: Plan, opts: RunOptions) -> Executor | None:
+    if opts.ray_address:
+        raise UsageError("--ray-address needs --executor ray (or executor=\"ray\" in evals.config.py)")
+    return None  # ``execute`` builds the local pool itself
+
+
+def _ray_executor(plan: Plan, opts: RunOptions) -> Executor | None:
     if opts.cache:
         raise UsageError("--cache is not available with --executor ray: the cache is on this machine, "
                          "the trials are not")
@@ -631,6 +630,25 @@ def executor_for(plan: Plan, opts: RunOptions) -> Executor | None:
     return RayExecutor.connect(plan.project.folder, address=opts.ray_address,
                                max_concurrency=plan.max_concurrency, max_sandboxes=plan.max_sandboxes,
                                secrets={n: os.environ[n] for v in plan.variants for n in v.secrets if n in os.environ})
+
+
+ExecutorFactory = Callable[[Plan, RunOptions], "Executor | None"]
+# Executors by name (``--executor``, ``executor=`` in the config); packages add more through
+# ``anpord.executors`` entry points, each a factory like these: ``(plan, opts) -> Executor``.
+_EXECUTORS: dict[str, ExecutorFactory | str] = {"local": _local_executor, "ray": _ray_executor}
+EXECUTORS: Registry[ExecutorFactory] = Registry("anpord.executors", _EXECUTORS, kind="executor")
+
+
+def executor_for(plan: Plan, opts: RunOptions) -> Executor | None:
+    """The executor the plan names (``--executor``, else the config's), ready to run: ``None``
+    for the local pool, which ``execute`` builds itself. Choosing Ray connects to the cluster
+    and checks it here, so a cluster that cannot run the trials is a ``UsageError`` (exit 2)
+    before anything is written; so is a name no executor has, or a plugin that does not load."""
+    try:
+        factory = EXECUTORS.get(plan.executor)
+    except PluginError as exc:
+        raise UsageError(f"--executor {plan.executor}: {exc}") from None
+    return factory(plan, opts)
 
 
 def execute(plan: Plan, opts: RunOptions, reporters: Sequence[Any], *,
