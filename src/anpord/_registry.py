@@ -64,9 +64,10 @@ class Registry(Generic[T]):
     """Names of one group → objects (``T``), each given in code as an object or a
     ``"module:attr"`` string, or found among the group's entry points."""
 
-    def __init__(self, group: str, builtins: dict[str, T | str], *, kind: str):
+    def __init__(self, group: str, builtins: dict[str, T | str], *, kind: str, kinds: str | None = None):
         self.group = group
         self.kind = kind  # what one entry is called in messages: "harness", "sandbox", ...
+        self.kinds = kinds or f"{kind}s"
         self._entries: dict[str, T | str] = builtins  # shared on purpose: the module's table
         self._builtin = set(builtins)
         self._loaded: dict[str, T] = {}
@@ -110,7 +111,7 @@ class Registry(Generic[T]):
         if entry is None:
             ep = self._entry_points().get(name)
             if ep is None:
-                raise PluginError(f"unknown {self.kind} {name!r}: known {self.kind}s are {', '.join(self.names())}")
+                raise PluginError(f"unknown {self.kind} {name!r}: known {self.kinds} are {', '.join(self.names())}")
             try:
                 obj: T = ep.load()
             except Exception as exc:  # noqa: BLE001 - any import failure is the plugin's

@@ -51,6 +51,5 @@ def main(argv: list[str]) -> int:
             print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)) + "  " + row[3])
     broken = [i for i in infos if i.error]
     for i in broken:
-        print(f"anpord plugins: {i.group.removeprefix('anpord.')} {i.name!r} ({i.package}) does not load: "
-              f"{i.error}", file=sys.stderr)
+        print(f"anpord plugins: {i.error}", file=sys.stderr)
     return 1 if broken else 0

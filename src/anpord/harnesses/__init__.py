@@ -85,7 +85,7 @@ _RESOLVERS: dict[str, Resolver | str] = {
 CODING_AGENTS = ("claude", "codex", "gemini", "opencode")
 _RESOLVERS.update(dict.fromkeys(CODING_AGENTS, _coding))
 
-HARNESSES: Registry[Resolver] = Registry("anpord.harnesses", _RESOLVERS, kind="harness")
+HARNESSES: Registry[Resolver] = Registry("anpord.harnesses", _RESOLVERS, kind="harness", kinds="harnesses")
 
 
 def register_harness(prefix: str, resolver: Resolver) -> None:

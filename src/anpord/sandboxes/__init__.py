@@ -43,7 +43,7 @@ _FACTORIES: dict[str, SandboxFactory | str] = {
 
 # Sandboxes by name (``Variant(sandbox=...)``); packages add more through ``anpord.sandboxes``
 # entry points, each a factory like these.
-SANDBOXES: Registry[SandboxFactory] = Registry("anpord.sandboxes", _FACTORIES, kind="sandbox")
+SANDBOXES: Registry[SandboxFactory] = Registry("anpord.sandboxes", _FACTORIES, kind="sandbox", kinds="sandboxes")
 
 
 def register_sandbox(name: str, factory: SandboxFactory, *, replace: bool = False) -> None:
