@@ -210,7 +210,7 @@ class _AdaptiveSpecs:
             self.fixed[key] += 1
         else:
             for allocator in self.allocators:
-                key = allocator.next()
+                key = allocator.next()  # type: ignore[assignment]
                 if key is not None:
                     i = allocator.cells[key].taken - 1
                     break
@@ -232,7 +232,7 @@ class _AdaptiveSpecs:
 
     def stop_reasons(self) -> dict[tuple[str, str], str | None]:
         """Why each adaptive cell stopped (``None``: it had not, the run was stopped)."""
-        return {k: a.stop_reason(k) for a in self.allocators for k in a.cells}
+        return {k: a.stop_reason(k) for a in self.allocators for k in a.cells}  # type: ignore[misc]
 
     def complete(self) -> bool:
         return all(n >= self.cells[k].trials for k, n in self.fixed.items()) and all(

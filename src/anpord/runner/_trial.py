@@ -289,7 +289,7 @@ class _Trial:
             original = exc.original if isinstance(exc, _Exited) else exc
             kind = "task_exit" if isinstance(original, TaskExited) else "test"
             return BodyOutcome(error=ErrorInfo(
-                kind, exception_line(original), "".join(traceback.format_exception(original)),
+                kind, exception_line(original), "".join(traceback.format_exception(original)),  # type: ignore[arg-type]
                 _where(original, self.case),
             ))
         return BodyOutcome()

@@ -333,7 +333,7 @@ def create_app(
     table = SessionTable(harness, log)
     routes = _Routes(harness, name, table)
     app = web.Application(
-        middlewares=[_guard(allowed_hosts, token), _json_errors], client_max_size=MAX_REQUEST_BYTES
+        middlewares=[_guard(allowed_hosts, token), _json_errors], client_max_size=MAX_REQUEST_BYTES  # type: ignore[list-item]
     )
     app.router.add_get(INFO_PATH, routes.info)
     app.router.add_post(SESSIONS_PATH, routes.create_session)

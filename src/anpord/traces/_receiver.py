@@ -113,7 +113,7 @@ class Receiver:
     async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self._writers.add(writer)
         try:
-            await serve_connection(reader, writer, self._handle, self._refuse)
+            await serve_connection(reader, writer, self._handle, self._refuse)  # type: ignore[arg-type]
         finally:
             self._writers.discard(writer)
 

@@ -67,7 +67,7 @@ class StoreViewData(FolderViewData):
         for (case_id, variant), rows in many.items():
             self._cache[("history", case_id, variant)] = (now, rows)
 
-    def cell_history(self, case_id: str, variant: str) -> Sequence[HistoryPoint]:
+    def cell_history(self, case_id: str, variant: str) -> Sequence[HistoryPoint]:  # type: ignore[override]
         store = self._open()
         if store is None:
             return super().cell_history(case_id, variant)
@@ -86,7 +86,7 @@ class StoreViewData(FolderViewData):
                                        s.measured, s.trials))
         return points
 
-    def baseline_deltas(self, run_id: str) -> Mapping[CellKey, CellDelta]:
+    def baseline_deltas(self, run_id: str) -> Mapping[CellKey, CellDelta]:  # type: ignore[override]
         store = self._open()
         if store is None:
             return super().baseline_deltas(run_id)
