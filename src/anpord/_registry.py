@@ -55,7 +55,7 @@ def _load(target: str) -> Any:
 
 def _anpord_version() -> str | None:
     # The running code's version, not the installed distribution's: its metadata can be stale.
-    from . import __version__
+    from ._version import __version__
 
     return __version__
 

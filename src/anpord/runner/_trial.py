@@ -130,6 +130,7 @@ class _Trial:
         self.exits = ExitLog(self.label)
         self.state: TrialState | None = None
         self.t: T | None = None
+        self.judge_env: JudgeEnv | None = None
         self.holder: SandboxHolder | None = None
         self.snapshot: Any = None
         self.deadline_at = 0.0  # loop time at which the deadline is due
@@ -179,7 +180,7 @@ class _Trial:
         self.state.mocks = self.services.mock_handles()
         for event in self._early:
             self.state.record_event(event)
-        judge_env = JudgeEnv(spec.judge, cache_dir=None if spec.cache_dir is None else as_path(spec.cache_dir),
+        judge_env = self.judge_env = JudgeEnv(spec.judge, cache_dir=None if spec.cache_dir is None else as_path(spec.cache_dir),
                              trial_index=spec.trial, seed=spec.seed, max_concurrency=self.env.max_concurrency)
         self.t = T(self.state, workspace=holder.instance.workspace if holder.instance else None,
                    row=case.row, seed=spec.seed, judge_env=judge_env)
@@ -208,10 +209,12 @@ class _Trial:
     @contains_exits
     async def _body(self) -> None:
         ev, case, t = self.case.eval, self.case, self.t
-        assert t is not None and self.holder is not None
+        assert t is not None and self.holder is not None and self.state is not None
+        assert self.judge_env is not None
         try:
             if ev.declarative:
                 await run_declarative(t, case.id, ev.prompt, ev.validate, self.holder, self.snapshot,
+                                      state=self.state, judge_env=self.judge_env,
                                       user=ev.user, max_turns=ev.max_turns, judges=ev.judges,
                                       before_checks=self.services.settle)
                 return
