@@ -30,7 +30,7 @@ from ..results._run_record import CellRecord, RunRecord
 from ..results.artifacts import Redactor, RunWriter, new_run_id
 from ._capture import captured_output
 from ._executor import Executor
-from ._loop import run_bounded
+from .._loop import run_bounded
 from ._planning import FAIL_ON, Plan, RunOptions, build_plan, trial_seed
 from ._spec import TrialSpec
 from ._unawaited import unawaited_calls_fail
@@ -453,7 +453,7 @@ class _Run:
     # -- running -----------------------------------------------------------------------------
 
     async def drive(self) -> None:
-        from ._contain import task_factory
+        from .._contain import task_factory
         from ._local import LocalExecutor
         from ._stalls import StallMonitor
 

@@ -35,10 +35,10 @@ from ..sandboxes._protocol import SandboxError, SandboxInstance, SandboxSpec
 from ..users import UserSimulationError
 from ._capture import CURRENT_LOG, flush_partial
 from ._deadlines import Deadlines
-from ._contain import CURRENT_EXITS, ExitLog, TaskExited, contains_exits
+from .._contain import CURRENT_EXITS, ExitLog, TaskExited, contains_exits
 from ._rewrite import CURRENT_RECORDER
 from ._services import ServiceContext, TrialServices, deliver
-from ._loop import IGNORED_CANCELLATION
+from .._loop import IGNORED_CANCELLATION
 from ._validate import SandboxHolder, ValidateError, run_declarative
 from ._verdict import decide_verdict
 
