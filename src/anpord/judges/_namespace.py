@@ -23,7 +23,7 @@ from ._prompts import (
 
 if TYPE_CHECKING:
     from ..authoring._config import JudgeConfig
-    from ._spec import JudgeSpec
+    from ..authoring._judge_spec import JudgeSpec
 
 __all__ = ["Judges"]
 

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..events import Event, message_text
-from ._protocol import SimulatedUser, UserContext
+from ..authoring._user import SimulatedUser, UserContext
 
 if TYPE_CHECKING:
     from ..judges import JudgeEnv
