@@ -139,3 +139,42 @@ def test_register_harness_adds_a_spec_head_in_code(tmp_path: Path) -> None:
     finally:
         HARNESSES._entries.pop("inhouse")
         HARNESSES._loaded.pop("inhouse", None)
+
+
+def test_a_reporter_without_every_method_is_refused_in_one_line(make_project: Any) -> None:
+    project = make_project({
+        "evals/evals.config.py": """
+            from anpord import define_eval_config
+            from anpord.results import ReporterBase
+
+
+            class Partial:
+                def on_run_end(self, summary, results):
+                    pass
+
+
+            class Whole(ReporterBase):  # the base class gives the other four
+                def on_run_end(self, summary, results):
+                    print("whole reporter ran")
+
+
+            config = define_eval_config(harness="python:agents.kit:agent", reporters=[Whole(), Partial()])
+        """,
+        "evals/one.eval.py": """
+            from anpord import define_eval
+
+
+            @define_eval()
+            async def one(t):
+                await t.send("hi")
+        """,
+    })
+    run = project.run()
+    assert run.code == 2 and run.run_dir is None, run.output
+    assert run.stderr.strip().splitlines() == [
+        "anpord eval: reporter Partial lacks on_run_start, on_trial_start, on_log, on_trial_end: a reporter "
+        "has all five Reporter methods (subclass anpord.results.ReporterBase to define only the ones it needs)"]
+    project.write({"evals/evals.config.py": project.path("evals/evals.config.py").read_text()
+                   .replace("[Whole(), Partial()]", "[Whole()]")})
+    run = project.run()
+    assert run.code == 0 and "whole reporter ran" in run.stdout, run.output

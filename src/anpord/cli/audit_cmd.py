@@ -10,6 +10,7 @@ import sys
 from typing import Any, TextIO
 
 from ._args import Parser, positive_float, positive_int
+from ..results._reporter import ReporterBase
 
 __all__ = ["build_parser", "main"]
 
@@ -120,7 +121,7 @@ def _run(args: argparse.Namespace, out: TextIO) -> int:
     return 128 + late[0] if late else code
 
 
-class _Progress:
+class _Progress(ReporterBase):
     """A dot a trial, so a long audit shows it is moving."""
 
     def __init__(self, out: TextIO):

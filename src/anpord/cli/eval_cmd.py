@@ -391,85 +391,24 @@ def _report(args: argparse.Namespace, fail_on: str, out: TextIO, redact: Any, re
     return code
 
 
-_SHELL_WORDS = frozenset(
-    "cd echo printf true false test [ [[ exec eval export source . set unset if for while until case "
-    "{ ( ! time command builtin read exit return shift trap type ulimit umask wait".split()
-)
-
-
-def _first_program(command: str) -> str | None:
-    """The program a shell command line starts with, when it can be told without running it:
-    ``(setsid prog …); …`` and ``{ prog; }`` start with ``setsid``/``prog``, not ``(setsid``.
-    None for a path, a variable, an assignment, a builtin or keyword (the shell decides), or a
-    line the shell lexer cannot read."""
-    import shlex
-
-    lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
-    lexer.whitespace_split = True
-    try:
-        for word in lexer:
-            if word in _GROUPING:
-                continue  # a subshell, a group or a negation: its first command decides
-            if word.strip("();&|<>") == "":
-                return None  # starts with an operator or a redirection: leave it to the shell
-            if word.isdigit():
-                return None  # a redirection's descriptor (``2>/dev/null prog``)
-            if "/" in word or "$" in word or "=" in word or "`" in word or word in _SHELL_WORDS:
-                return None
-            return None if _more_commands(lexer) or _later_lines(command) else word
-    except ValueError:
-        return None
-    return None
-
-
-# Operators after which another command runs whether or not the first program started (after
-# ``&&`` none does: a missing first program still ends the line with 127 and nothing printed).
-_THEN_ANOTHER = frozenset({";", "||", "|", "&", "|&"})
-
-
-def _more_commands(lexer: Any) -> bool:
-    """Whether the rest of the line runs another command after one of ``_THEN_ANOTHER``."""
-    after = False
-    for word in lexer:
-        if after and word not in ("}", ")", ";", "&"):
-            return True
-        after = after or word in _THEN_ANOTHER
-    return False
-
-
-def _later_lines(command: str) -> bool:
-    return any(line.strip() for line in command.strip().splitlines()[1:])
-
-
-# Words that open a compound command before its first program (punctuation_chars keeps "((" one
-# token: arithmetic, not a program).
-_GROUPING = frozenset({"(", "{", "!"})
-
-
 def _note_missing_programs(plan: Any) -> None:
     """Say once, before running, when a variant's agent program is not installed here (an imported
     suite defaults to `claude`): its trials will be void, and --harness points the suite at
     another agent. The trials stay void; this only says why up front."""
     import shutil
 
-    from ..harnesses import CODING_AGENTS
+    from ..harnesses import program_of, spec_head
 
     for variant in plan.variants:
         spec = variant.harness or ""
-        if variant.traces == "otlp" and spec.startswith("python:") and not _has_otel_sdk():
+        if variant.traces == "otlp" and spec_head(spec) == "python" and not _has_otel_sdk():
             print(
                 f"anpord eval: note: variant {variant.label} traces a Python agent, but the "
                 "OpenTelemetry SDK is not installed here, so its spans will not be recorded: "
                 "pip install 'anpord[traces]' (opentelemetry-sdk)",
                 file=sys.stderr,
             )
-        program = None
-        if spec.startswith("command:"):
-            program = _first_program(spec.removeprefix("command:"))
-            if program is None:
-                continue
-        elif spec in CODING_AGENTS and "executable" not in variant.options:
-            program = spec
+        program = program_of(spec, variant.options)
         if program is None or shutil.which(program, path=variant.env.get("PATH")):
             continue
         trials = sum(c.trials for c in plan.cells if c.variant.label == variant.label)

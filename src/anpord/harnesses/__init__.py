@@ -9,6 +9,7 @@ from typing import Callable
 
 from .._registry import PluginError, Registry
 from ._profile import Profile, ProfileError, load_profile
+from ._program import CODING_AGENTS, program_of, spec_head
 from ._protocol import (
     Emit,
     Harness,
@@ -34,6 +35,7 @@ __all__ = [
     "TurnOutcome",
     "TurnRequest",
     "load_profile",
+    "program_of",
     "HARNESSES",
     "register_harness",
     "resolve_harness",
@@ -81,8 +83,6 @@ _RESOLVERS: dict[str, Resolver | str] = {
     "http": _http,
     "https": _http,
 }
-# The coding-agent CLIs, by exact name (or ``name:/path/to/binary``); see harnesses/coding.
-CODING_AGENTS = ("claude", "codex", "gemini", "opencode")
 _RESOLVERS.update(dict.fromkeys(CODING_AGENTS, _coding))
 
 HARNESSES: Registry[Resolver] = Registry("anpord.harnesses", _RESOLVERS, kind="harness", kinds="harnesses")
@@ -94,12 +94,6 @@ def register_harness(prefix: str, resolver: Resolver) -> None:
     trailing ``:`` (``"myproto:"``) is accepted. An installed package does the same with an
     ``anpord.harnesses`` entry point (docs/plugins.md)."""
     HARNESSES.register(prefix.partition(":")[0], resolver, replace=True)
-
-
-def spec_head(spec: str) -> str:
-    """The name a harness spec is resolved by: ``python`` for ``python:pkg.mod:attr``,
-    ``http`` for ``http://host/path``, ``claude`` for ``claude`` and ``claude:/bin/claude``."""
-    return spec.partition(":")[0]
 
 
 def resolve_harness(spec: str, project_dir: Path | None = None) -> Harness:

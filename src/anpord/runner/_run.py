@@ -25,7 +25,7 @@ from .._owner import current_owner
 from .._registry import PluginError, Registry
 from ..events import Event
 from ..results._model import VERDICTS, RunSummary, TrialResult, summarize_cell, usage_totals
-from ..results._reporter import PlannedCell, RunInfo
+from ..results._reporter import PlannedCell, Reporter, RunInfo
 from ..results._run_record import CellRecord, RunRecord
 from ..results.artifacts import Redactor, RunWriter, new_run_id
 from ._capture import captured_output
@@ -87,8 +87,13 @@ def exit_code_for(summary: RunSummary | dict[str, int], fail_on: str, comparison
 class _Reporters:
     """Fans each callback out; a reporter that raises is reported once and then ignored."""
 
-    def __init__(self, reporters: Sequence[Any], err: Any, redact: Callable[[str], str] = lambda s: s):
-        self.reporters = list(reporters)
+    def __init__(self, reporters: Sequence[Reporter], err: Any, redact: Callable[[str], str] = lambda s: s):
+        from ..results._reporter import check_reporter
+
+        try:
+            self.reporters = [check_reporter(r) for r in reporters]
+        except ValueError as exc:  # one that is not a Reporter: before the run starts
+            raise UsageError(str(exc)) from None
         self.err = err
         self.redact = redact
         # Each callback's bound methods, looked up once: two calls a trial at thousands a second.
@@ -97,10 +102,8 @@ class _Reporters:
     def call(self, method: str, *args: Any) -> None:
         bound = self._bound.get(method)
         if bound is None:
-            # Reporters implement the methods they need.
-            bound = self._bound[method] = [
-                (r, fn) for r in self.reporters if (fn := getattr(r, method, None)) is not None
-            ]
+            # Every reporter has every method (checked above): the lookup is dispatch by name.
+            bound = self._bound[method] = [(r, getattr(r, method)) for r in self.reporters]
         for r, fn in bound:
             try:
                 fn(*args)

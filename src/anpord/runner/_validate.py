@@ -166,15 +166,17 @@ async def run_declarative(t: "T", case_id: str, prompt: Any, checks: Any, sandbo
     for spec in judges:
         t.judge.declared(spec)
     context = ValidateContext(t, sandbox, snapshot, state=state)
-    recorder = t._assert_recorder()
+    from ..verifiers import Verifier
+
+    recorder = state.recorder
     for check in _as_list(checks):
-        if hasattr(check, "verify"):
+        if isinstance(check, Verifier):
             outcome = await check.verify(await sandbox.get())
-            name = getattr(check, "name", None) or "command"
             status = outcome.status
             recorder.record(AssertionRecord(
-                name=name, kind="gate", status=status, score=1.0 if status == "passed" else 0.0,
-                message=outcome.message, actual=getattr(outcome, "result", None) and outcome.result.to_dict(),
+                name=check.name or "command", kind="gate", status=status,
+                score=1.0 if status == "passed" else 0.0, message=outcome.message,
+                actual=outcome.result.to_dict() if outcome.result is not None else None,
             ))
             continue
         if not callable(check):
