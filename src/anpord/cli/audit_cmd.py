@@ -71,8 +71,8 @@ def main(argv: list[str]) -> int:
 
 def _run(args: argparse.Namespace, out: TextIO) -> int:
     from ..audit import build_report, plan_audit
-    from ..runner._run import RunOptions, build_plan, execute, late_signals
-    from ..runner.discovery import UsageError, filter_tags, find_project, load_cases, select_files
+    from ..runner import RunOptions, build_plan, execute, late_signals
+    from ..runner import UsageError, filter_tags, find_project, load_cases, select_files
     from .eval_cmd import _sweep
 
     try:

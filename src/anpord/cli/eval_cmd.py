@@ -110,7 +110,7 @@ def _mount(text: str) -> str:
 
 def _variant_fields(args: argparse.Namespace) -> dict[str, Any]:
     """The RunOptions fields the variant flags set. A secret that is not set here is exit 2."""
-    from ..runner.discovery import UsageError
+    from ..runner import UsageError
 
     unset = [n for n in args.secret if n not in os.environ]
     if unset:
@@ -124,7 +124,7 @@ def _check_profile(project: Any, name: str | None) -> None:
     if name is None:
         return
     from ..harnesses._profile import ProfileError, load_profile
-    from ..runner.discovery import UsageError
+    from ..runner import UsageError
 
     try:
         load_profile(name, project.root / "profiles")
@@ -224,12 +224,12 @@ def _guarded_streams(as_json: bool) -> Iterator[TextIO]:
 
 
 def _run(args: argparse.Namespace, fail_on: str, out: TextIO) -> int:
-    from ..runner.discovery import UsageError, filter_tags, find_project, load_cases, select_files
+    from ..runner import UsageError, filter_tags, find_project, load_cases, select_files
 
     try:
         project = find_project(args.targets)
         _sweep(project.folder)
-        from ..runner._run import RunOptions, build_plan, executor_for
+        from ..runner import RunOptions, build_plan, executor_for
 
         opts = RunOptions(
             trials=args.trials, timeout=args.timeout, max_concurrency=args.max_concurrency,
@@ -273,7 +273,7 @@ def _run(args: argparse.Namespace, fail_on: str, out: TextIO) -> int:
 def _check_history(project_folder: Path, opts: Any) -> None:
     """``--fail-on regressed`` needs the run store: a store that cannot be used is exit 2 before
     anything runs."""
-    from ..runner.discovery import UsageError
+    from ..runner import UsageError
     from ..store import StoreError, open_store
 
     if not opts.artifacts:
@@ -289,9 +289,9 @@ def _again(args: argparse.Namespace, project: Any, opts: Any, out: TextIO) -> in
     from dataclasses import replace
 
     from ..results._reader import read_run
-    from ..runner._resume import options_of, plan_rerun, plan_resume
-    from ..runner._run import executor_for
-    from ..runner.discovery import UsageError
+    from ..runner import options_of, plan_rerun, plan_resume
+    from ..runner import executor_for
+    from ..runner import UsageError
 
     ref = args.resume or args.rerun_failed
     try:
@@ -341,7 +341,7 @@ def _execute(args: argparse.Namespace, fail_on: str, out: TextIO, project: Any, 
              executor: Any, resume: Any = None) -> int:
     from ..results._redact import Redactor
     from ..results.console import ConsoleReporter
-    from ..runner._run import execute, late_signals, secret_values, short_secret_warnings
+    from ..runner import execute, late_signals, secret_values, short_secret_warnings
 
     try:
         extra = _plugin_reporters([*project.config.reporters, *args.reporter])

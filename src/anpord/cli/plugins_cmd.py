@@ -31,7 +31,7 @@ def registries() -> list[Any]:
     from ..harnesses import HARNESSES
     from ..importers import IMPORTERS
     from ..results._reporter import REPORTERS
-    from ..runner._run import EXECUTORS
+    from ..runner import EXECUTORS
     from ..sandboxes import SANDBOXES
 
     return [HARNESSES, SANDBOXES, EXECUTORS, IMPORTERS, REPORTERS]

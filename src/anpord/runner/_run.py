@@ -118,7 +118,7 @@ class _Reporters:
 
 
 def _versions() -> dict[str, str]:
-    from .. import __version__
+    from .._version import __version__
 
     return {"anpord": __version__, "python": platform.python_version(), "platform": platform.platform()}
 

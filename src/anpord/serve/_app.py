@@ -12,7 +12,7 @@ from typing import Any
 
 from aiohttp import web
 
-from .. import __version__
+from .._version import __version__
 from .._agent_protocol import (
     INFO_PATH,
     NDJSON,
