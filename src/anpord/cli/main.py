@@ -59,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0 if args else 2
     command, rest = args[0], args[1:]
     if command == "--version":
-        from .. import __version__
+        from .._version import __version__
 
         print(f"anpord {__version__}")
         return 0
