@@ -166,7 +166,8 @@ def test_a_reporter_without_every_method_is_refused_in_one_line(make_project: An
 
             @define_eval()
             async def one(t):
-                await t.send("hi")
+                turn = await t.send("hi")
+                turn.succeeded()
         """,
     })
     run = project.run()
