@@ -12,8 +12,7 @@ gone, whatever happened. A sandbox that closes the network bridges the service i
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from .._errors import exception_line
 from .._service_protocol import ServiceContext, TrialService
@@ -22,7 +21,6 @@ from ..events import Event
 if TYPE_CHECKING:
     from ..authoring._config import Variant
     from ..assertions import TrialLog
-    from ..sandboxes._protocol import SandboxInstance
 
 __all__ = ["ServiceContext", "TrialService", "TrialServices", "deliver"]
 
