@@ -78,7 +78,7 @@ class LocalCluster:
         self.env = dict(os.environ)
         self.env.update(env or {})
         self.env.update({
-            "PYTHONPATH": os.pathsep.join(filter(None, [str(SRC), os.environ.get("PYTHONPATH")])),
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(SRC), self.env.get("PYTHONPATH")])),
             "RAY_USAGE_STATS_ENABLED": "0",
         })
 

@@ -25,6 +25,7 @@ from anpord.runner import (
     load_cases,
     select_files,
 )
+from anpord.results import ReporterBase
 from anpord.runner._remote import run_spec, trial_from_wire
 from anpord.runner._run import _specs
 
@@ -101,7 +102,7 @@ class ReversedExecutor:
                 sink.trial_finished(spec, *trial_from_wire(record, events))
 
 
-class Recorder:
+class Recorder(ReporterBase):
     def __init__(self) -> None:
         self.calls: list[str] = []
 

@@ -137,9 +137,10 @@ def test_an_eval_file_declaring_latin_1_is_read_as_python_reads_it(make_project:
 LATE_SIGNALS = """
 import os, signal
 from anpord import define_eval_config
+from anpord.results import ReporterBase
 
 
-class LateSignals:
+class LateSignals(ReporterBase):
     def on_run_end(self, summary, results):
         for name in os.environ["LATE_SIGNALS"].split(","):
             os.kill(os.getpid(), getattr(signal, name))

@@ -118,9 +118,10 @@ def test_filing_runs_in_sqlite_imports_no_sqlalchemy_even_creating_the_store(tmp
         {
             "evals/evals.config.py": f"""
 from anpord import define_eval_config
+from anpord.results import ReporterBase
 
 
-class Probe:
+class Probe(ReporterBase):
     def on_run_end(self, summary, results):
         import sys
         with open({str(probe)!r}, "a") as fh:

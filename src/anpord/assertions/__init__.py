@@ -13,6 +13,7 @@ from ._handle import AssertionHandle, decide_status
 from ._recorder import GateFailed, Recorder, check_value, clip_actual
 from ._scoped import ScopedAssertions
 from ._tools import ToolCall, tool_calls_from_events
+from ._trial import TrialLog
 
 __all__ = [
     "AssertionHandle",
@@ -21,6 +22,7 @@ __all__ = [
     "Recorder",
     "ScopedAssertions",
     "ToolCall",
+    "TrialLog",
     "check_value",
     "clip_actual",
     "decide_status",

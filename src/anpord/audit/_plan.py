@@ -89,5 +89,5 @@ def plan_audit(plan: Plan, saboteurs: Sequence[str], project_folder: Path) -> Au
             sab_variant = replace(variant, name=label, harness=spec)
             cells.append(replace(cell, variant=sab_variant, trials=1, indices=None))
             out.cells[f"{case_id}\0{label}"] = AuditCell(case_id, variant.label, sab, label)
-    out.plan = replace(plan, cells=cells, harnesses=harnesses, executor="local")
+    out.plan = replace(plan, cells=cells, harnesses=harnesses, executor="local")  # type: ignore[arg-type]
     return out

@@ -261,8 +261,9 @@ def define_eval_config(
             raise TypeError(f"variants must hold Variant(...) values, got {type(v).__name__}")
     if judge is not None and not isinstance(judge, JudgeConfig):
         raise TypeError(f"judge must be JudgeConfig(...), got {type(judge).__name__}")
-    if executor not in EXECUTORS:
-        raise ValueError(f"executor must be one of {', '.join(EXECUTORS)}, got {executor!r}")
+    if not isinstance(executor, str) or not executor:
+        # Any name: built-ins and plugins are known to the runner, which refuses an unknown one.
+        raise ValueError(f"executor must be a name ({', '.join(EXECUTORS)} or a plugin's), got {executor!r}")
     return EvalConfig(
         harness=harness,
         model=model,

@@ -140,7 +140,7 @@ def _check(ev: Eval) -> Eval:
 
 def _judges(value: Any) -> tuple[Any, ...]:
     """``judges=`` as a tuple; one ``judge(...)`` alone is a list of one."""
-    from ..judges import JudgeSpec
+    from ._judge_spec import JudgeSpec
 
     if value is None:
         return ()
@@ -153,8 +153,8 @@ def _judges(value: Any) -> tuple[Any, ...]:
 
 def _check_judging(ev: Eval) -> None:
     """``judge=``, ``judges=``, ``user=`` and ``max_turns=``: the model-graded parts of a case."""
-    from ..judges import JudgeSpec
-    from ..users import SimulatedUser
+    from ._judge_spec import JudgeSpec
+    from ._user import SimulatedUser
 
     if ev.judge is not None and not isinstance(ev.judge, JudgeConfig) and (
         not isinstance(ev.judge, str) or not ev.judge.strip()

@@ -10,6 +10,7 @@ import sys
 from typing import Any, TextIO
 
 from ._args import Parser, positive_float, positive_int
+from ..results._reporter import ReporterBase
 
 __all__ = ["build_parser", "main"]
 
@@ -70,8 +71,8 @@ def main(argv: list[str]) -> int:
 
 def _run(args: argparse.Namespace, out: TextIO) -> int:
     from ..audit import build_report, plan_audit
-    from ..runner._run import RunOptions, build_plan, execute, late_signals
-    from ..runner.discovery import UsageError, filter_tags, find_project, load_cases, select_files
+    from ..runner import RunOptions, build_plan, execute, late_signals
+    from ..runner import UsageError, filter_tags, find_project, load_cases, select_files
     from .eval_cmd import _sweep
 
     try:
@@ -120,7 +121,7 @@ def _run(args: argparse.Namespace, out: TextIO) -> int:
     return 128 + late[0] if late else code
 
 
-class _Progress:
+class _Progress(ReporterBase):
     """A dot a trial, so a long audit shows it is moving."""
 
     def __init__(self, out: TextIO):

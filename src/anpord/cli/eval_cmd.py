@@ -40,6 +40,8 @@ def build_parser() -> Parser:
     p.add_argument("--list", action="store_true", help="list the selected cases; run nothing")
     p.add_argument("--json", action="store_true", help="print the machine summary (with --list: the cases)")
     p.add_argument("--junit", metavar="PATH", help="write JUnit XML here")
+    p.add_argument("--reporter", action="append", default=[], metavar="NAME[:ARG]",
+                   help="also report through this reporter plugin (repeatable; anpord plugins lists them)")
     p.add_argument("--summary", nargs="+", metavar=("md|none", "PATH"),
                    help="write the run's Markdown summary to PATH (`-`: stdout); `none`: not even to "
                         "$GITHUB_STEP_SUMMARY, where it is appended by default when that is set")
@@ -64,8 +66,9 @@ def build_parser() -> Parser:
     from ._judging import add_judging
 
     add_judging(p, defaults=False)
-    p.add_argument("--executor", choices=["local", "ray"], default=None,
-                   help="where trials run: this process (default) or a Ray cluster (pip install 'anpord[ray]')")
+    p.add_argument("--executor", metavar="NAME", default=None,
+                   help="where trials run: local (this process, the default), ray (a Ray cluster: "
+                        "pip install 'anpord[ray]'), or a plugin's executor (anpord plugins)")
     p.add_argument("--ray-address", metavar="ADDR",
                    help="the Ray cluster's address (host:port); default RAY_ADDRESS, else a cluster on this machine")
     p.add_argument("--no-artifacts", action="store_true", help=argparse.SUPPRESS)
@@ -119,7 +122,7 @@ def _mount(text: str) -> str:
 
 def _variant_fields(args: argparse.Namespace) -> dict[str, Any]:
     """The RunOptions fields the variant flags set. A secret that is not set here is exit 2."""
-    from ..runner.discovery import UsageError
+    from ..runner import UsageError
 
     unset = [n for n in args.secret if n not in os.environ]
     if unset:
@@ -133,7 +136,7 @@ def _check_profile(project: Any, name: str | None) -> None:
     if name is None:
         return
     from ..harnesses._profile import ProfileError, load_profile
-    from ..runner.discovery import UsageError
+    from ..runner import UsageError
 
     try:
         load_profile(name, project.root / "profiles")
@@ -235,12 +238,12 @@ def _guarded_streams(as_json: bool) -> Iterator[TextIO]:
 
 
 def _run(args: argparse.Namespace, fail_on: str, out: TextIO) -> int:
-    from ..runner.discovery import UsageError, filter_tags, find_project, load_cases, select_files
+    from ..runner import UsageError, filter_tags, find_project, load_cases, select_files
 
     try:
         project = find_project(args.targets)
         _sweep(project.folder)
-        from ..runner._run import RunOptions, build_plan, executor_for
+        from ..runner import RunOptions, build_plan, executor_for
 
         opts = RunOptions(
             trials=args.trials, timeout=args.timeout, max_concurrency=args.max_concurrency,
@@ -300,7 +303,7 @@ def _replayed_run(ref: str, project_folder: Path) -> str:
 def _check_history(project_folder: Path, opts: Any) -> None:
     """``--fail-on regressed`` needs the run store: a store that cannot be used is exit 2 before
     anything runs."""
-    from ..runner.discovery import UsageError
+    from ..runner import UsageError
     from ..store import StoreError, open_store
 
     if not opts.artifacts:
@@ -316,9 +319,9 @@ def _again(args: argparse.Namespace, project: Any, opts: Any, out: TextIO) -> in
     from dataclasses import replace
 
     from ..results._reader import read_run
-    from ..runner._resume import options_of, plan_rerun, plan_resume
-    from ..runner._run import executor_for
-    from ..runner.discovery import UsageError
+    from ..runner import options_of, plan_rerun, plan_resume
+    from ..runner import executor_for
+    from ..runner import UsageError
 
     ref = args.resume or args.rerun_failed
     try:
@@ -369,19 +372,31 @@ def _execute(args: argparse.Namespace, fail_on: str, out: TextIO, project: Any, 
              executor: Any, resume: Any = None) -> int:
     from ..results._redact import Redactor
     from ..results.console import ConsoleReporter
-    from ..runner._run import execute, late_signals, secret_values, short_secret_warnings
+    from ..runner import execute, late_signals, secret_values, short_secret_warnings
 
+    try:
+        extra = _plugin_reporters([*project.config.reporters, *args.reporter])
+    except ValueError as exc:  # an unknown reporter, or one that does not load: nothing has run
+        return _fail(str(exc))
     redact = Redactor(secret_values(plan))
     for warning in short_secret_warnings(plan):
         print(warning, file=sys.stderr)
     console_stream = sys.stderr if args.json else sys.stdout
     console = ConsoleReporter(console_stream, verbose=args.verbose, redact=redact)
-    reporters = [console, *project.config.reporters]
+    reporters = [console, *extra]
     with late_signals() as late:
         code = _report(args, fail_on, out, redact,
                        execute(plan, opts, reporters, executor=executor, resume=resume))
     # A signal after the run ended (while reports were written): its documented exit code.
     return 128 + late[0] if late else code
+
+
+def _plugin_reporters(specs: list[Any]) -> list[Any]:
+    """The config's reporters and ``--reporter`` names as reporter objects (``PluginError``, a
+    ``ValueError``, for a name that is unknown or does not load)."""
+    from ..results._reporter import reporter_of
+
+    return [reporter_of(spec) for spec in specs]
 
 
 def _report(args: argparse.Namespace, fail_on: str, out: TextIO, redact: Any, result: Any) -> int:
@@ -407,84 +422,24 @@ def _report(args: argparse.Namespace, fail_on: str, out: TextIO, redact: Any, re
     return code
 
 
-_SHELL_WORDS = frozenset(
-    "cd echo printf true false test [ [[ exec eval export source . set unset if for while until case "
-    "{ ( ! time command builtin read exit return shift trap type ulimit umask wait".split()
-)
-
-
-def _first_program(command: str) -> str | None:
-    """The program a shell command line starts with, when it can be told without running it:
-    ``(setsid prog …); …`` and ``{ prog; }`` start with ``setsid``/``prog``, not ``(setsid``.
-    None for a path, a variable, an assignment, a builtin or keyword (the shell decides), or a
-    line the shell lexer cannot read."""
-    import shlex
-
-    lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
-    lexer.whitespace_split = True
-    try:
-        for word in lexer:
-            if word in _GROUPING:
-                continue  # a subshell, a group or a negation: its first command decides
-            if word.strip("();&|<>") == "":
-                return None  # starts with an operator or a redirection: leave it to the shell
-            if word.isdigit():
-                return None  # a redirection's descriptor (``2>/dev/null prog``)
-            if "/" in word or "$" in word or "=" in word or "`" in word or word in _SHELL_WORDS:
-                return None
-            return None if _more_commands(lexer) or _later_lines(command) else word
-    except ValueError:
-        return None
-    return None
-
-
-# Operators after which another command runs whether or not the first program started (after
-# ``&&`` none does: a missing first program still ends the line with 127 and nothing printed).
-_THEN_ANOTHER = frozenset({";", "||", "|", "&", "|&"})
-
-
-def _more_commands(lexer: Any) -> bool:
-    """Whether the rest of the line runs another command after one of ``_THEN_ANOTHER``."""
-    after = False
-    for word in lexer:
-        if after and word not in ("}", ")", ";", "&"):
-            return True
-        after = after or word in _THEN_ANOTHER
-    return False
-
-
-def _later_lines(command: str) -> bool:
-    return any(line.strip() for line in command.strip().splitlines()[1:])
-
-
-# Words that open a compound command before its first program (punctuation_chars keeps "((" one
-# token: arithmetic, not a program).
-_GROUPING = frozenset({"(", "{", "!"})
-
-
 def _note_missing_programs(plan: Any) -> None:
     """Say once, before running, when a variant's agent program is not installed here (an imported
     suite defaults to `claude`): its trials will be void, and --harness points the suite at
     another agent. The trials stay void; this only says why up front."""
     import shutil
 
-    from ..harnesses import CODING_AGENTS
+    from ..harnesses import program_of, spec_head
+
     for variant in plan.variants:
         spec = variant.harness or ""
-        if variant.traces == "otlp" and spec.startswith("python:") and not _has_otel_sdk():
+        if variant.traces == "otlp" and spec_head(spec) == "python" and not _has_otel_sdk():
             print(
                 f"anpord eval: note: variant {variant.label} traces a Python agent, but the "
                 "OpenTelemetry SDK is not installed here, so its spans will not be recorded: "
                 "pip install 'anpord[traces]' (opentelemetry-sdk)",
                 file=sys.stderr,
             )
-        program = None
-        if spec.startswith("command:"):
-            program = _first_program(spec.removeprefix("command:"))
-            if program is None:
-                continue
-        elif spec in CODING_AGENTS and "executable" not in variant.options:
-            program = spec
+        program = program_of(spec, variant.options)
         if program is None or shutil.which(program, path=variant.env.get("PATH")):
             continue
         trials = sum(c.trials for c in plan.cells if c.variant.label == variant.label)

@@ -74,7 +74,7 @@ def _configured(names: set[str]) -> tuple[list[tuple[str, str, str]], str | None
         root = find_root([])
     except UsageError:
         return [], None
-    from ..runner.discovery import load_config
+    from ..runner import load_config
 
     try:
         config = load_config(root)

@@ -43,8 +43,9 @@ def build_parser() -> Parser:
     parser.add_argument(
         "--format",
         required=True,
-        choices=("evals-json", "yaml", "promptfoo", "openai-evals", "dataset"),
-        help="the shape of the case file",
+        metavar="FORMAT",
+        help="the shape of the case file: evals-json, yaml, promptfoo, openai-evals, dataset, "
+        "or a plugin's format (anpord plugins)",
     )
     parser.add_argument(
         "--input-column",
@@ -99,8 +100,15 @@ def main(argv: list[str]) -> int:
     except SystemExit as stop:  # the parser has printed help, or a one-line usage error
         return stop.code if isinstance(stop.code, int) else 2
 
-    from anpord.importers import ImportRefusal, import_cases, summary_of, write_suite
+    from anpord._registry import PluginError
+    from anpord.importers import IMPORTERS, ImportRefusal, import_cases, summary_of, write_suite
     from anpord.importers._text import one_line
+
+    if not IMPORTERS.known(args.format):
+        # Worded as argparse words a bad choice: the formats are known only once plugins are read.
+        _say(f"anpord eval import: error: argument --format: invalid choice: {args.format!r} "
+             f"(choose from {', '.join(IMPORTERS.names())}) (see --help)")
+        return 2
 
     options = {
         key: value
@@ -122,6 +130,9 @@ def main(argv: list[str]) -> int:
             write_suite(args.out, suite, force=args.force)
     except ImportRefusal as refusal:
         _say(refusal.line())
+        return 2
+    except PluginError as exc:  # a plugin's format that does not load
+        _say(f"anpord eval import: error: --format {args.format}: {exc}")
         return 2
 
     if args.out is None:

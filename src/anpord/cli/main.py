@@ -18,6 +18,7 @@ commands:
   view                     browse the project's runs in a local web page (see `anpord view --help`)
   serve SPEC               serve a Python agent over the HTTP agent protocol (see `anpord serve --help`)
   harnesses                which coding-agent CLIs are installed, their versions, what each needs
+  plugins                  every harness, sandbox, executor, importer and reporter anpord can load
   runs                     recent runs: id, when, totals, status
   show RUN [CASE]          a run's grid, or one trial in full
   compare [BASE] [CAND]    each cell of a run against its baseline (or another run)
@@ -42,6 +43,7 @@ COMMANDS = {
     "view": ".view_cmd",
     "serve": ".serve_cmd",
     "harnesses": ".harnesses_cmd",
+    "plugins": ".plugins_cmd",
     "runs": ".runs_cmd",
     "show": ".show_cmd",
     "compare": ".compare_cmd",
@@ -59,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0 if args else 2
     command, rest = args[0], args[1:]
     if command == "--version":
-        from .. import __version__
+        from .._version import __version__
 
         print(f"anpord {__version__}")
         return 0

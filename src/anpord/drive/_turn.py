@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, Sequence
 
 from ..assertions import Recorder, ScopedAssertions, tool_calls_from_events
 from ..events import INPUT_REQUESTED, Event
@@ -12,9 +12,15 @@ from ..results._model import ErrorInfo
 
 if TYPE_CHECKING:
     from ..assertions import AssertionHandle, ToolCall
-    from ._session import TrialState
 
 __all__ = ["Turn", "InputRequest", "TurnFailedError"]
+
+
+class FailureLedger(Protocol):
+    """What a turn tells its trial (``TrialState``) when the test expects it to fail: the
+    agent's failure is then not the trial's. A protocol, so turns need not know the trial."""
+
+    def expect_failure(self, turn: "Turn") -> None: ...
 
 
 class TurnFailedError(Exception):
@@ -78,7 +84,7 @@ class Turn(ScopedAssertions):
     error: str | None = None
     failure: ErrorInfo | None = field(default=None, repr=False)
     _recorder: Recorder | None = field(default=None, repr=False, compare=False)
-    _state: TrialState | None = field(default=None, repr=False, compare=False)
+    _state: FailureLedger | None = field(default=None, repr=False, compare=False)
 
     def __init__(
         self,
@@ -91,7 +97,7 @@ class Turn(ScopedAssertions):
         error: str | None = None,
         failure: ErrorInfo | None = None,
         _recorder: Recorder | None = None,
-        _state: TrialState | None = None,
+        _state: FailureLedger | None = None,
     ) -> None:
         # One dict update instead of a frozen dataclass's setattr per field: a turn is built
         # for every turn of every trial. Still frozen afterwards.

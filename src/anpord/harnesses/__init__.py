@@ -7,7 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable
 
+from .._registry import PluginError, Registry
 from ._profile import Profile, ProfileError, load_profile
+from ._program import CODING_AGENTS, program_of, spec_head
 from ._protocol import (
     Emit,
     Harness,
@@ -33,8 +35,11 @@ __all__ = [
     "TurnOutcome",
     "TurnRequest",
     "load_profile",
+    "program_of",
+    "HARNESSES",
     "register_harness",
     "resolve_harness",
+    "spec_head",
 ]
 
 Resolver = Callable[[str, "Path | None"], Harness]
@@ -69,35 +74,43 @@ def _coding(spec: str, project_dir: Path | None) -> Harness:
     return resolve(spec, project_dir)
 
 
-_RESOLVERS: dict[str, Resolver] = {
-    "python:": _python,
-    "command:": _command,
-    "openai:": _openai,
-    "http://": _http,
-    "https://": _http,
+# Built-ins by the spec's head (what comes before its first ``:``); third-party harnesses add
+# names through the ``anpord.harnesses`` entry-point group, each a resolver like these.
+_RESOLVERS: dict[str, Resolver | str] = {
+    "python": _python,
+    "command": _command,
+    "openai": _openai,
+    "http": _http,
+    "https": _http,
 }
-# The coding-agent CLIs, by exact name (or ``name:/path/to/binary``); see harnesses/coding.
-CODING_AGENTS = ("claude", "codex", "gemini", "opencode")
+_RESOLVERS.update(dict.fromkeys(CODING_AGENTS, _coding))
+
+HARNESSES: Registry[Resolver] = Registry("anpord.harnesses", _RESOLVERS, kind="harness", kinds="harnesses")
 
 
 def register_harness(prefix: str, resolver: Resolver) -> None:
-    """Teach ``resolve_harness`` a new spec prefix (e.g. ``"myproto:"``)."""
-    _RESOLVERS[prefix] = resolver
+    """Teach ``resolve_harness`` a new spec head: ``register_harness("myproto", resolve)`` makes
+    ``"myproto:anything"`` resolve through ``resolve("myproto:anything", project_dir)``. A
+    trailing ``:`` (``"myproto:"``) is accepted. An installed package does the same with an
+    ``anpord.harnesses`` entry point (docs/plugins.md)."""
+    HARNESSES.register(prefix.partition(":")[0], resolver, replace=True)
 
 
 def resolve_harness(spec: str, project_dir: Path | None = None) -> Harness:
     """Resolve before running: a bad spec raises HarnessSpecError (the CLI exits 2)."""
     if not isinstance(spec, str) or not spec.strip():
         raise HarnessSpecError("harness spec is empty")
-    for prefix, resolver in _RESOLVERS.items():
-        if spec.startswith(prefix):
-            return resolver(spec, project_dir)
-    if spec.partition(":")[0] in CODING_AGENTS:
-        return _coding(spec, project_dir)
+    head = spec_head(spec)
+    if HARNESSES.known(head):
+        try:
+            resolver = HARNESSES.get(head)
+        except PluginError as exc:
+            raise HarnessSpecError(f"{spec}: {exc}") from None
+        return resolver(spec, project_dir)
     import difflib
 
-    known = ", ".join([*(f"{p}..." for p in _RESOLVERS), *CODING_AGENTS])
-    head = spec.partition(":")[0]
-    close = difflib.get_close_matches(head, [*CODING_AGENTS, *(p.rstrip(":/") for p in _RESOLVERS)], n=1)
+    names = HARNESSES.names()
+    known = ", ".join(n if n in CODING_AGENTS else f"{n}:..." for n in names)
+    close = difflib.get_close_matches(head, names, n=1)
     hint = f" (did you mean {close[0]!r}?)" if close and close[0] != head else ""
     raise HarnessSpecError(f"unknown harness spec {spec!r}{hint}: expected one of {known}")

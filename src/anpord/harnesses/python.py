@@ -25,8 +25,8 @@ from typing import Any, Callable, Iterator
 from .._errors import exception_line
 from ..agent import SyncTurnContext, TurnCancelled, TurnContext
 from ..results._model import ErrorInfo
-from ..runner._contain import contains_exits
-from ..runner._loop import IGNORED_CANCELLATION, abandon, abandoned
+from .._contain import contains_exits
+from .._loop import IGNORED_CANCELLATION, abandon, abandoned
 from ..events import (
     INPUT_REQUESTED,
     INPUT_RESOLVED,

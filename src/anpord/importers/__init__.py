@@ -13,6 +13,7 @@ import gc
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from .._registry import Registry
 from ._codegen import DEFAULT_HARNESS, render_module
 from ._errors import (
     CaseDirectoryEmpty,
@@ -43,6 +44,7 @@ from ._yaml_cases import read_yaml_cases
 __all__ = [
     "DEFAULT_HARNESS",
     "FORMATS",
+    "IMPORTERS",
     "CaseDirectoryEmpty",
     "CaseDirectoryUnreadable",
     "CaseFileEmpty",
@@ -141,7 +143,9 @@ def import_dataset(
     )
 
 
-FORMATS: dict[str, Callable[..., ImportedSuite]] = {
+# Formats by name (``--format``); packages add more through ``anpord.importers`` entry points,
+# each a reader like these: ``(path, **options) -> ImportedSuite``.
+FORMATS: dict[str, Callable[..., ImportedSuite] | str] = {
     "evals-json": import_evals_json,
     "yaml": import_yaml_cases,
     "promptfoo": import_promptfoo,
@@ -150,16 +154,14 @@ FORMATS: dict[str, Callable[..., ImportedSuite]] = {
 }
 
 
+IMPORTERS: Registry[Callable[..., ImportedSuite]] = Registry("anpord.importers", FORMATS, kind="format")
+
+
 def import_cases(format: str, path: str, **options: str) -> ImportedSuite:
-    """Import ``path`` read as ``format`` (a key of ``FORMATS``); ``options`` are the
-    format's own (``dataset``: ``input_column``, ``expected_column``, ``match``)."""
-    try:
-        reader = FORMATS[format]
-    except KeyError:
-        raise ValueError(
-            f"unknown format {format!r}; expected one of {', '.join(FORMATS)}"
-        ) from None
-    return reader(path, **options)
+    """Import ``path`` read as ``format`` (a built-in of ``FORMATS`` or a plugin's); ``options``
+    are the format's own (``dataset``: ``input_column``, ``expected_column``, ``match``). An
+    unknown format, or a plugin that does not load: ``PluginError`` (a ``ValueError``)."""
+    return IMPORTERS.get(format)(path, **options)
 
 
 def write_suite(path: str, suite: ImportedSuite, *, force: bool = False) -> None:

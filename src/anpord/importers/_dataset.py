@@ -71,15 +71,15 @@ def _rows(path: str, text: str) -> tuple[list[str], list[tuple[int, dict[str, An
         numbered = list(enumerate(data, 1))
     else:
         numbered = list(jsonl_values(path, text, CaseFileNotDataset))
-    names: dict[str, None] = {}
+    seen: dict[str, None] = {}
     out: list[tuple[int, dict[str, Any]]] = []
     for number, row in numbered:
         if not isinstance(row, dict):
             raise _refuse(path, f"row {number}: Expected an object, actual {describe_actual(row)}")
         for key in row:
-            names[field_name(key)] = None
+            seen[field_name(key)] = None
         out.append((number, row))
-    return list(names), out
+    return list(seen), out
 
 
 def _column(
@@ -189,7 +189,7 @@ def read_dataset(
         chat_note = None
         prompt = raw if type(raw) is str else _text(raw)
         if prompt is None and is_chat(raw):
-            prompt, chat_note = chat_text(raw)
+            prompt, chat_note = chat_text(raw)  # type: ignore[arg-type]
         if prompt is None:
             raise _refuse(
                 path, f"row {number}, {source}: Expected a string, actual {describe_actual(raw)}"

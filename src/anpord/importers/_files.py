@@ -7,7 +7,7 @@ import errno
 import os
 from collections.abc import Callable
 
-from .. import _fs
+from .._fs import NotAFile, read_regular, write_atomic as fs_write_atomic
 from ._errors import (
     CaseFileUnreadable,
     ImportRefusal,
@@ -45,8 +45,8 @@ def read_text(path: str, not_text: Callable[[str, str], ImportRefusal]) -> str:
     Only a regular file (a link to one is followed) up to ``CASE_FILE_LIMIT`` bytes is read: a
     FIFO, a device or a folder is ``CaseFileUnreadable`` at once, never waited on."""
     try:
-        data = _fs.read_regular(path, CASE_FILE_LIMIT, follow_links=True)
-    except _fs.NotAFile as error:
+        data = read_regular(path, CASE_FILE_LIMIT, follow_links=True)
+    except NotAFile as error:
         # A folder keeps the system's own words, as other unreadable paths do.
         reason = os.strerror(errno.EISDIR) if "folder" in error.what else f"it {error.what}"
         raise CaseFileUnreadable(path, reason) from None
@@ -72,7 +72,7 @@ def write_atomic(path: str, text: str, *, force: bool) -> None:
     if not force and os.path.lexists(path):
         raise SuiteFileExists(path)
     try:
-        _fs.write_atomic(path, text, overwrite=force, fsync=True)
+        fs_write_atomic(path, text, overwrite=force, fsync=True)
     except FileExistsError:
         raise SuiteFileExists(path) from None
     except OSError as error:

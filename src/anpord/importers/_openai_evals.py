@@ -163,7 +163,7 @@ def _graded_prompt(spec_path: str, name: Any) -> tuple[str | None, str]:
     entry = data.get(name) if isinstance(data, dict) else None
     prompt = entry.get("prompt") if isinstance(entry, dict) else None
     if is_chat(prompt):
-        prompt = "\n\n".join(m["content"] for m in prompt)
+        prompt = "\n\n".join(m["content"] for m in prompt)  # type: ignore[union-attr]
     if not isinstance(prompt, str):
         return None, f"{found} holds no prompt for {name}"
     return prompt, found
@@ -284,7 +284,7 @@ def read_openai_evals(path: str) -> CaseFile:
             f"Skipped {name}: its samples {samples} are not in the registry's data/ folder."
         )
     cases: list[ImportedCase] = []
-    for ev, samples_path in plan:
+    for ev, samples_path in plan:  # type: ignore[assignment]
         checker = _Checker(path, ev)
         label = ev.name if ev is not None else os.path.splitext(os.path.basename(samples_path))[0]
         for number, sample in _samples(samples_path):

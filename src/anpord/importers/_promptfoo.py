@@ -575,7 +575,7 @@ def _cases(
                 reader.unknown.setdefault(field_name(key), []).append(test.where)
         variables = reader.variables(raw.get("vars"), test.where)
         options = raw.get("options") if isinstance(raw.get("options"), dict) else {}
-        expanded = [variables] if options.get("disableVarExpansion") is True else _expand(variables)
+        expanded = [variables] if options.get("disableVarExpansion") is True else _expand(variables)  # type: ignore[union-attr]
         test_notes: list[str] = []
         if expanded is None:
             test_notes.append(
@@ -595,12 +595,12 @@ def _cases(
             test_notes.append(f"The CSV's {key} column: {render(value, _SHOWN)}")
         for key in sorted(_TEST_NOTED & raw.keys()):
             test_notes.append(f"The test's {key} in the file: {render(raw[key], _SHOWN)}")
-        for key, value in options.items():
+        for key, value in options.items():  # type: ignore[union-attr]
             if key not in ("provider", "transform", "disableVarExpansion"):
                 test_notes.append(f"The test's options.{key} in the file: {render(value, _SHOWN)}")
         for e, one in enumerate(expanded):
             converted = convert_assertions(
-                asserts, one, options.get("provider"), options.get("transform"), reader.code
+                asserts, one, options.get("provider"), options.get("transform"), reader.code  # type: ignore[union-attr]
             )
             checks = converted.checks
             if not checks and not converted.judges:

@@ -242,7 +242,7 @@ def _judge(a: _Assertion, grader: Any) -> Judged | None:
             notes.append(f"threshold {given:g} in the file is outside 0 to 1; the judge asks for 1")
     metric = a.raw.get("metric")
     name = metric if isinstance(metric, str) and metric.strip() else a.type
-    return Judged(name=name, rubric=rubric, model=model, threshold=threshold, notes=tuple(notes))
+    return Judged(name=name, rubric=rubric, model=model, threshold=threshold, notes=tuple(notes))  # type: ignore[arg-type]
 
 
 def _code(raw: dict[str, Any], kind: str, label: Any, read_code: CodeReader | None) -> Unwritten:
@@ -301,7 +301,7 @@ def _one(
         check = _mechanical(base, negate, a)
         if check is not None:
             comments = a.finish()
-            return check._replace(notes=comments) if comments else check
+            return check._replace(notes=comments) if comments else check  # type: ignore[call-arg]
         return _unwritten(
             raw, f"Write this {kind} check (its value is not one it can convert)", label
         )

@@ -67,7 +67,7 @@ def jsonl_values(
     # Its scanner, called directly on a line stripped of JSON's own whitespace, is what
     # ``decode`` does less two regex matches a line; anything but a whole value on the line goes
     # back to ``decode``, whose error (and wording) is the one that counts.
-    scan = decoder.scan_once
+    scan = decoder.scan_once  # type: ignore[attr-defined]
     for number, line in enumerate(text.split("\n"), 1):
         if not line.strip():
             continue

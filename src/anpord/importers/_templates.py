@@ -93,7 +93,7 @@ def render_template(text: str, variables: dict[str, Any]) -> str:
     try:
         return str(_compiled(text).render(variables))
     except TemplateError as error:
-        where = f" (line {error.lineno})" if getattr(error, "lineno", None) else ""
+        where = f" (line {error.lineno})" if getattr(error, "lineno", None) else ""  # type: ignore[attr-defined]
         raise RenderFailed(f"{type(error).__name__}: {error}{where}") from None
     except RecursionError:
         raise RenderFailed("the template nests too deeply to render") from None

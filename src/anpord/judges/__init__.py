@@ -19,7 +19,7 @@ from ._endpoint import (
 from ._judgment import JUDGE_COMPLETED, JudgeHandle, Question, launch
 from ._namespace import Judges
 from ._prompts import CLOSED_QA_CHOICES, FACTUALITY_CHOICES, RUBRIC_CHOICES, SYSTEM_PROMPT
-from ._spec import JudgeSpec, judge
+from ..authoring._judge_spec import JudgeSpec, judge
 
 __all__ = [
     "CLOSED_QA_CHOICES",

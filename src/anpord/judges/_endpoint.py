@@ -14,9 +14,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..authoring._config import JudgeConfig
+from ..authoring._judge_spec import JudgeEnv
 
 if TYPE_CHECKING:
-    from ..models import CacheScope, ChatClient, ModelClients
+    from ..models import ChatClient, ModelClients
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -46,38 +47,6 @@ class Endpoint:
     base_url: str
     api_key_env: str
     timeout: float
-
-
-class JudgeEnv:
-    """What one trial's judges and simulated users take from the run: the judge settings its
-    case resolved, and the request cache (``--cache``) with the trial's own scope in it, so
-    repeated trials never share an answer."""
-
-    def __init__(
-        self,
-        config: JudgeConfig | None = None,
-        *,
-        cache_dir: Path | None = None,
-        trial_index: int = 0,
-        seed: int | None = None,
-        max_concurrency: int = 1,
-    ):
-        self.config = config
-        self.cache_dir = cache_dir
-        self.trial_index = trial_index
-        self.seed = seed
-        self.max_concurrency = max_concurrency
-        self._scope: CacheScope | None = None
-
-    @property
-    def cache_scope(self) -> CacheScope | None:
-        if self.cache_dir is None:
-            return None
-        if self._scope is None:
-            from ..models import CacheScope
-
-            self._scope = CacheScope(self.trial_index)
-        return self._scope
 
 
 def _check_model(model: Any, what: str) -> None:

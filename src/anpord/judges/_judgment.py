@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .._errors import exception_line
-from ..assertions import AssertionHandle, clip_actual
+from ..assertions import AssertionHandle, TrialLog, clip_actual
 from ..events import USAGE, Event
 from ..results._model import AssertionRecord, Judgment
 from ._call import JudgeFailed, ask
@@ -23,7 +23,6 @@ from ._endpoint import JudgeEnv, JudgeSetupError, client_for, resolve_endpoint
 
 if TYPE_CHECKING:
     from ..authoring._config import JudgeConfig
-    from ..drive import TrialState
     from ..models import ChatResponse
 
 __all__ = ["JUDGE_COMPLETED", "JudgeHandle", "Question", "launch"]
@@ -85,7 +84,7 @@ def _usage(response: ChatResponse) -> dict[str, float | None]:
 
 
 def launch(
-    state: TrialState,
+    state: TrialLog,
     env: JudgeEnv,
     question: Question,
     model: str | JudgeConfig | None,

@@ -6,6 +6,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from .._render import preview
+from ..assertions import TrialLog
 from ._endpoint import JudgeEnv
 from ._judgment import JudgeHandle, Question, launch
 from ._prompts import (
@@ -22,8 +23,7 @@ from ._prompts import (
 
 if TYPE_CHECKING:
     from ..authoring._config import JudgeConfig
-    from ..drive import TrialState
-    from ._spec import JudgeSpec
+    from ..authoring._judge_spec import JudgeSpec
 
 __all__ = ["Judges"]
 
@@ -46,7 +46,7 @@ class Judges:
     The judge model is the call's ``model=`` (a model id, or a ``JudgeConfig``), else the case's
     ``judge=``, else the config's ``JudgeConfig``."""
 
-    def __init__(self, state: TrialState, env: JudgeEnv, reply: Callable[[], str | None]):
+    def __init__(self, state: TrialLog, env: JudgeEnv, reply: Callable[[], str | None]):
         self._state = state
         self._env = env
         self._reply = reply

@@ -70,7 +70,8 @@ def called(name: str, calls: list[dict[str, Any]], route: Any, filters: list[tup
            count: Count) -> Outcome:
     expected = {"mock": name, "route_or_tool": describe(route), **{k: describe(v) for k, v in filters},
                 "count": _describe_count(count)}
-    hits, misses = [], []
+    hits: list[Any] = []
+    misses: list[Any] = []
     for call in calls:
         m = _match(call, route, filters)
         if m.error:

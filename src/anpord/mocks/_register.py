@@ -33,7 +33,7 @@ def _merge_json(path: Path, key: str, entries: dict[str, Any]) -> None:
     except (OSError, ValueError):
         current = {}
     section = current.get(key) if isinstance(current.get(key), dict) else {}
-    current[key] = {**section, **entries}
+    current[key] = {**section, **entries}  # type: ignore[dict-item]
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(current, indent=2), encoding="utf-8")
 

@@ -30,7 +30,7 @@ from ._mcp import MAX_LINE, serve_mcp
 from ._relay import RELAY_SOURCE
 
 if TYPE_CHECKING:
-    from ..runner._services import ServiceContext
+    from .._service_protocol import ServiceContext
 
 __all__ = ["MockService", "MockHandle", "MOCK_CALLED", "env_name"]
 

@@ -24,7 +24,7 @@ from ._model import (
     summarize_cell,
 )
 from ._redact import Redactor
-from ._reporter import PlannedCell, Reporter, RunInfo
+from ._reporter import PlannedCell, Reporter, ReporterBase, RunInfo
 from ._run_record import DERIVED_KINDS, CellRecord, RunRecord
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -56,6 +56,7 @@ __all__ = [
     "RecordError",
     "Redactor",
     "Reporter",
+    "ReporterBase",
     "RunInfo",
     "RunReading",
     "RunRecord",

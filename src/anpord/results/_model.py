@@ -5,7 +5,8 @@ record (``from_dict(r.to_dict()) == r``), so what the runner writes, the reader,
 view all see the same typed objects. The run folder's format version (``FORMAT_VERSION``) is
 written at the top of ``run.json`` and as ``"v"`` on every ``results.jsonl`` line; the records
 nested in a line (assertions, judgments, the events it points at) share its version. A record
-written by a newer format is refused with ``RecordError`` rather than misread.
+written by a newer format is refused with ``RecordError`` rather than misread; one of an older
+format is upgraded first (``_upgrade``), so ``from_dict`` only ever reads the current shape.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Sequence
 
+from ._upgrade import FORMAT_VERSION, RecordError, upgrade_trial
 from ._usage import clean_usage
 
 __all__ = [
@@ -35,26 +37,10 @@ __all__ = [
     "pass_hat_k",
 ]
 
-FORMAT_VERSION = 1
 
 Verdict = Literal["passed", "scored", "failed", "timed_out", "void", "skipped"]
 VERDICTS: tuple[Verdict, ...] = ("passed", "scored", "failed", "timed_out", "void", "skipped")
 USAGE_KEYS = ("input_tokens", "output_tokens", "cost")
-
-
-class RecordError(ValueError):
-    """A record that cannot be read: a newer format, or a field of the wrong shape."""
-
-
-def check_version(raw: Mapping[str, Any], key: str, what: str) -> None:
-    v = raw.get(key, FORMAT_VERSION)
-    if not isinstance(v, int) or isinstance(v, bool):
-        raise RecordError(f"{what}: format version {v!r} is not a number")
-    if v > FORMAT_VERSION:
-        raise RecordError(
-            f"{what} was written in format {v} by a newer anpord; this anpord reads format "
-            f"{FORMAT_VERSION} (upgrade anpord to read it)"
-        )
 
 
 def _need(raw: Mapping[str, Any], key: str, what: str) -> Any:
@@ -290,7 +276,7 @@ class TrialResult:
     def from_dict(cls, raw: Mapping[str, Any]) -> TrialResult:
         if not isinstance(raw, Mapping):
             raise RecordError(f"a trial record is a JSON object, got {type(raw).__name__}")
-        check_version(raw, "v", "trial record")
+        raw = upgrade_trial(raw, "trial record")
         verdict = _need(raw, "verdict", "trial record")
         if verdict not in VERDICTS:
             raise RecordError(f"trial record: unknown verdict {verdict!r}")

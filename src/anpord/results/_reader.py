@@ -68,7 +68,7 @@ class RunReading:
         return [summarize_cell(by_cell[k]) for k in dict.fromkeys(order) if k in by_cell]
 
     def totals(self) -> dict[str, int]:
-        counts = dict.fromkeys(VERDICTS, 0)
+        counts: dict[str, int] = dict.fromkeys(VERDICTS, 0)
         for r in self.trials:
             counts[r.verdict] += 1
         counts["trials"] = len(self.trials)

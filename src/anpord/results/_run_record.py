@@ -10,7 +10,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ._model import FORMAT_VERSION, CellSummary, RecordError, _need, check_version
+from ._model import FORMAT_VERSION, CellSummary, RecordError, _need
+from ._upgrade import upgrade_run
 from ._usage import clean_usage
 
 __all__ = ["DERIVED_KINDS", "RunStatus", "RUN_STATUSES", "CellRecord", "RunRecord"]
@@ -157,7 +158,7 @@ class RunRecord:
     def from_dict(cls, raw: Mapping[str, Any]) -> RunRecord:
         if not isinstance(raw, Mapping):
             raise RecordError(f"run.json holds a JSON object, got {type(raw).__name__}")
-        check_version(raw, "format", "run.json")
+        raw = upgrade_run(raw, "run.json")
         status = _need(raw, "status", "run.json")
         if status not in RUN_STATUSES:
             raise RecordError(f"run.json: unknown status {status!r}")

@@ -89,7 +89,7 @@ def _name(text: str) -> str:
 
 
 def _comparison_rows(comparison: Any) -> list[str]:
-    from ..store._compare import variant_detail
+    from ._compare_text import variant_detail
 
     against = f"run `{comparison.base_run}`" if comparison.base_run else "each cell's baseline"
     out = [f"### Against {against}", ""]

@@ -329,7 +329,7 @@ class ConsoleReporter:
                 (f"{cell.case_id}  {cell.variant}  {cell.reason}", ""),
             ]))
         if comparison is not None:
-            from ..store._compare import variant_detail
+            from ._compare_text import variant_detail
 
             for v in comparison.regressed_variants:  # the paired test over all cases
                 out.append(self._render([

@@ -18,6 +18,7 @@ _EXPORTS = {
     "build_plan": "._planning",
     "RunResult": "._run",
     "execute": "._run",
+    "EXECUTORS": "._run",
     "executor_for": "._run",
     "exit_code_for": "._run",
     "Executor": "._executor",
@@ -33,6 +34,14 @@ _EXPORTS = {
     "load_cases": ".discovery",
     "select_files": ".discovery",
     "slug": ".discovery",
+    "late_signals": "._run",
+    "secret_values": "._run",
+    "short_secret_warnings": "._run",
+    "options_of": "._resume",
+    "plan_rerun": "._resume",
+    "plan_resume": "._resume",
+    "filter_tags": ".discovery",
+    "load_config": ".discovery",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -48,6 +57,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ._planning import build_plan as build_plan
     from ._run import RunResult as RunResult
     from ._run import execute as execute
+    from ._run import EXECUTORS as EXECUTORS
     from ._run import executor_for as executor_for
     from ._run import exit_code_for as exit_code_for
     from ._spec import TrialSpec as TrialSpec
@@ -62,6 +72,14 @@ if TYPE_CHECKING:  # pragma: no cover
     from .discovery import load_cases as load_cases
     from .discovery import select_files as select_files
     from .discovery import slug as slug
+    from ._run import late_signals as late_signals
+    from ._run import secret_values as secret_values
+    from ._run import short_secret_warnings as short_secret_warnings
+    from ._resume import options_of as options_of
+    from ._resume import plan_rerun as plan_rerun
+    from ._resume import plan_resume as plan_resume
+    from .discovery import filter_tags as filter_tags
+    from .discovery import load_config as load_config
 
 
 def __getattr__(name: str) -> Any:

@@ -186,7 +186,7 @@ def _with_flags(v: Variant, opts: RunOptions) -> Variant:
         changes["env"] = {**v.env, **opts.env}
     if opts.mounts:
         changes["mounts"] = tuple(dict.fromkeys([*v.mounts, *opts.mounts]))
-    return replace(v, **changes) if changes else v
+    return replace(v, **changes) if changes else v  # type: ignore[arg-type]
 
 
 def _with_own_secrets(v: Variant) -> Variant:
@@ -297,7 +297,7 @@ def build_plan(project: Project, cases: Sequence[Case], opts: RunOptions, *, res
         # --model, --profile... changed its label).
         lists = {id(case.variants): case.variants for case in cases}
         resolved = [v for key in lists for v in memo[key]]
-        declared = [v for vs in lists.values() for v in _declared(vs, project)]
+        declared = [v for vs in lists.values() for v in _declared(vs, project)]  # type: ignore[assignment]
         selected = _select_variants(
             opts.variants, [*resolved, *declared], [v.label for v in (*resolved, *resolved)]
         )

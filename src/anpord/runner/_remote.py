@@ -40,7 +40,7 @@ class TrialWorker:
     def _enter(self) -> None:
         """On the first trial, in the loop the trials run on: what ``execute`` does for a run."""
         from ._capture import captured_output
-        from ._contain import task_factory
+        from .._contain import task_factory
         from ._stalls import StallMonitor
         from ._unawaited import unawaited_calls_fail
 

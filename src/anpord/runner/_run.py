@@ -22,14 +22,15 @@ from typing import Any, Callable
 
 from .._errors import UsageError
 from .._owner import current_owner
+from .._registry import PluginError, Registry
 from ..events import Event
 from ..results._model import VERDICTS, RunSummary, TrialResult, summarize_cell, usage_totals
-from ..results._reporter import PlannedCell, RunInfo
+from ..results._reporter import PlannedCell, Reporter, RunInfo
 from ..results._run_record import CellRecord, RunRecord
 from ..results.artifacts import Redactor, RunWriter, new_run_id
 from ._capture import captured_output
 from ._executor import Executor
-from ._loop import run_bounded
+from .._loop import run_bounded
 from ._planning import FAIL_ON, Plan, RunOptions, build_plan, trial_seed
 from ._spec import TrialSpec
 from ._unawaited import unawaited_calls_fail
@@ -86,8 +87,13 @@ def exit_code_for(summary: RunSummary | dict[str, int], fail_on: str, comparison
 class _Reporters:
     """Fans each callback out; a reporter that raises is reported once and then ignored."""
 
-    def __init__(self, reporters: Sequence[Any], err: Any, redact: Callable[[str], str] = lambda s: s):
-        self.reporters = list(reporters)
+    def __init__(self, reporters: Sequence[Reporter], err: Any, redact: Callable[[str], str] = lambda s: s):
+        from ..results._reporter import check_reporter
+
+        try:
+            self.reporters = [check_reporter(r) for r in reporters]
+        except ValueError as exc:  # one that is not a Reporter: before the run starts
+            raise UsageError(str(exc)) from None
         self.err = err
         self.redact = redact
         # Each callback's bound methods, looked up once: two calls a trial at thousands a second.
@@ -96,10 +102,8 @@ class _Reporters:
     def call(self, method: str, *args: Any) -> None:
         bound = self._bound.get(method)
         if bound is None:
-            # Reporters implement the methods they need.
-            bound = self._bound[method] = [
-                (r, fn) for r in self.reporters if (fn := getattr(r, method, None)) is not None
-            ]
+            # Every reporter has every method (checked above): the lookup is dispatch by name.
+            bound = self._bound[method] = [(r, getattr(r, method)) for r in self.reporters]
         for r, fn in bound:
             try:
                 fn(*args)
@@ -114,7 +118,7 @@ class _Reporters:
 
 
 def _versions() -> dict[str, str]:
-    from .. import __version__
+    from .._version import __version__
 
     return {"anpord": __version__, "python": platform.python_version(), "platform": platform.platform()}
 
@@ -229,7 +233,7 @@ class _AdaptiveSpecs:
             self.fixed[key] += 1
         else:
             for allocator in self.allocators:
-                key = allocator.next()
+                key = allocator.next()  # type: ignore[assignment]
                 if key is not None:
                     i = allocator.cells[key].taken - 1
                     break
@@ -529,7 +533,7 @@ class _Run:
     # -- running -----------------------------------------------------------------------------
 
     async def drive(self) -> None:
-        from ._contain import task_factory
+        from .._contain import task_factory
         from ._local import LocalExecutor
         from ._stalls import StallMonitor
 
@@ -695,15 +699,13 @@ class _Run:
         )
 
 
-def executor_for(plan: Plan, opts: RunOptions) -> Executor | None:
-    """The executor the plan names (``--executor``, else the config's), ready to run: ``None``
-    for the local pool, which ``execute`` builds itself. Choosing Ray connects to the cluster
-    and checks it here, so a cluster that cannot run the trials is a ``UsageError`` (exit 2)
-    before anything is written."""
-    if plan.executor != "ray":
-        if opts.ray_address:
-            raise UsageError("--ray-address needs --executor ray (or executor=\"ray\" in evals.config.py)")
-        return None
+def _local_executor(plan: Plan, opts: RunOptions) -> Executor | None:
+    if opts.ray_address:
+        raise UsageError("--ray-address needs --executor ray (or executor=\"ray\" in evals.config.py)")
+    return None  # ``execute`` builds the local pool itself
+
+
+def _ray_executor(plan: Plan, opts: RunOptions) -> Executor | None:
     if opts.cache:
         raise UsageError("--cache is not available with --executor ray: the cache is on this machine, "
                          "the trials are not")
@@ -715,6 +717,25 @@ def executor_for(plan: Plan, opts: RunOptions) -> Executor | None:
     return RayExecutor.connect(plan.project.folder, address=opts.ray_address,
                                max_concurrency=plan.max_concurrency, max_sandboxes=plan.max_sandboxes,
                                secrets={n: os.environ[n] for v in plan.variants for n in v.secrets if n in os.environ})
+
+
+ExecutorFactory = Callable[[Plan, RunOptions], "Executor | None"]
+# Executors by name (``--executor``, ``executor=`` in the config); packages add more through
+# ``anpord.executors`` entry points, each a factory like these: ``(plan, opts) -> Executor``.
+_EXECUTORS: dict[str, ExecutorFactory | str] = {"local": _local_executor, "ray": _ray_executor}
+EXECUTORS: Registry[ExecutorFactory] = Registry("anpord.executors", _EXECUTORS, kind="executor")
+
+
+def executor_for(plan: Plan, opts: RunOptions) -> Executor | None:
+    """The executor the plan names (``--executor``, else the config's), ready to run: ``None``
+    for the local pool, which ``execute`` builds itself. Choosing Ray connects to the cluster
+    and checks it here, so a cluster that cannot run the trials is a ``UsageError`` (exit 2)
+    before anything is written; so is a name no executor has, or a plugin that does not load."""
+    try:
+        factory = EXECUTORS.get(plan.executor)
+    except PluginError as exc:
+        raise UsageError(f"--executor {plan.executor}: {exc}") from None
+    return factory(plan, opts)
 
 
 def execute(plan: Plan, opts: RunOptions, reporters: Sequence[Any], *,

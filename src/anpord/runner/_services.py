@@ -13,48 +13,22 @@ service's ports that way and closes them with their connections.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from .._errors import exception_line
+from .._service_protocol import ServiceContext, TrialService
 from ..events import Event
 
 if TYPE_CHECKING:
     from ..authoring._config import Variant
-    from ..drive import TrialState
-    from ..sandboxes._protocol import SandboxInstance
+    from ..assertions import TrialLog
 
 __all__ = ["ServiceContext", "TrialService", "TrialServices", "deliver"]
 
 
-@dataclass
-class ServiceContext:
-    variant: Variant
-    label: str  # `case variant #n`
-    sandbox: SandboxInstance | None
-    log: Callable[[str], None]
-    record: Callable[[Event], None]  # adds an event to the trial's record (see ``deliver``)
-    key: tuple[str, str, int] | None = None  # (case, variant, trial index)
-    replay: str | None = None  # ``--replay RUN``: the run folder the model proxy answers from
-
-
-class TrialService(Protocol):
-    name: str
-
-    async def start(self, ctx: ServiceContext) -> None: ...
-
-    def env(self) -> dict[str, str]: ...
-
-    async def settle(self) -> None: ...
-
-    def seal(self) -> None: ...
-
-    async def stop(self) -> None: ...
-
-
-def deliver(state: TrialState | None, event: Event, early: list[Event]) -> None:
-    """A service's event, into the trial (``TrialState.record_arrival``); before the trial's state
+def deliver(state: TrialLog | None, event: Event, early: list[Event]) -> None:
+    """A service's event, into the trial (``TrialLog.record_arrival``); before the trial's state
     exists, kept in ``early``."""
     if state is None:
         early.append(event)

@@ -75,7 +75,7 @@ class StallMonitor:
     # -- the monitor thread ------------------------------------------------------------------
 
     def _running_task(self) -> object | None:
-        return asyncio.tasks._current_tasks.get(self.loop)  # read-only, atomic under the GIL
+        return asyncio.tasks._current_tasks.get(self.loop)  # type: ignore[attr-defined]  # read-only, atomic under the GIL
 
     def _look(self) -> None:
         task, now = self._running_task(), time.monotonic()

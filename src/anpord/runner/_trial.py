@@ -35,11 +35,11 @@ from ..sandboxes._protocol import SandboxError, SandboxInstance, SandboxSpec
 from ..users import UserSimulationError
 from ._capture import CURRENT_LOG, flush_partial
 from ._deadlines import Deadlines
+from .._contain import CURRENT_EXITS, ExitLog, TaskExited, contains_exits
 from ._limits import Breach, LimitWatcher
-from ._contain import CURRENT_EXITS, ExitLog, TaskExited, contains_exits
 from ._rewrite import CURRENT_RECORDER
 from ._services import ServiceContext, TrialServices, deliver
-from ._loop import IGNORED_CANCELLATION
+from .._loop import IGNORED_CANCELLATION
 from ._validate import SandboxHolder, ValidateError, run_declarative
 from ._verdict import decide_verdict
 
@@ -133,6 +133,7 @@ class _Trial:
         self.exits = ExitLog(self.label)
         self.state: TrialState | None = None
         self.t: T | None = None
+        self.judge_env: JudgeEnv | None = None
         self.holder: SandboxHolder | None = None
         self.snapshot: Any = None
         self.archive_base: Any = None  # the workspace before the agent ran, as archived (BaseRef)
@@ -204,7 +205,7 @@ class _Trial:
                 self.state.admit = McpDedupe(servers, bare=bare).admit
         for event in self._early:
             self.state.record_event(event)
-        judge_env = JudgeEnv(spec.judge, cache_dir=None if spec.cache_dir is None else as_path(spec.cache_dir),
+        judge_env = self.judge_env = JudgeEnv(spec.judge, cache_dir=None if spec.cache_dir is None else as_path(spec.cache_dir),
                              trial_index=spec.trial, seed=spec.seed, max_concurrency=self.env.max_concurrency)
         self.t = T(self.state, workspace=holder.instance.workspace if holder.instance else None,
                    row=case.row, seed=spec.seed, judge_env=judge_env)
@@ -243,10 +244,12 @@ class _Trial:
     @contains_exits
     async def _body(self) -> None:
         ev, case, t = self.case.eval, self.case, self.t
-        assert t is not None and self.holder is not None
+        assert t is not None and self.holder is not None and self.state is not None
+        assert self.judge_env is not None
         try:
             if ev.declarative:
                 await run_declarative(t, case.id, ev.prompt, ev.validate, self.holder, self.snapshot,
+                                      state=self.state, judge_env=self.judge_env,
                                       user=ev.user, max_turns=ev.max_turns, judges=ev.judges,
                                       before_checks=self.services.settle)
                 return
@@ -338,7 +341,7 @@ class _Trial:
             original = exc.original if isinstance(exc, _Exited) else exc
             kind = "task_exit" if isinstance(original, TaskExited) else "test"
             return BodyOutcome(error=ErrorInfo(
-                kind, exception_line(original), "".join(traceback.format_exception(original)),
+                kind, exception_line(original), "".join(traceback.format_exception(original)),  # type: ignore[arg-type]
                 _where(original, self.case),
             ))
         return BodyOutcome()

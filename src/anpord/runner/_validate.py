@@ -14,7 +14,8 @@ from ..sandboxes._protocol import ExecResult, SandboxInstance
 
 if TYPE_CHECKING:
     from ..assertions import ToolCall
-    from ..drive import T, Turn
+    from ..drive import T, TrialState, Turn
+    from ..judges import JudgeEnv
 
 __all__ = ["ValidateContext", "run_declarative", "ValidateError"]
 
@@ -39,8 +40,10 @@ class SandboxHolder:
 class ValidateContext:
     """What ``validate(context)`` sees after the agent ran."""
 
-    def __init__(self, t: "T", sandbox: SandboxHolder, workspace_snapshot: Any = None):
+    def __init__(self, t: "T", sandbox: SandboxHolder, workspace_snapshot: Any = None, *,
+                 state: "TrialState | None" = None):
         self._t = t
+        self._trial_state = state  # the runner's own record of the trial (its mocks)
         self._sandbox = sandbox
         self._snapshot = workspace_snapshot
         self._view: Path | None = None  # the workspace as the checks read it (see view())
@@ -83,8 +86,9 @@ class ValidateContext:
         """One of the trial's mocks: ``.calls``, each call it received (docs/mocks.md)."""
         from ..mocks._assert import MockView
 
-        state = self._t._state
-        return MockView(name, list(state.mocks), lambda: state.events)
+        state = self._trial_state
+        mocks = list(state.mocks) if state is not None else []
+        return MockView(name, mocks, lambda: self._t.events)
 
     def tool_calls(self, name: str | None = None) -> list["ToolCall"]:
         calls = tool_calls_from_events(self._t.events)
@@ -162,7 +166,8 @@ def _interpret(case_id: str, name: str, result: Any) -> tuple[bool, str]:
 
 
 async def run_declarative(t: "T", case_id: str, prompt: Any, checks: Any, sandbox: SandboxHolder,
-                          snapshot: Any, *, user: Any = None, max_turns: int | None = None,
+                          snapshot: Any, *, state: "TrialState", judge_env: "JudgeEnv",
+                          user: Any = None, max_turns: int | None = None,
                           judges: Sequence[Any] = (),
                           before_checks: Callable[[], Awaitable[None]] | None = None) -> None:
     """Hold the conversation (the prompt, then a simulated user's replies when there is one),
@@ -170,22 +175,24 @@ async def run_declarative(t: "T", case_id: str, prompt: Any, checks: Any, sandbo
     each validate function / verifier as a gate."""
     from ..users import converse
 
-    await converse(t, prompt, user, max_turns)
+    await converse(t, prompt, user, max_turns, env=judge_env, record_event=state.record_event)
     if before_checks is not None:
         await before_checks()  # what the trial's services have on its way (spans) arrives first
     for spec in judges:
         t.judge.declared(spec)
-    context = ValidateContext(t, sandbox, snapshot)
+    context = ValidateContext(t, sandbox, snapshot, state=state)
     await context.view()
-    recorder = t._assert_recorder()
+    from ..verifiers import Verifier
+
+    recorder = state.recorder
     for check in _as_list(checks):
-        if hasattr(check, "verify"):
+        if isinstance(check, Verifier):
             outcome = await check.verify(await sandbox.get())
-            name = getattr(check, "name", None) or "command"
             status = outcome.status
             recorder.record(AssertionRecord(
-                name=name, kind="gate", status=status, score=1.0 if status == "passed" else 0.0,
-                message=outcome.message, actual=getattr(outcome, "result", None) and outcome.result.to_dict(),
+                name=check.name or "command", kind="gate", status=status,
+                score=1.0 if status == "passed" else 0.0, message=outcome.message,
+                actual=outcome.result.to_dict() if outcome.result is not None else None,
             ))
             continue
         if not callable(check):

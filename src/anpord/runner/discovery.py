@@ -222,7 +222,7 @@ _HAS_ASSERT = re.compile(r"^[ \t]*assert\b", re.MULTILINE)
 
 
 def _code_cache_path(cache_dir: Path, path: Path, rewrite: bool) -> Path | None:
-    from .. import __version__
+    from .._version import __version__
 
     try:
         st = path.stat()

@@ -6,10 +6,10 @@
 
 from __future__ import annotations
 
-import importlib
 import sys
 from collections.abc import Callable
 
+from .._registry import Registry
 from ._owner import sweep_stale
 from ._protocol import ExecResult, Sandbox, SandboxError, SandboxInstance, SandboxSpec
 from ._size import DEFAULT_SIZE, SIZE_ENV, SIZE_OPTION, parse_size
@@ -22,6 +22,7 @@ __all__ = [
     "Sandbox",
     "SandboxError",
     "SandboxInstance",
+    "SANDBOXES",
     "SandboxSpec",
     "cleanup_all",
     "get_sandbox",
@@ -41,19 +42,18 @@ _FACTORIES: dict[str, SandboxFactory | str] = {
 }
 
 
+# Sandboxes by name (``Variant(sandbox=...)``); packages add more through ``anpord.sandboxes``
+# entry points, each a factory like these.
+SANDBOXES: Registry[SandboxFactory] = Registry("anpord.sandboxes", _FACTORIES, kind="sandbox", kinds="sandboxes")
+
+
 def register_sandbox(name: str, factory: SandboxFactory, *, replace: bool = False) -> None:
     """Make ``Variant(sandbox=name)`` use ``factory()`` (a class or a function returning a Sandbox)."""
-    if not name or not isinstance(name, str):
-        raise ValueError(f"a sandbox name must be a non-empty string, got {name!r}")
-    if name in _FACTORIES and not replace:
-        raise ValueError(
-            f"sandbox {name!r} is already registered (pass replace=True to override it)"
-        )
-    _FACTORIES[name] = factory
+    SANDBOXES.register(name, factory, replace=replace)
 
 
 def sandbox_names() -> list[str]:
-    return sorted(_FACTORIES)
+    return SANDBOXES.names()
 
 
 def cleanup_all() -> None:
@@ -64,13 +64,6 @@ def cleanup_all() -> None:
 
 
 def get_sandbox(name: str) -> Sandbox:
-    """A new sandbox of the named kind. Unknown name: ValueError listing the known ones."""
-    factory = _FACTORIES.get(name)
-    if factory is None:
-        raise ValueError(
-            f"unknown sandbox {name!r}: known sandboxes are {', '.join(sandbox_names())}"
-        )
-    if isinstance(factory, str):
-        module, _, attr = factory.partition(":")
-        factory = getattr(importlib.import_module(module), attr)
-    return factory()
+    """A new sandbox of the named kind. Unknown, or a plugin that does not load: ValueError
+    (a ``PluginError``) whose one line lists the known ones or says why."""
+    return SANDBOXES.get(name)()

@@ -14,12 +14,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:  # asyncio only for annotations: importing the package stays cheap
     import asyncio
 
-    from ..authoring._config import Variant
     from ..workspace import Source
 
 __all__ = ["ExecResult", "Sandbox", "SandboxError", "SandboxInstance", "SandboxSpec"]
@@ -55,11 +54,31 @@ class ExecResult:
         }
 
 
+class SandboxVariant(Protocol):
+    """What a sandbox reads of the trial's variant (an ``anpord.Variant`` is one): sandboxes
+    stand below the definitions, so they name the settings they use rather than the class."""
+
+    @property
+    def env(self) -> Mapping[str, str]: ...
+
+    @property
+    def secrets(self) -> Sequence[str]: ...
+
+    @property
+    def network(self) -> bool: ...
+
+    @property
+    def mounts(self) -> Sequence[str]: ...
+
+    @property
+    def options(self) -> Mapping[str, Any]: ...
+
+
 @dataclass(frozen=True)
 class SandboxSpec:
     """What one trial asks of its sandbox."""
 
-    variant: Variant
+    variant: SandboxVariant
     source: Source | None = None
     # The folder relative source paths start from (the eval file's folder).
     source_base: Path = field(default_factory=Path.cwd)

@@ -12,7 +12,7 @@ from typing import Any
 
 from aiohttp import web
 
-from .. import __version__
+from .._version import __version__
 from .._agent_protocol import (
     INFO_PATH,
     NDJSON,
@@ -355,7 +355,7 @@ def create_app(
     table = SessionTable(harness, log)
     routes = _Routes(harness, name, table)
     app = web.Application(
-        middlewares=[_guard(allowed_hosts, token), _json_errors], client_max_size=MAX_REQUEST_BYTES
+        middlewares=[_guard(allowed_hosts, token), _json_errors], client_max_size=MAX_REQUEST_BYTES  # type: ignore[list-item]
     )
     app.router.add_get(INFO_PATH, routes.info)
     app.router.add_post(SESSIONS_PATH, routes.create_session)

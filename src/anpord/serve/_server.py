@@ -14,8 +14,8 @@ from typing import TextIO
 from .._net import allowed_hosts, bind, url_of
 from ..harnesses.python import PythonHarness
 from ..runner._capture import captured_output
-from ..runner._contain import task_factory
-from ..runner._loop import run_bounded
+from .._contain import task_factory
+from .._loop import run_bounded
 from ..runner._verdict import exception_line
 
 __all__ = ["ServeError", "bind", "serve", "url_of"]

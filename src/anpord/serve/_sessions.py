@@ -23,7 +23,7 @@ from ..events import LOG, Event
 from ..harnesses._protocol import HarnessContext, TurnOutcome, TurnRequest
 from ..harnesses.python import PythonHarness, PythonSession
 from ..runner._capture import CURRENT_LOG, flush_partial
-from ..runner._contain import CURRENT_EXITS, ExitLog
+from .._contain import CURRENT_EXITS, ExitLog
 from ..results._model import ErrorInfo
 
 __all__ = ["ServedSession", "SessionBusy", "SessionExists", "SessionTable"]

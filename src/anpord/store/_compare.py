@@ -17,6 +17,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from ..results._compare_text import pct as _pct
+from ..results._compare_text import signed as _signed
+from ..results._compare_text import variant_detail
 from ._rows import CellRow
 
 if TYPE_CHECKING:  # pragma: no cover - the statistics load when a comparison is made
@@ -151,14 +154,6 @@ def _rate(row: CellRow | None) -> float | None:
     return row.summary.pass_rate if row is not None and row.summary is not None else None
 
 
-def _pct(rate: float | None) -> str:
-    return "–" if rate is None else f"{rate:.0%}"
-
-
-def _signed(x: float) -> str:
-    return f"{x:+.2f}".replace("-", "−")
-
-
 def _changes(base: CellRow, cand: CellRow) -> list[str]:
     out = []
     if base.case_hash and cand.case_hash and base.case_hash != cand.case_hash:
@@ -206,22 +201,6 @@ def _reason(change: CellChange, base: CellRow, threshold: float) -> str:
     n = change.trials_to_decide
     more = f"about {n} trials a side would decide it" if n else "more than 1000 trials a side"
     return f"{move}: {more}"
-
-
-def variant_detail(v: VariantChange) -> str:
-    """``mean pass rate 95% → 76%, Δ −0.19 [−0.30, −0.08] over 50 shared cases, r = 0.41``"""
-    if v.delta is None or v.ci_low is None or v.ci_high is None:
-        text = v.why or "nothing to compare"
-    else:
-        r = f", r = {v.correlation:.2f}" if v.correlation is not None else ""
-        text = (
-            f"mean pass rate {_pct(v.base_mean)} → {_pct(v.candidate_mean)}, "
-            f"Δ {_signed(v.delta)} [{_signed(v.ci_low)}, {_signed(v.ci_high)}] over {v.cases} "
-            f"shared case{'s' if v.cases != 1 else ''}{r}"
-        )
-    if v.dropped:
-        text += f"; {v.dropped} case{'s' if v.dropped != 1 else ''} not on both sides left out"
-    return text
 
 
 def variant_line(v: VariantChange) -> str:

@@ -444,7 +444,7 @@ class Store:
                 history = [cell_row(m, m["run_id"]) for m in w.history_cells(db, self.project, cand_pk)]
         if base_ref is None:
             bases.update(flaky_bases(cands, bases, implicit, history))
-            return compare_cells(cand_id, cands, bases, threshold, **judged)
+            return compare_cells(cand_id, cands, bases, threshold, **judged)  # type: ignore[arg-type]
         with self._reading() as db:
             base_id, base_pk = base_ref
             base_cells = {
@@ -464,5 +464,5 @@ class Store:
             base_run=base_id,
             only_in_base=sum(base_only.values()),
             base_only=base_only,
-            **judged,
+            **judged,  # type: ignore[arg-type]
         )

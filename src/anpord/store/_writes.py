@@ -350,7 +350,7 @@ def compare_with_baselines(
     implicit = {(m["case_id"], m["variant"]) for m in found if not m["explicit"]}
     history = [cell_row(m, m["run_id"]) for m in history_cells(db, project, pk)]
     bases.update(flaky_bases(cands, bases, implicit, history))
-    return compare_cells(run_id, cands, bases, threshold, **judged)
+    return compare_cells(run_id, cands, bases, threshold, **judged)  # type: ignore[arg-type]
 
 
 def now() -> float:

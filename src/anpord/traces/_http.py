@@ -55,7 +55,8 @@ def _bad(message: str) -> _Refused:
 
 
 async def _read_chunked(reader: asyncio.StreamReader) -> bytes:
-    parts, size = [], 0
+    parts: list[bytes] = []
+    size = 0
     while True:
         line = await reader.readuntil(b"\r\n")
         try:

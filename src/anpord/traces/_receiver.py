@@ -26,7 +26,7 @@ from ._map import span_events
 from ._spans import TRIAL_ATTRIBUTE, Span, TraceInputError
 
 if TYPE_CHECKING:
-    from ..runner._services import ServiceContext
+    from .._service_protocol import ServiceContext
 
 __all__ = ["TraceService", "CURRENT_TRACE", "SCHEDULE_DELAY_MS"]
 

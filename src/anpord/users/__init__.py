@@ -4,7 +4,7 @@ conversation; ``SimulatedUser`` is the seam for users of your own."""
 
 from ._converse import converse
 from ._persona import DEFAULT_MAX_TURNS, DONE, Persona, persona, persona_instructions
-from ._protocol import SimulatedUser, UserContext, UserSession, UserSimulationError
+from ..authoring._user import SimulatedUser, UserContext, UserSession, UserSimulationError
 from ._script import Script, script
 
 __all__ = [

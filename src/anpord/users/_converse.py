@@ -2,21 +2,32 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol
 
-from ..events import message_text
-from ._protocol import SimulatedUser, UserContext
+from ..events import Event, message_text
+from ..authoring._user import SimulatedUser, UserContext
 
 if TYPE_CHECKING:
-    from ..drive import T
+    from ..judges import JudgeEnv
 
-__all__ = ["converse"]
+__all__ = ["Conversing", "converse"]
 
 
-async def converse(t: T, prompt: Any, user: SimulatedUser | None, max_turns: int | None) -> None:
+class Conversing(Protocol):
+    """What a conversation needs of its trial: sending a message, and logging (``t`` is one)."""
+
+    async def send(self, input: Any) -> Any: ...
+
+    def log(self, message: Any) -> None: ...
+
+
+async def converse(t: Conversing, prompt: Any, user: SimulatedUser | None, max_turns: int | None, *,
+                   env: JudgeEnv, record_event: Callable[[Event], None]) -> None:
     """Send ``prompt``; with a ``user``, after each completed agent turn send the user's next
     message, until the user is done, a turn does not complete (it failed, or waits for input
-    the user cannot give), or ``max_turns`` messages were sent."""
+    the user cannot give), or ``max_turns`` messages were sent. ``env`` (the trial's judge
+    settings) and ``record_event`` (into the trial's log) are what the user is given."""
     turn = await t.send(prompt)
     if user is None:
         return
@@ -24,8 +35,8 @@ async def converse(t: T, prompt: Any, user: SimulatedUser | None, max_turns: int
     session = user.open(
         UserContext(
             prompt=message_text(prompt),
-            env=t._judge_settings(),
-            record_event=t._state.record_event,
+            env=env,
+            record_event=record_event,
             log=t.log,
         )
     )

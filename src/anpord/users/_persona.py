@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..authoring._config import JudgeConfig
 from ..events import USAGE, Event
-from ._protocol import UserContext, UserSimulationError
+from ..authoring._user import UserContext, UserSimulationError
 
 if TYPE_CHECKING:
     from ..judges import Endpoint

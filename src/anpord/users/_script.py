@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ._protocol import UserContext
+from ..authoring._user import UserContext
 
 __all__ = ["Script", "script"]
 

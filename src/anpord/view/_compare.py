@@ -102,7 +102,7 @@ def _rows(base: RunView, cand: RunView, margin: float) -> tuple[list[CompareRow]
         elif b.summary.measured == 0 or c.summary.measured == 0:
             why = "nothing measured in the " + ("base" if b.summary.measured == 0 else "candidate")
         elif b_hash.get(key) and c_hash.get(key) and b_hash[key] != c_hash[key]:
-            why = f"the case changed (content {b_hash[key][:8]} → {c_hash[key][:8]})"
+            why = f"the case changed (content {b_hash[key][:8]} → {c_hash[key][:8]})"  # type: ignore[index]
         elif changed := _changed(b_setup.get(key[1]), c_setup.get(key[1])):
             why = changed
         slots.append((key, why))

@@ -77,7 +77,7 @@ class StoreViewData(FolderViewData):
             self._settled_starts = started
         return started
 
-    def cell_history(self, case_id: str, variant: str) -> Sequence[HistoryPoint]:
+    def cell_history(self, case_id: str, variant: str) -> Sequence[HistoryPoint]:  # type: ignore[override]
         store = self._open()
         if store is None:
             return super().cell_history(case_id, variant)
@@ -96,7 +96,7 @@ class StoreViewData(FolderViewData):
                                        s.measured, s.trials))
         return points
 
-    def baseline_deltas(self, run_id: str) -> Mapping[CellKey, CellDelta]:
+    def baseline_deltas(self, run_id: str) -> Mapping[CellKey, CellDelta]:  # type: ignore[override]
         store = self._open()
         if store is None:
             return super().baseline_deltas(run_id)

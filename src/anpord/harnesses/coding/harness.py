@@ -422,7 +422,7 @@ class CodingSession(ProgramSession):
             env = {**env, **self.cli.credential_env(env)}
         parser = self._parser()
         chatter = GEMINI_DEBUG_LINE.match if self.cli.name == "gemini" else None
-        program = self._program = ProgramRun(self.sandbox, parser, emit, self.ctx.log, chatter)
+        program = self._program = ProgramRun(self.sandbox, parser, emit, self.ctx.log, chatter)  # type: ignore[arg-type]
         from ...sandboxes._protocol import SandboxError
 
         try:

@@ -1,4 +1,5 @@
-"""The simulated-user seam: what plays the user in a declarative multi-turn case."""
+"""The simulated-user seam: what plays the user in a declarative multi-turn case. On the
+definitions' floor: a case declares its user; ``anpord.users`` has the ones anpord ships."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from ..events import Event
-    from ..judges import JudgeEnv
+    from ._judge_spec import JudgeEnv
 
 __all__ = ["SimulatedUser", "UserContext", "UserSession", "UserSimulationError"]
 

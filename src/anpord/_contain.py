@@ -15,7 +15,7 @@ import inspect
 import traceback
 from typing import Any
 
-from .._errors import exception_line
+from ._errors import exception_line
 
 __all__ = ["CURRENT_EXITS", "ExitLog", "TaskExited", "contains_exits", "task_factory"]
 

@@ -1,0 +1,1 @@
+"""An example anpord plugin package: the ``shout`` harness and the ``tally`` reporter."""
