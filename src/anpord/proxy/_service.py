@@ -31,7 +31,7 @@ from ._record import call_record, request_key
 if TYPE_CHECKING:
     from aiohttp import ClientSession, web
 
-    from ..runner._services import ServiceContext
+    from .._service_protocol import ServiceContext
     from ._replay import ReplayCalls
 
 __all__ = ["ModelProxyService", "ProxyHandle"]
