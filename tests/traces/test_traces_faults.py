@@ -240,9 +240,9 @@ def test_spans_past_the_trials_limit_are_counted_not_kept(monkeypatch: pytest.Mo
     """An exporter sending without end: the trial keeps its first MAX_SPANS and says how many more."""
     import urllib.request
 
-    from anpord.traces import _receiver
+    from anpord.traces import _service
 
-    monkeypatch.setattr(_receiver, "MAX_SPANS", 3)
+    monkeypatch.setattr(_service, "MAX_SPANS", 3)
 
     async def main() -> tuple[list[Event], list[str]]:
         events: list[Event] = []

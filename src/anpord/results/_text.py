@@ -202,6 +202,15 @@ def group_reasons(results: Iterable[TrialResult]) -> list[tuple[str, str]]:
     ]
 
 
+def usd(amount: float) -> str:
+    """``$2.50``; under a dollar, up to four decimals (``$0.0123``), so a small spend is not $0.00."""
+    if amount >= 1 or amount == 0:
+        return f"${amount:,.2f}"
+    text = f"{amount:.4f}" if amount >= 0.0001 else f"{amount:.8f}"
+    whole, _, frac = text.rstrip("0").partition(".")
+    return f"${whole}.{frac.ljust(2, '0')}"
+
+
 def usage_text(usage: dict[str, Any], results: Iterable[TrialResult] = ()) -> str:
     """``5,120 input tokens, 812 output tokens, $0.0031``. When a price is unknown the total is
     too, so the known part is shown with what it leaves out: ``$0.0123 + unknown for 1 variant

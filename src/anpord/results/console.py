@@ -42,6 +42,7 @@ from ._text import (
     score_text,
     trial_label,
     usage_text,
+    usd,
 )
 
 __all__ = ["ConsoleReporter"]
@@ -578,8 +579,6 @@ def _can_encode(stream: TextIO, sample: str) -> bool:
 
 def _run_cost_line(run_cost: dict[str, Any]) -> list[tuple[str, str]]:
     """``Run cost: $1.20 of $2.00`` or, once reached, which trials it kept from starting."""
-    from ..runner._limits import usd
-
     spent, limit = usd(run_cost["spent"]), usd(run_cost["limit"])
     if not run_cost.get("reached"):
         return [("Run cost: ", DIM), (f"{spent} of the {limit} limit", "")]

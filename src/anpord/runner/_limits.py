@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..events import MODEL_CALLED, USAGE, Event
+from ..results._text import usd
 from ..results._usage import valid_number
 
 __all__ = ["Breach", "LimitWatcher", "cost_reason", "token_reason", "unpriced_warnings", "usd"]
@@ -41,15 +42,6 @@ class Breach:
 
 def token_reason(used: float, limit: int) -> str:
     return f"token limit reached: {used:,.0f} tokens of {limit:,}"
-
-
-def usd(amount: float) -> str:
-    """``$2.50``; under a dollar, up to four decimals (``$0.0123``), so a small spend is not $0.00."""
-    if amount >= 1 or amount == 0:
-        return f"${amount:,.2f}"
-    text = f"{amount:.4f}" if amount >= 0.0001 else f"{amount:.8f}"
-    whole, _, frac = text.rstrip("0").partition(".")
-    return f"${whole}.{frac.ljust(2, '0')}"
 
 
 def cost_reason(spent: float, limit: float) -> str:

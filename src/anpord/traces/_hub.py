@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ._listen import Listeners
-from ._receiver import Receiver, TraceService
+from ._receiver import Receiver, TrialTrace
 from ._spans import Span
 
 __all__ = ["DEFAULT_PORT", "join"]
@@ -27,7 +27,7 @@ class Hub(Receiver):
     def __init__(self, port: int):
         super().__init__()
         self.port = port
-        self.trials: dict[str, TraceService] = {}  # by trace id
+        self.trials: dict[str, TrialTrace] = {}  # by trace id
         self.listeners = Listeners(None)
         self.ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
@@ -51,7 +51,7 @@ class Hub(Receiver):
                     accepted += len(mine)
         return accepted, foreign, "belong to no running trial's trace"
 
-    def leave(self, service: TraceService) -> None:
+    def leave(self, service: TrialTrace) -> None:
         self.trials.pop(service.trace_id, None)
         if not self.trials and _hubs.get(self.port) is self:
             del _hubs[self.port]
@@ -65,7 +65,7 @@ def port_of(options: Mapping[str, Any]) -> int:
     return port
 
 
-async def join(service: TraceService, options: Mapping[str, Any]) -> Hub | None:
+async def join(service: TrialTrace, options: Mapping[str, Any]) -> Hub | None:
     """Listen (or go on listening) on the variant's ``traces_port`` for this trial's trace.
     ``None``, with a line in the trial's log, when the port cannot be had."""
     port = port_of(options)

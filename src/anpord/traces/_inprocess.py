@@ -13,7 +13,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from ._receiver import CURRENT_TRACE, TraceService
+from ._receiver import CURRENT_TRACE, TrialTrace
 from ._spans import MAX_STRING, Span, clip_string, limit_attributes
 
 __all__ = ["install", "from_sdk"]
@@ -55,7 +55,7 @@ def _router_class() -> type:
         so the agent's own path pays a dict operation and an append per span."""
 
         def __init__(self) -> None:
-            self._open: dict[int, TraceService] = {}
+            self._open: dict[int, TrialTrace] = {}
 
         def on_start(self, span: Any, parent_context: Any = None) -> None:
             sink = CURRENT_TRACE.get()

@@ -1,0 +1,259 @@
+"""The trace service: one OTLP/HTTP receiver per trial (``Variant(traces="otlp")``).
+
+It listens on ``127.0.0.1`` (and, for a sandbox with its network closed, on a unix socket bridged
+in), points the agent at itself through the standard ``OTEL_*`` variables, and turns each span
+that arrives into the trial's events as it arrives (``_map``). Python agents, which run in this
+process, reach it through ``_inprocess`` instead: their spans are routed here by context; HTTP
+agents, servers of their own, through ``_hub``: by the trial's trace id, sent in ``traceparent``.
+
+Faults: a request it cannot read gets a 400 saying why and a line in the trial's log, and the
+trial is judged on what did arrive; spans naming another trial (``anpord.trial.id``) are refused;
+spans arriving once the trial's checks have run are not kept, and the log says how many.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import secrets
+import threading
+from typing import TYPE_CHECKING, Any
+
+from ._hub import Hub, join
+from ._http import TRACES_PATH
+from ._inprocess import from_sdk, install
+from ._listen import Listeners
+from ._map import span_events
+from ._receiver import CURRENT_TRACE, LOG_REFUSALS, Receiver, TrialTrace
+from ._spans import TRIAL_ATTRIBUTE, Span
+
+if TYPE_CHECKING:
+    from .._service_protocol import ServiceContext
+
+__all__ = ["TraceService", "SCHEDULE_DELAY_MS"]
+
+# OTEL_BSP_SCHEDULE_DELAY given to agents: a batch leaves within this many ms of its first span,
+# so what a turn did has arrived soon after it settles (a program's exit flushes it anyway).
+SCHEDULE_DELAY_MS = 100
+# Spans kept per trial: an agent exporting in a loop must not grow the runner without bound (each
+# request is bounded by _http.MAX_BODY; their number is not). Past it spans are counted, not kept.
+MAX_SPANS = 100_000
+SETTLE_TIMEOUT = 2.0  # seconds settle() waits for exports being read
+
+
+class TraceService(Receiver):
+    name = "traces"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.trial_id = secrets.token_hex(8)
+        # The trial's W3C trace id: agent servers anpord only talks to (HTTP agents) are sent it
+        # in ``traceparent``, and their spans come back in it (see _hub).
+        self.trace_id = secrets.token_hex(16)
+        self._hub: Hub | None = None
+        self._parents: dict[str, asyncio.Event] = {}  # traceparent span ids sent, by whether answered
+        self.port = 0
+        self._ctx: ServiceContext | None = None
+        self._listeners: Listeners | None = None
+        self._open = True  # spans are folded in until the trial's checks have run
+        self._seen: set[tuple[str, str]] = set()  # an exporter retrying resends a batch
+        self._late = 0
+        self._kept = self._over = 0
+        self._token: contextvars.Token[TrialTrace | None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread = 0  # the loop's thread: spans ended elsewhere are handed to it
+        self._pending: list[Any] = []  # SDK spans ended in this step of the loop (``arrive``)
+
+    # -- the TrialService protocol ------------------------------------------------------------
+
+    async def start(self, ctx: ServiceContext) -> None:
+        self._ctx = ctx
+        self._loop, self._thread = asyncio.get_running_loop(), threading.get_ident()
+        harness = ctx.variant.harness or ""
+        sandbox = ctx.sandbox
+        if sandbox is None and harness.startswith(("python:", "http://", "https://")):
+            # In-process and remote agents start no program of the trial's: nothing would read
+            # the endpoint, so there is none (their spans come by context, or by trace id).
+            self._token = CURRENT_TRACE.set(self)
+            await self._join(harness, ctx)
+            return
+        self._listeners = Listeners(sandbox)
+        self.port = await self._listeners.listen(self._connection, "otlp")
+        self._token = CURRENT_TRACE.set(self)
+        await self._join(harness, ctx)
+
+    async def _join(self, harness: str, ctx: ServiceContext) -> None:
+        """Where spans of agents that are not pointed at this receiver come from."""
+        if harness.startswith("python:"):
+            install(ctx.log)
+        elif harness.startswith(("http://", "https://")):
+            try:
+                self._hub = await join(self, ctx.variant.options)
+            except ValueError as exc:  # a bad traces_port: the harness refuses it too
+                ctx.log(f"traces: {exc}")
+
+    def env(self) -> dict[str, str]:
+        if not self.port:
+            return {}
+        endpoint = f"http://127.0.0.1:{self.port}"
+        mine = {
+            "OTEL_EXPORTER_OTLP_ENDPOINT": endpoint,
+            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": endpoint + TRACES_PATH,
+            "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf",
+            "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "http/protobuf",
+            "OTEL_TRACES_EXPORTER": "otlp",
+            "OTEL_BSP_SCHEDULE_DELAY": str(SCHEDULE_DELAY_MS),
+            "OTEL_RESOURCE_ATTRIBUTES": f"{TRIAL_ATTRIBUTE}={self.trial_id}",
+        }
+        declared = dict(self._ctx.variant.env) if self._ctx is not None else {}
+        # The variant may choose the protocol, the delay, more resource attributes; the
+        # endpoints and the trial's attribute are the receiver's.
+        for key in ("OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL",
+                    "OTEL_TRACES_EXPORTER", "OTEL_BSP_SCHEDULE_DELAY"):
+            if key in declared:
+                mine[key] = str(declared[key])
+        if "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL" not in declared:  # the signal's own would win
+            mine["OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"] = mine["OTEL_EXPORTER_OTLP_PROTOCOL"]
+        extra = str(declared.get("OTEL_RESOURCE_ATTRIBUTES", "")).strip(", ")
+        if extra:
+            mine["OTEL_RESOURCE_ATTRIBUTES"] = f"{extra},{mine['OTEL_RESOURCE_ATTRIBUTES']}"
+        return mine
+
+    async def settle(self) -> None:
+        """Wait (briefly) for exports being read right now: their spans belong to the checks."""
+        self._flush()
+        if self._listeners is None and self._hub is None:
+            return  # a Python agent's: every span it ended is folded in now, none is on its way
+        await asyncio.sleep(0)
+        if self._busy:
+            self._idle = self._idle or asyncio.Event()
+            try:
+                await asyncio.wait_for(self._idle.wait(), SETTLE_TIMEOUT)
+            except asyncio.TimeoutError:
+                pass
+
+    def seal(self) -> None:
+        self._flush()  # spans ended before the checks ran are the trial's, even if not yet folded
+        self._open = False
+
+    async def stop(self) -> None:
+        self._open = False
+        self._flush()  # counted as late
+        if self._listeners is not None:
+            self._listeners.close()
+        if self._hub is not None:
+            self._hub.leave(self)
+            self._hub = None
+        if self._token is not None:
+            try:
+                CURRENT_TRACE.reset(self._token)
+            except ValueError:  # stopped from another context: it ends with its task anyway
+                pass
+            self._token = None
+        if self._ctx is not None:
+            if self._late:
+                self._ctx.log(f"traces: {self._late} span(s) arrived after the trial's checks ran: not kept")
+            if self._over:
+                self._ctx.log(f"traces: {self._over} span(s) past the trial's {MAX_SPANS} not kept")
+            if self._refusals > LOG_REFUSALS:
+                self._ctx.log(f"traces: {self._refusals} export requests refused in all")
+
+    # -- spans ------------------------------------------------------------------------------
+
+    def take(self, spans: list[Span]) -> None:
+        """Fold spans of this trial into its events (or count them, once its checks have run)."""
+        if self._ctx is None:
+            return
+        if threading.get_ident() != self._thread and self._loop is not None:
+            # A sync agent's thread: the trial's events belong to its loop. Handed over in order,
+            # ahead of the agent's own return (which reaches the loop the same way, later).
+            try:
+                self._loop.call_soon_threadsafe(self.take, spans)
+            except RuntimeError:  # the loop is closed: the trial is long over
+                pass
+            return
+        seen, new = self._seen, []
+        for span in spans:
+            key = (span.trace_id, span.span_id)
+            if key not in seen:  # an exporter retrying resends a batch
+                seen.add(key)
+                new.append(span)
+        self._fold(new)
+        if self._parents:
+            for span in new:
+                answered = self._parents.get(span.parent_span_id or "")
+                if answered is not None:
+                    answered.set()
+
+    def arrive(self, span: Any) -> None:
+        """An SDK span of this trial's Python agent, just ended (``_inprocess``), kept as it is:
+        the spans ended in one step of the loop become events together, in a callback queued
+        behind the first of them, so ahead of whatever the agent's return wakes (the loop runs
+        callbacks in order), and the turn that made them holds them when it settles."""
+        if threading.get_ident() != self._thread:
+            # A sync agent's thread: handed to the loop in order, ahead of its return.
+            self.take([from_sdk(span)])
+            return
+        pending = self._pending
+        pending.append(span)
+        if len(pending) == 1 and self._loop is not None:
+            self._loop.call_soon(self._flush)
+
+    def _flush(self) -> None:
+        spans, self._pending = self._pending, []
+        if spans:
+            self._fold([from_sdk(span) for span in spans])
+
+    def _fold(self, spans: list[Span]) -> None:
+        ctx = self._ctx
+        if ctx is None or not spans:
+            return
+        if not self._open:
+            self._late += len(spans)
+            return
+        room = MAX_SPANS - self._kept
+        if len(spans) > room:
+            self._over += len(spans) - max(room, 0)
+            spans = spans[:max(room, 0)]
+        self._kept += len(spans)
+        record = ctx.record
+        for span in spans:
+            for event in span_events(span):
+                record(event)
+
+    # -- HTTP agents (W3C trace context) ---------------------------------------------------------
+
+    def traceparent(self) -> tuple[str, str]:
+        """A ``traceparent`` header for one request to an agent server, and its span id."""
+        span_id = secrets.token_hex(8)
+        self._parents[span_id] = asyncio.Event()
+        return f"00-{self.trace_id}-{span_id}-01", span_id
+
+    async def answered(self, span_id: str, timeout: float) -> bool:
+        """Wait until a span the server made for that request (its child) has arrived: the
+        server's exporter sends a request's spans together, children before their parent."""
+        event = self._parents.get(span_id)
+        if event is None:
+            return False
+        try:
+            await asyncio.wait_for(event.wait(), timeout)
+            return True
+        except asyncio.TimeoutError:
+            return False
+
+    # -- the receiver ---------------------------------------------------------------------------
+
+    def _log(self, message: str) -> None:
+        if self._ctx is not None:
+            self._ctx.log(message)
+
+    def _route(self, batches: list[tuple[dict[str, Any], list[Span]]]) -> tuple[int, int, str]:
+        accepted, foreign = 0, 0
+        for resource, spans in batches:
+            owner = resource.get(TRIAL_ATTRIBUTE)
+            if owner is not None and owner != self.trial_id:
+                foreign += len(spans)
+                continue
+            self.take(spans)
+            accepted += len(spans)
+        return accepted, foreign, f"name another trial ({TRIAL_ATTRIBUTE})"
