@@ -135,7 +135,7 @@ def _encode(reply: Reply, close: bool) -> bytes:
 
 async def serve_connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
                            handle: Callable[[Request], Awaitable[Reply]],
-                           refused: Callable[[Reply], None]) -> None:
+                           refused: Callable[[Reply], object]) -> None:
     """Answer requests on one connection until the peer closes it (HTTP/1.1 keep-alive)."""
     try:
         while True:
