@@ -67,6 +67,26 @@ def test_a_model_call_of_a_model_without_a_listed_price_has_no_cost() -> None:
     assert event.data["cost"] is None and event.data["input_tokens"] == 10
 
 
+def test_cached_input_is_charged_at_the_cached_rate() -> None:
+    (event,) = span_events(_span("chat", {"gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o",
+                                          "gen_ai.usage.input_tokens": 1000, "gen_ai.usage.output_tokens": 10,
+                                          "gen_ai.usage.cache_read.input_tokens": "800"}))
+    assert abs(event.data["cost"] - (200 * 2.5 + 800 * 1.25 + 10 * 10) / 1e6) < 1e-12
+
+
+def test_a_price_registered_after_a_models_first_span_prices_the_next() -> None:
+    import anpord.models._pricing as pricing
+
+    attrs = {"gen_ai.operation.name": "chat", "gen_ai.request.model": "late-priced-model",
+             "gen_ai.usage.input_tokens": 1_000_000, "gen_ai.usage.output_tokens": 0}
+    assert span_events(_span("chat", attrs))[0].data["cost"] is None
+    pricing.register_price("late-priced-model", input=1.0, output=2.0)
+    try:
+        assert span_events(_span("chat", attrs))[0].data["cost"] == 1.0
+    finally:
+        pricing._registered.pop("late-priced-model", None)
+
+
 def test_other_spans_keep_name_attributes_timing_and_parent() -> None:
     (event,) = span_events(_span("invoke_agent planner", {"gen_ai.operation.name": "invoke_agent", "n": 3}))
     assert event.type == "span"

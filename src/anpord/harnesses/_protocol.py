@@ -140,8 +140,11 @@ class Harness(Protocol):
     """
 
     spec: str
+
     # Whether this harness runs programs that need a sandbox instance (a workspace) per trial.
-    needs_sandbox: bool
+    # Read-only to the runner: a plain attribute or a property (a wrapper asks what it wraps).
+    @property
+    def needs_sandbox(self) -> bool: ...
 
     async def setup(self) -> None: ...
 

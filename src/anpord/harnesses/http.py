@@ -338,7 +338,7 @@ class HttpSession:
         if self.url is not None:
             return self.url
         base = self.harness.base_url
-        body = {
+        body: dict[str, Any] = {
             "session_id": self.session_id,
             "model": self.ctx.model,
             "workspace": str(self.ctx.workspace) if self.ctx.workspace is not None else None,

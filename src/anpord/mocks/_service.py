@@ -10,6 +10,7 @@ event (MCP calls also ``tool.called``/``tool.result`` named ``<server>.<tool>``)
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import os
 import shlex
@@ -77,7 +78,7 @@ class MockService:
         relay_port = 0
         for mock in self.mocks:
             if isinstance(mock, HttpMock):
-                port = await self._listeners.listen(lambda r, w, m=mock: self._http(m, r, w), f"http-{mock.name}")
+                port = await self._listeners.listen(functools.partial(self._http, mock), f"http-{mock.name}")
                 url = f"http://127.0.0.1:{port}"
                 self.handles[mock.name] = MockHandle(mock.name, "http", url=url)
                 self._env[env_name(mock.name)] = url

@@ -23,7 +23,15 @@ from ._errors import (
 from ._loop import DEFAULT_MAX_STEPS, LoopResult, LoopSettings, run_tool_loop
 from ._messages import user_message
 from ._pool import ModelClients
-from ._pricing import PRICES_CHECKED, Price, cost_of, parse_pricing, price_for, register_price
+from ._pricing import (
+    PRICES_CHECKED,
+    Price,
+    cost_of,
+    parse_pricing,
+    price_for,
+    register_price,
+    token_cost,
+)
 from ._retry import RetryPolicy, retry_after_seconds
 from ._schema import SchemaError, schema_for
 from ._tools import Tool, ToolArgumentsError, ToolSet, as_tool, load_tools, tool
@@ -72,6 +80,7 @@ __all__ = [
     "retry_after_seconds",
     "run_tool_loop",
     "schema_for",
+    "token_cost",
     "tool",
     "user_message",
 ]

@@ -12,7 +12,9 @@ from typing import Any
 
 from ._types import Usage
 
-__all__ = ["PRICES_CHECKED", "Price", "cost_of", "parse_pricing", "price_for", "register_price"]
+__all__ = [
+    "PRICES_CHECKED", "Price", "cost_of", "parse_pricing", "price_for", "register_price", "token_cost",
+]
 
 # US dollars per million tokens, as OpenAI lists them for standard (not batch, flex or priority)
 # requests with prompts under the long-context threshold.
@@ -130,3 +132,34 @@ def cost_of(
 ) -> float | None:
     price = price_for(model, overrides)
     return None if price is None else price.cost(usage)
+
+
+def token_cost(
+    model: Any, input_tokens: Any, output_tokens: Any, cached_input_tokens: Any = None
+) -> float | None:
+    """The price of one call from its token counts as a provider or a span reported them (ints,
+    or digit strings), rounded to 1e-10 dollars; ``None`` when the model or a count is unknown.
+    Shared by the trace mapping and the model proxy so both price a call alike."""
+    if not isinstance(model, str):
+        return None
+    counts = [_count(v) for v in (input_tokens, output_tokens, cached_input_tokens)]
+    if counts[0] is None or counts[1] is None:
+        return None
+    price = price_for(model)
+    if price is None:
+        return None
+    cost = price.cost(Usage(counts[0], counts[1], counts[2]))
+    return None if cost is None else round(cost, 10)
+
+
+def _count(value: Any) -> int | None:
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return int(value)
+    if isinstance(value, str):
+        try:
+            return int(value)
+        except ValueError:
+            return None
+    return None

@@ -67,9 +67,10 @@ def call_record(route: Route, method: str, path: str, body: bytes, key: str, sta
     failed = error is not None or status >= 400
     cost = None
     if route.generates:
-        from ..traces._map import _cost
+        from ..models._pricing import token_cost
 
-        cost = _cost(model, usage.get("input_tokens"), usage.get("output_tokens"), usage.get("cached_input_tokens"))
+        cost = token_cost(model, usage.get("input_tokens"), usage.get("output_tokens"),
+                          usage.get("cached_input_tokens"))
     kept, cut = _clip(text)
     data: dict[str, Any] = {
         "source": "proxy", "provider": route.provider, "operation": route.operation, "model": model,

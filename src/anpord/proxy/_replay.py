@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -19,11 +20,11 @@ from ._providers import Route
 
 __all__ = ["ReplayCalls", "recorded_calls"]
 
-_LOADED: dict[str, dict[tuple[str, str, int], list[dict[str, Any]]]] = {}
+_LOADED: dict[str, dict[tuple[str, str, int], list[Mapping[str, Any]]]] = {}
 _LOCK = threading.Lock()
 
 
-def recorded_calls(run_dir: str) -> dict[tuple[str, str, int], list[dict[str, Any]]]:
+def recorded_calls(run_dir: str) -> dict[tuple[str, str, int], list[Mapping[str, Any]]]:
     """Every trial's proxied calls in the run at ``run_dir``, oldest first (read once per process)."""
     with _LOCK:
         found = _LOADED.get(run_dir)
@@ -50,7 +51,7 @@ class ReplayCalls:
         self.used = [False] * len(self.calls)
         self.asked = 0
 
-    def take(self, request_key: str) -> dict[str, Any] | None:
+    def take(self, request_key: str) -> Mapping[str, Any] | None:
         self.asked += 1
         for i, call in enumerate(self.calls):
             if not self.used[i] and call.get("request_key") == request_key:

@@ -51,7 +51,7 @@ class ReplayHarness:
     archive_note: str | None = None  # why there is no archive (or what is wrong with it)
 
     @property
-    def needs_sandbox(self) -> bool:  # type: ignore[override]
+    def needs_sandbox(self) -> bool:
         return bool(getattr(self.inner, "needs_sandbox", False))
 
     async def setup(self) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..authoring._config import Variant
 from ..results._model import RecordError, TrialResult
@@ -19,6 +19,10 @@ from ..results._reader import RunReading
 from ..runner._planning import Plan, PlannedCase
 from ._harness import SPEC_PREFIX, ReplayHarness
 from ._recorded import RecordedTrial, recorded_trial
+
+if TYPE_CHECKING:
+    from ..harnesses import Harness
+    from ..workspace._archive import Archive
 
 __all__ = ["RegradePlan", "plan_regrade"]
 
@@ -37,7 +41,7 @@ class RegradePlan:
         return self.plan.total_trials
 
 
-def _archive(run_dir: Path) -> tuple[object | None, str | None]:
+def _archive(run_dir: Path) -> tuple[Archive | None, str | None]:
     from ..workspace import ARCHIVE_DIR, ArchiveError, read_archive
 
     folder = run_dir / ARCHIVE_DIR
@@ -101,10 +105,10 @@ def plan_regrade(plan: Plan, reading: RunReading, selected_ids: set[str] | None 
         out.notes.append(f"{unreadable} recorded trial{'s' if unreadable != 1 else ''} of run {run_id} "
                          "had unreadable events: regraded without them")
     today = {(c.case.id, c.variant.label) for c in plan.cells}
-    for cell in reading.record.cells:
-        key = (cell.case_id, cell.variant)
-        if key not in today and key in by_cell and (selected_ids is None or cell.case_id in selected_ids):
-            out.notes.append(f"{cell.case_id} on {cell.variant}: no longer defined; its recorded trials are not regraded")
+    for record in reading.record.cells:
+        key = (record.case_id, record.variant)
+        if key not in today and key in by_cell and (selected_ids is None or record.case_id in selected_ids):
+            out.notes.append(f"{record.case_id} on {record.variant}: no longer defined; its recorded trials are not regraded")
     harnesses: dict[str, ReplayHarness] = {}
     variants: dict[str, Variant] = {}
     cells: list[PlannedCase] = []
@@ -130,8 +134,9 @@ def plan_regrade(plan: Plan, reading: RunReading, selected_ids: set[str] | None 
         if archive is not None:
             from ..workspace import trial_key
 
-            out.snapshots += sum(1 for i in recorded if trial_key(case_id, variant.label, i) in archive.trials)  # type: ignore[attr-defined]
+            out.snapshots += sum(1 for i in recorded if trial_key(case_id, variant.label, i) in archive.trials)
         indices = tuple(sorted(recorded))
         cells.append(replace(cell, variant=replay_variant, trials=max(indices) + 1, indices=indices, adaptive=None))
-    out.plan = replace(plan, cells=cells, harnesses=harnesses, executor="local")
+    planned: dict[str, Harness] = dict(harnesses)
+    out.plan = replace(plan, cells=cells, harnesses=planned, executor="local")
     return out

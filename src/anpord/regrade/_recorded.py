@@ -77,6 +77,7 @@ def recorded_trial(verdict: str, reason: str | None, events: Sequence[Event | di
     order: dict[str, list[RecordedTurn]] = {}
     current: dict[str, RecordedTurn] = {}  # session id → its open turn
     for item in events:
+        ts: Any
         if isinstance(item, Event):
             kind, data, ts = item.type, item.data, item.ts
         else:
@@ -88,9 +89,9 @@ def recorded_trial(verdict: str, reason: str | None, events: Sequence[Event | di
             turns = order.setdefault(sid, [])
             if not turns:
                 out.sessions.append(turns)
-            turn = RecordedTurn(index=len(turns) + 1)
-            turns.append(turn)
-            current[sid] = turn
+            started = RecordedTurn(index=len(turns) + 1)
+            turns.append(started)
+            current[sid] = started
             continue
         turn = current.get(sid)
         if turn is None:

@@ -133,9 +133,10 @@ class LimitWatcher:
         inp, out = data.get("input_tokens"), data.get("output_tokens")
         if not (valid_number("input_tokens", inp) and valid_number("output_tokens", out)):
             return None
+        assert inp is not None and out is not None  # valid_number: numbers
         cached = data.get("cached_input_tokens")
-        usage = Usage(input_tokens=int(inp), output_tokens=int(out),
-                      cached_input_tokens=int(cached) if valid_number("input_tokens", cached) else None)
+        cached_n = int(cached) if cached is not None and valid_number("input_tokens", cached) else None
+        usage = Usage(input_tokens=int(inp), output_tokens=int(out), cached_input_tokens=cached_n)
         return cost_of(str(data.get("model") or self.model or ""), usage, self._prices)
 
     def _meter(self) -> _Meter:

@@ -18,7 +18,7 @@ import sys
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, cast
 
 from .._errors import UsageError
 from .._owner import current_owner
@@ -259,7 +259,8 @@ class _AdaptiveSpecs:
         run was stopped)."""
         out: dict[tuple[str, str], str | None] = {}
         for a in self.allocators:
-            for k, c in a.cells.items():
+            for key, c in a.cells.items():
+                k = cast(tuple[str, str], key)  # the allocators were given this run's cell keys
                 reason = a.stop_reason(k)
                 if reason is None:
                     reason = (f"the run stopped before this cell was done, after {c.taken} "
@@ -278,7 +279,7 @@ def _baseline_rates(plan: Plan) -> dict[tuple[str, str], tuple[int, int]]:
     is off."""
     from ..store import StoreError, open_store
 
-    out: dict[tuple[str, str], float] = {}
+    out: dict[tuple[str, str], tuple[int, int]] = {}
     try:
         store = open_store(plan.project.folder, create=False)
     except Exception:  # noqa: BLE001 - no store, or none to read: no baselines

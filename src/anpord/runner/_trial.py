@@ -305,7 +305,11 @@ class _Trial:
             if self.watcher.breach is not None:  # passed while the trial was being prepared
                 stop()
             else:
-                self._stop_body = lambda: loop.call_soon_threadsafe(stop) if not task.done() else None
+                def stop_soon() -> None:  # from the watcher's thread
+                    if not task.done():
+                        loop.call_soon_threadsafe(stop)
+
+                self._stop_body = stop_soon
         t.deadline = time.time() + timeout  # from now, not from before the sandbox opened
         self.deadline_at = started + timeout
         timers = [deadlines.at(self.deadline_at, on_deadline)]

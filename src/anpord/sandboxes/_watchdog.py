@@ -183,7 +183,10 @@ def remove_noted_container(note: str) -> None:
             lines = f.read().splitlines()
         cli = lines[0].strip() if lines else ""
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
-        env.update(line.split("=", 1) for line in lines[1:] if "=" in line)
+        for line in lines[1:]:
+            key, sep, value = line.partition("=")
+            if sep:
+                env[key] = value
         name = os.path.basename(note)[: -len(".container")]
         done = subprocess.run(
             [cli or "podman", "rm", "-f", "-t", "0", name],

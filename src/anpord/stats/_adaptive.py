@@ -247,7 +247,8 @@ class Allocator:
         if any(c.counts is None for c in cells):
             return True  # only rates known: the sequence's answer alone
         margin, most = self.policy.margin, self.policy.max_trials
-        now = [Pair(str(c.key), "", Counts(*c.counts), Counts(c.passed, len(c.outcomes))) for c in cells]
+        now = [Pair(str(c.key), "", Counts(*counts), Counts(c.passed, len(c.outcomes)))
+               for c in cells if (counts := c.counts) is not None]
         if agrees(_variant_change("", now, 0, margin).status):
             return True
         # Would more trials bring it round? At every cell's maximum the candidate's own binomial
@@ -402,11 +403,11 @@ class Allocator:
                     continue
             if not take:
                 return members[0]
-            c = self._draw(group, members)
-            if c is None:
+            drawn = self._draw(group, members)
+            if drawn is None:
                 self.decided[group] = "undecided"
                 continue
-            return c
+            return drawn
         # Cells that dropped keep going while their own drop could still be shown; one trial at
         # a time each, since each result decides whether it needs the next.
         for c in self.cells.values():

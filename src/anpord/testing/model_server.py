@@ -616,9 +616,9 @@ class ModelServer:
             if anthropic:
                 from ._anthropic import messages_body, messages_stream
 
-                message = messages_body(answer)
-                data = (_response(200, messages_stream(message), {"Content-Type": "text/event-stream"})
-                        if original.get("stream") else _json(200, message))
+                reply_body = messages_body(answer)
+                data = (_response(200, messages_stream(reply_body), {"Content-Type": "text/event-stream"})
+                        if original.get("stream") else _json(200, reply_body))
             else:
                 data = _json(200, answer)
             delay = float(reply.get("latency", self.latency))

@@ -14,7 +14,6 @@ emitted widely (docs/traces.md lists them).
 
 from __future__ import annotations
 
-import functools
 import json
 from collections.abc import Mapping
 from typing import Any
@@ -121,26 +120,14 @@ def _error(span: Span) -> str:
     return str(span.attributes.get("error.type") or "the span's status is error")
 
 
-@functools.lru_cache(maxsize=256)
-def _price(model: str) -> Any:
-    from ..models._pricing import price_for  # imported on the first priced span only
-
-    return price_for(model)
-
-
 def _cost(model: Any, input_tokens: Any, output_tokens: Any, cached_names: tuple[str, ...],
           attrs: Mapping[str, Any]) -> float | None:
     """The call's price from anpord's table (docs/model-agents.md), when the model is in it."""
     if not isinstance(model, str) or input_tokens is None or output_tokens is None:
         return None
-    price = _price(model)
-    if price is None:
-        return None
-    from ..models._types import Usage
+    from ..models._pricing import token_cost  # imported on the first priced span only
 
-    cached = _number(_first(attrs, cached_names))
-    cost = price.cost(Usage(int(input_tokens), int(output_tokens), int(cached) if cached is not None else None))
-    return None if cost is None else round(cost, 10)
+    return token_cost(model, input_tokens, output_tokens, _number(_first(attrs, cached_names)))
 
 
 def span_events(span: Span) -> list[Event]:

@@ -578,7 +578,7 @@ class FolderViewData:
             return []
         lines = block.splitlines()
         try:  # every line at once, as one JSON array (an export reads thousands of trials)
-            return [Event.from_dict(raw) for raw in decode(b"[" + b",".join(filter(bytes.strip, lines)) + b"]")]
+            return [Event.from_dict(raw) for raw in decode(b"[" + b",".join(x for x in lines if x.strip()) + b"]")]
         except (ValueError, TypeError, KeyError, AttributeError):
             pass  # a line that does not read: each on its own, to say which
         events = []

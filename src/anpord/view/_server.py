@@ -26,8 +26,9 @@ def warm_up(data: ViewData) -> None:
     try:
         readable = [r for r in data.runs() if r.status != "unreadable"]
         summed = getattr(data, "run_summary", None)
-        for row in readable[:2] if summed is not None else ():
-            summed(row.run_id)  # what comparing the newest runs reads, before the store opens
+        if summed is not None:
+            for row in readable[:2]:
+                summed(row.run_id)  # what comparing the newest runs reads, before the store opens
         newest = readable[0] if readable else None
         if newest is not None:
             deltas = data.baseline_deltas(newest.run_id)

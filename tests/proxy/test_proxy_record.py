@@ -1,0 +1,48 @@
+"""The record the proxy writes for one call: its usage priced by anpord's table, cached input at
+the cached rate, the same way a traced span's call is priced."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from anpord.models import token_cost
+from anpord.proxy._providers import route_of
+from anpord.proxy._record import call_record
+
+
+def _record(path: str, request: dict[str, Any], answer: dict[str, Any]) -> dict[str, Any]:
+    route = route_of("POST", path, {})
+    assert route is not None
+    return call_record(route, "POST", path, json.dumps(request).encode(), "k", 200,
+                       json.dumps(answer).encode(), "application/json", latency=0.1, first_byte=0.05,
+                       error=None, redact=lambda text: text, upstream=None)
+
+
+def test_a_chat_call_is_priced_with_its_cached_input_at_the_cached_rate() -> None:
+    usage = {"prompt_tokens": 10_000, "completion_tokens": 2_000,
+             "prompt_tokens_details": {"cached_tokens": 8_000}}
+    data = _record("/v1/chat/completions", {"model": "gpt-4.1-mini", "messages": []},
+                   {"model": "gpt-4.1-mini", "choices": [], "usage": usage})
+    assert data["cached_input_tokens"] == 8_000
+    # gpt-4.1-mini: 0.40 in, 0.10 cached in, 1.60 out, per million tokens
+    assert data["cost"] == pytest.approx((2_000 * 0.40 + 8_000 * 0.10 + 2_000 * 1.60) / 1e6)
+    assert data["cost"] < (10_000 * 0.40 + 2_000 * 1.60) / 1e6  # less than all input at full rate
+
+
+def test_an_anthropic_call_of_an_unpriced_model_costs_none_not_zero() -> None:
+    data = _record("/v1/messages", {"model": "claude-unlisted", "messages": []},
+                   {"model": "claude-unlisted", "usage": {"input_tokens": 5, "output_tokens": 7}})
+    assert data["input_tokens"] == 5 and data["output_tokens"] == 7
+    assert data["cost"] is None
+
+
+def test_token_cost_takes_counts_as_providers_and_spans_report_them() -> None:
+    assert token_cost("gpt-4o", 1_000_000, 0) == pytest.approx(2.50)
+    assert token_cost("gpt-4o-2024-08-06", "1000000", "0", "1000000") == pytest.approx(1.25)
+    assert token_cost("gpt-4o", None, 10) is None
+    assert token_cost("gpt-4o", "many", 10) is None
+    assert token_cost("no-such-model", 10, 10) is None
+    assert token_cost(None, 10, 10) is None
