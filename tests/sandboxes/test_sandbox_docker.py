@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +24,7 @@ from project_support import eval_file
 from sandbox_support import run, spec
 
 from anpord.sandboxes import SandboxError, sweep_stale
+from anpord.sandboxes._owner import default_tmp_root
 from anpord.sandboxes._bridge import bind_unix
 from anpord.sandboxes._container import LABEL
 from anpord.sandboxes.docker import DockerSandbox
@@ -173,7 +177,17 @@ FILLER = "head -c 64000000 /dev/zero > /tmp/big && echo filled it"
 WORKSPACE_FILLER = "head -c 64000000 /dev/zero > big && echo filled it"
 
 
-def test_caps_bind_in_a_run_each_breach_fails_naming_its_cap_and_the_others_pass(make_project: Any, image: str) -> None:
+@pytest.fixture
+def run_root() -> Iterator[Path]:
+    """A folder of its own for a run's trial folders, where the runner would put them anyway
+    (/dev/shm when it can: a tmpfs, so the size cap is a mount): the run's containers are told
+    from other runs' on this machine by their folders."""
+    root = Path(tempfile.mkdtemp(prefix="runs-", dir=default_tmp_root()))
+    yield root
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def test_caps_bind_in_a_run_each_breach_fails_naming_its_cap_and_the_others_pass(make_project: Any, image: str, run_root: Path) -> None:
     project = make_project({
         "evals/caps.eval.py": eval_file(f"""
             COMMANDS = {{"forker": {FORKER!r}, "hog": {HOG!r}, "filler": {FILLER!r},
@@ -185,7 +199,7 @@ def test_caps_bind_in_a_run_each_breach_fails_naming_its_cap_and_the_others_pass
                 t.check(t.reply, includes("calm"))
         """),
     }, config=CAPS_CONFIG.format(image=image))
-    run_ = project.run(timeout=240)
+    run_ = project.run(timeout=240, env={"ANPORD_SANDBOX_TMP": str(run_root)})
     assert run_.code == 1, run_.output
     got = {row: run_.result(f"caps/{row}") for row in ("forker", "hog", "filler", "workspace", "calm")}
     assert got["calm"]["verdict"] == "passed", got["calm"]
@@ -196,11 +210,8 @@ def test_caps_bind_in_a_run_each_breach_fails_naming_its_cap_and_the_others_pass
         assert got[row]["verdict"] == "failed" and got[row]["error"]["kind"] == "limit", got[row]
         assert reason in got[row]["reason"], got[row]["reason"]
     assert not any(w in run_.output for w in ("forked them all", "allocated them all", "filled it"))
-    left = containers()
-    if left:
-        from anpord.sandboxes._container import find_cli
-        info = find_cli().run_sync("ps", "-a", "--format", "{{.Names}} {{.Status}} {{.Labels}} {{.CreatedAt}}").stdout
-        pytest.fail(f"left {left}: {info}\n{time.time()}\n{run_.output}")
+    assert containers(under=run_root) == [], run_.output
+    assert list(run_root.iterdir()) == []
 
 
 def test_no_usable_container_cli_voids_the_trials_with_one_line(make_project: Any, image: str) -> None:
@@ -425,3 +436,43 @@ def test_an_image_without_bash_is_a_set_up_error_naming_it(tmp_root: Path, tmp_p
         run(body())
     finally:
         _remove_images(name)
+
+
+# The container CLI, but each start of a container (``run``) or look at one (``inspect``) first
+# says so in a file and then waits for the test's go: the test cancels the trial at that moment.
+HELD_CLI = """#!/bin/bash
+if [ "$1" = {step} ]; then
+  : > {flag}
+  while [ ! -e {go} ]; do sleep 0.05; done
+fi
+exec {real} "$@"
+"""
+
+
+@pytest.mark.parametrize("step", ["run", "inspect"])
+def test_a_trial_cancelled_while_its_container_starts_leaves_no_container(
+    image: str, tmp_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, step: str
+) -> None:
+    from anpord.sandboxes import _container
+
+    real = _container.find_cli()
+    flag, go = tmp_path / "held", tmp_path / "go"
+    held = tmp_path / "held-cli"
+    held.write_text(HELD_CLI.format(step=step, flag=flag, go=go, real=real.path))
+    held.chmod(0o755)
+    monkeypatch.setattr(_container, "_found", [_container.ContainerCLI(str(held), real.podman, real.env)])
+
+    async def body() -> None:
+        opening = asyncio.ensure_future(DockerSandbox(tmp_root=tmp_root).open(spec(sandbox="docker", image=image)))
+        while not flag.exists():
+            assert not opening.done(), opening
+            await asyncio.sleep(0.05)
+        if step == "inspect":  # the engine has made the container: the start is over
+            assert len(containers(under=tmp_root)) == 1
+        go.touch()  # the CLI goes on (a start is under way as the cancellation comes)...
+        opening.cancel()  # ...and the trial is given up on
+        with pytest.raises(asyncio.CancelledError):
+            await opening
+
+    run(body())
+    assert containers(under=tmp_root) == []
