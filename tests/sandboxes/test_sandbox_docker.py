@@ -236,28 +236,40 @@ HOLDER = """
 import asyncio, sys
 sys.path[:0] = [{tests!r}]
 from sandbox_support import spec
+from anpord.sandboxes._container import LABEL, OWNER_LABEL
+from anpord.sandboxes._owner import instance_prefix
 from anpord.sandboxes.docker import DockerSandbox
 
 async def main():
     inst = await DockerSandbox(tmp_root={root!r}).open(spec(sandbox="docker", image={image!r}))
-    print(inst.container, flush=True)
-    await asyncio.sleep(600)
+    # As a start that finished after its trial was given up on: the runner's label, no note.
+    stray = inst.container + "-late"
+    code, _, err = await inst.cli.run("run", "-d", "--name", stray, "--label", f"{{LABEL}}=1",
+                                      "--label", f"{{OWNER_LABEL}}={{instance_prefix()}}",
+                                      "--entrypoint", "sleep", {image!r}, "infinity")
+    assert code == 0, err
+    print(inst.container, stray, flush=True)
+    {then}
 
 asyncio.run(main())
 """
 
 
-def _hold_and_kill(image: str, root: Path, kill_watchdog: bool) -> str:
-    """Start a runner that opens a docker instance, SIGKILL it (and its watchdog too, when asked)
-    and return the container's name."""
-    script = HOLDER.format(tests=str(Path(__file__).parent), root=str(root), image=image)
+def _holder(image: str, root: Path, then: str, **popen: Any) -> subprocess.Popen[str]:
+    script = HOLDER.format(tests=str(Path(__file__).parent), root=str(root), image=image, then=then)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(script)], stdout=subprocess.PIPE,
-                              text=True, env=env, start_new_session=not kill_watchdog)
+    return subprocess.Popen([sys.executable, "-c", textwrap.dedent(script)], stdout=subprocess.PIPE,
+                            text=True, env=env, **popen)
+
+
+def _hold_and_kill(image: str, root: Path, kill_watchdog: bool) -> list[str]:
+    """Start a runner that opens a docker instance and starts a stray container of its own,
+    SIGKILL it (and its watchdog too, when asked) and return the two containers' names."""
+    holder = _holder(image, root, "await asyncio.sleep(600)", start_new_session=not kill_watchdog)
     try:
         assert holder.stdout is not None
-        name = holder.stdout.readline().strip()
-        assert name in containers(), name
+        names = holder.stdout.readline().split()
+        assert len(names) == 2 and set(names) <= set(containers()), names
     finally:
         if kill_watchdog:  # the watchdog is in a session of its own: found by its parent
             for pid in subprocess.run(["pgrep", "-P", str(holder.pid)], capture_output=True,
@@ -265,27 +277,38 @@ def _hold_and_kill(image: str, root: Path, kill_watchdog: bool) -> str:
                 os.kill(int(pid), signal.SIGKILL)
         holder.kill()
         holder.wait()
-    return name
+    return names
 
 
-def test_the_container_of_a_sigkilled_runner_is_removed_by_its_watchdog(image: str, tmp_path: Path) -> None:
+def test_the_containers_of_a_sigkilled_runner_are_removed_by_its_watchdog(image: str, tmp_path: Path) -> None:
     root = tmp_path / "roots"
     root.mkdir()
-    name = _hold_and_kill(image, root, kill_watchdog=False)
+    names = _hold_and_kill(image, root, kill_watchdog=False)
     deadline = time.monotonic() + 30
-    while (name in containers() or list(root.iterdir())) and time.monotonic() < deadline:
+    while (set(names) & set(containers()) or list(root.iterdir())) and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert name not in containers() and list(root.iterdir()) == []
+    assert not set(names) & set(containers()) and list(root.iterdir()) == []
 
 
 def test_what_a_runner_and_its_watchdog_both_left_is_removed_by_the_next_sweep(image: str, tmp_path: Path) -> None:
     root = tmp_path / "roots"
     root.mkdir()
-    name = _hold_and_kill(image, root, kill_watchdog=True)
+    names = _hold_and_kill(image, root, kill_watchdog=True)
     time.sleep(1)
-    assert name in containers()  # nobody is left to remove it
+    assert set(names) <= set(containers())  # nobody is left to remove them
     sweep_stale(root)
-    assert name not in containers()
+    assert not set(names) & set(containers())
+    assert list(root.iterdir()) == []
+
+
+def test_a_runner_removes_every_container_labelled_as_its_own_as_it_exits(image: str, tmp_path: Path) -> None:
+    root = tmp_path / "roots"
+    root.mkdir()
+    holder = _holder(image, root, "await inst.close()")
+    out, _ = holder.communicate(timeout=120)
+    assert holder.returncode == 0
+    names = out.split()
+    assert len(names) == 2 and not set(names) & set(containers()), names
     assert list(root.iterdir()) == []
 
 
