@@ -73,7 +73,8 @@ def containers(label: str = LABEL, under: Path | None = None) -> list[str]:
     """Every container (running or not) that carries ``label``; with ``under``, only those whose
     trial folders are there (a run's own, whatever other runs on this machine have going)."""
     cli = find_cli()
-    done = cli.run_sync("ps", "-a", "--filter", f"label={label}", "--format", "{{.Names}}\t{{.Mounts}}")
+    shown = "{{.Names}}\t{{.Mounts}}"
+    done = cli.run_sync("ps", "-a", "--filter", f"label={label}", "--format", shown)
     rows = [line.split("\t", 1) for line in done.stdout.splitlines() if line.strip()]
     return [
         row[0]

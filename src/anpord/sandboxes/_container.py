@@ -14,7 +14,8 @@ is not systemd (podman's systemd manager cannot set the memory and pids caps the
 
 Leftovers: every container and image carries the label ``anpord.sandbox``; a container also names
 its runner (``anpord.owner``: the instance prefix of ``_owner``) and has a note file beside the
-instance folders, which ``sweep_stale`` reads to remove the containers of runners that are gone.
+instance folders, which ``sweep_stale`` reads to remove the containers of runners that are gone
+(and, through the CLI a note names, every other container labelled as such a runner's).
 """
 
 from __future__ import annotations
@@ -289,7 +290,7 @@ def remove_containers(notes: list[str]) -> None:
     ``sweep_stale``: never raises."""
     from ._watchdog import remove_labelled_containers, remove_noted_container
 
-    owners = {}  # the runner's prefix (the name without its random end) -> one of its notes
+    owners: dict[str, str] = {}  # a runner's prefix (a note's name but its random end) -> a note
     for note in notes:
         owners.setdefault(os.path.basename(note).rsplit("-", 1)[0] + "-", note)
     for owner, note in owners.items():  # what they made but no note names (a late start)

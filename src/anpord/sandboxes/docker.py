@@ -386,7 +386,8 @@ def remove_owned(cli: ContainerCLI, owner: str, pid: int | None = None) -> int:
     if pid is not None and pid != os.getpid():
         return 0
     try:
-        found = cli.run_sync("ps", "-a", "-q", "--filter", f"label={OWNER_LABEL}={owner}", timeout=60)
+        mine = f"label={OWNER_LABEL}={owner}"
+        found = cli.run_sync("ps", "-a", "-q", "--filter", mine, timeout=60)
         ids = found.stdout.split() if found.returncode == 0 else []
         if ids:
             cli.run_sync("rm", "-f", "-t", "0", *ids, timeout=120)
