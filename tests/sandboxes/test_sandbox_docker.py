@@ -322,7 +322,7 @@ config = define_eval_config(
 """
 
 
-def test_a_run_puts_every_turn_context_exec_and_the_verifiers_in_the_container(make_project: Any, image: str) -> None:
+def test_a_run_puts_every_turn_context_exec_and_the_verifiers_in_the_container(make_project: Any, image: str, run_root: Path) -> None:
     project = make_project({
         "evals/boxed.eval.py": eval_file("""
             from anpord.verifiers import command
@@ -343,10 +343,10 @@ def test_a_run_puts_every_turn_context_exec_and_the_verifiers_in_the_container(m
             )
         """),
     }, config=RUN_CONFIG.format(image=image))
-    run_ = project.run(timeout=180)
+    run_ = project.run(timeout=180, env={"ANPORD_SANDBOX_TMP": str(run_root)})
     assert run_.code == 0, run_.output
     assert run_.result("boxed")["verdict"] == "passed"
-    assert containers() == []
+    assert containers(under=run_root) == [] and list(run_root.iterdir()) == []
 
 
 def test_files_go_in_and_out_through_the_protocol_inside_the_workspace_and_beyond_it(image: str, tmp_root: Path, tmp_path: Path) -> None:

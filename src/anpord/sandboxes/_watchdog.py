@@ -181,7 +181,10 @@ def _noted_cli(note: str) -> tuple[str, dict[str, str]] | None:
     except OSError:
         return None
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
-    env.update(line.split("=", 1) for line in lines[1:] if "=" in line)
+    for line in lines[1:]:
+        if "=" in line:
+            key, value = line.split("=", 1)
+            env[key] = value
     return (lines[0].strip() if lines else "") or "podman", env
 
 
