@@ -69,8 +69,15 @@ def sandbox_image() -> str:
     return name
 
 
-def containers(label: str = LABEL) -> list[str]:
-    """Every container (running or not) that carries ``label``."""
+def containers(label: str = LABEL, under: Path | None = None) -> list[str]:
+    """Every container (running or not) that carries ``label``; with ``under``, only those whose
+    trial folders are there (a run's own, whatever other runs on this machine have going)."""
     cli = find_cli()
-    done = cli.run_sync("ps", "-a", "--filter", f"label={label}", "--format", "{{.Names}}")
-    return done.stdout.split()
+    shown = "{{.Names}}\t{{.Mounts}}"
+    done = cli.run_sync("ps", "-a", "--filter", f"label={label}", "--format", shown)
+    rows = [line.split("\t", 1) for line in done.stdout.splitlines() if line.strip()]
+    return [
+        row[0]
+        for row in rows
+        if under is None or (len(row) > 1 and f"{os.path.realpath(under)}/" in row[1])
+    ]

@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +24,7 @@ from project_support import eval_file
 from sandbox_support import run, spec
 
 from anpord.sandboxes import SandboxError, sweep_stale
+from anpord.sandboxes._owner import default_tmp_root
 from anpord.sandboxes._bridge import bind_unix
 from anpord.sandboxes._container import LABEL
 from anpord.sandboxes.docker import DockerSandbox
@@ -173,7 +177,17 @@ FILLER = "head -c 64000000 /dev/zero > /tmp/big && echo filled it"
 WORKSPACE_FILLER = "head -c 64000000 /dev/zero > big && echo filled it"
 
 
-def test_caps_bind_in_a_run_each_breach_fails_naming_its_cap_and_the_others_pass(make_project: Any, image: str) -> None:
+@pytest.fixture
+def run_root() -> Iterator[Path]:
+    """A folder of its own for a run's trial folders, where the runner would put them anyway
+    (/dev/shm when it can: a tmpfs, so the size cap is a mount): the run's containers are told
+    from other runs' on this machine by their folders."""
+    root = Path(tempfile.mkdtemp(prefix="runs-", dir=default_tmp_root()))
+    yield root
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def test_caps_bind_in_a_run_each_breach_fails_naming_its_cap_and_the_others_pass(make_project: Any, image: str, run_root: Path) -> None:
     project = make_project({
         "evals/caps.eval.py": eval_file(f"""
             COMMANDS = {{"forker": {FORKER!r}, "hog": {HOG!r}, "filler": {FILLER!r},
@@ -185,7 +199,7 @@ def test_caps_bind_in_a_run_each_breach_fails_naming_its_cap_and_the_others_pass
                 t.check(t.reply, includes("calm"))
         """),
     }, config=CAPS_CONFIG.format(image=image))
-    run_ = project.run(timeout=240)
+    run_ = project.run(timeout=240, env={"ANPORD_SANDBOX_TMP": str(run_root)})
     assert run_.code == 1, run_.output
     got = {row: run_.result(f"caps/{row}") for row in ("forker", "hog", "filler", "workspace", "calm")}
     assert got["calm"]["verdict"] == "passed", got["calm"]
@@ -196,11 +210,8 @@ def test_caps_bind_in_a_run_each_breach_fails_naming_its_cap_and_the_others_pass
         assert got[row]["verdict"] == "failed" and got[row]["error"]["kind"] == "limit", got[row]
         assert reason in got[row]["reason"], got[row]["reason"]
     assert not any(w in run_.output for w in ("forked them all", "allocated them all", "filled it"))
-    left = containers()
-    if left:
-        from anpord.sandboxes._container import find_cli
-        info = find_cli().run_sync("ps", "-a", "--format", "{{.Names}} {{.Status}} {{.Labels}} {{.CreatedAt}}").stdout
-        pytest.fail(f"left {left}: {info}\n{time.time()}\n{run_.output}")
+    assert containers(under=run_root) == [], run_.output
+    assert list(run_root.iterdir()) == []
 
 
 def test_no_usable_container_cli_voids_the_trials_with_one_line(make_project: Any, image: str) -> None:
@@ -225,28 +236,40 @@ HOLDER = """
 import asyncio, sys
 sys.path[:0] = [{tests!r}]
 from sandbox_support import spec
+from anpord.sandboxes._container import LABEL, OWNER_LABEL
+from anpord.sandboxes._owner import instance_prefix
 from anpord.sandboxes.docker import DockerSandbox
 
 async def main():
     inst = await DockerSandbox(tmp_root={root!r}).open(spec(sandbox="docker", image={image!r}))
-    print(inst.container, flush=True)
-    await asyncio.sleep(600)
+    # As a start that finished after its trial was given up on: the runner's label, no note.
+    stray = inst.container + "-late"
+    code, _, err = await inst.cli.run("run", "-d", "--name", stray, "--label", f"{{LABEL}}=1",
+                                      "--label", f"{{OWNER_LABEL}}={{instance_prefix()}}",
+                                      "--entrypoint", "sleep", {image!r}, "infinity")
+    assert code == 0, err
+    print(inst.container, stray, flush=True)
+    {then}
 
 asyncio.run(main())
 """
 
 
-def _hold_and_kill(image: str, root: Path, kill_watchdog: bool) -> str:
-    """Start a runner that opens a docker instance, SIGKILL it (and its watchdog too, when asked)
-    and return the container's name."""
-    script = HOLDER.format(tests=str(Path(__file__).parent), root=str(root), image=image)
+def _holder(image: str, root: Path, then: str, **popen: Any) -> subprocess.Popen[str]:
+    script = HOLDER.format(tests=str(Path(__file__).parent), root=str(root), image=image, then=then)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(script)], stdout=subprocess.PIPE,
-                              text=True, env=env, start_new_session=not kill_watchdog)
+    return subprocess.Popen([sys.executable, "-c", textwrap.dedent(script)], stdout=subprocess.PIPE,
+                            text=True, env=env, **popen)
+
+
+def _hold_and_kill(image: str, root: Path, kill_watchdog: bool) -> list[str]:
+    """Start a runner that opens a docker instance and starts a stray container of its own,
+    SIGKILL it (and its watchdog too, when asked) and return the two containers' names."""
+    holder = _holder(image, root, "await asyncio.sleep(600)", start_new_session=not kill_watchdog)
     try:
         assert holder.stdout is not None
-        name = holder.stdout.readline().strip()
-        assert name in containers(), name
+        names = holder.stdout.readline().split()
+        assert len(names) == 2 and set(names) <= set(containers()), names
     finally:
         if kill_watchdog:  # the watchdog is in a session of its own: found by its parent
             for pid in subprocess.run(["pgrep", "-P", str(holder.pid)], capture_output=True,
@@ -254,27 +277,38 @@ def _hold_and_kill(image: str, root: Path, kill_watchdog: bool) -> str:
                 os.kill(int(pid), signal.SIGKILL)
         holder.kill()
         holder.wait()
-    return name
+    return names
 
 
-def test_the_container_of_a_sigkilled_runner_is_removed_by_its_watchdog(image: str, tmp_path: Path) -> None:
+def test_the_containers_of_a_sigkilled_runner_are_removed_by_its_watchdog(image: str, tmp_path: Path) -> None:
     root = tmp_path / "roots"
     root.mkdir()
-    name = _hold_and_kill(image, root, kill_watchdog=False)
+    names = _hold_and_kill(image, root, kill_watchdog=False)
     deadline = time.monotonic() + 30
-    while (name in containers() or list(root.iterdir())) and time.monotonic() < deadline:
+    while (set(names) & set(containers()) or list(root.iterdir())) and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert name not in containers() and list(root.iterdir()) == []
+    assert not set(names) & set(containers()) and list(root.iterdir()) == []
 
 
 def test_what_a_runner_and_its_watchdog_both_left_is_removed_by_the_next_sweep(image: str, tmp_path: Path) -> None:
     root = tmp_path / "roots"
     root.mkdir()
-    name = _hold_and_kill(image, root, kill_watchdog=True)
+    names = _hold_and_kill(image, root, kill_watchdog=True)
     time.sleep(1)
-    assert name in containers()  # nobody is left to remove it
+    assert set(names) <= set(containers())  # nobody is left to remove them
     sweep_stale(root)
-    assert name not in containers()
+    assert not set(names) & set(containers())
+    assert list(root.iterdir()) == []
+
+
+def test_a_runner_removes_every_container_labelled_as_its_own_as_it_exits(image: str, tmp_path: Path) -> None:
+    root = tmp_path / "roots"
+    root.mkdir()
+    holder = _holder(image, root, "await inst.close()")
+    out, _ = holder.communicate(timeout=120)
+    assert holder.returncode == 0
+    names = out.split()
+    assert len(names) == 2 and not set(names) & set(containers()), names
     assert list(root.iterdir()) == []
 
 
@@ -288,7 +322,7 @@ config = define_eval_config(
 """
 
 
-def test_a_run_puts_every_turn_context_exec_and_the_verifiers_in_the_container(make_project: Any, image: str) -> None:
+def test_a_run_puts_every_turn_context_exec_and_the_verifiers_in_the_container(make_project: Any, image: str, run_root: Path) -> None:
     project = make_project({
         "evals/boxed.eval.py": eval_file("""
             from anpord.verifiers import command
@@ -309,10 +343,10 @@ def test_a_run_puts_every_turn_context_exec_and_the_verifiers_in_the_container(m
             )
         """),
     }, config=RUN_CONFIG.format(image=image))
-    run_ = project.run(timeout=180)
+    run_ = project.run(timeout=180, env={"ANPORD_SANDBOX_TMP": str(run_root)})
     assert run_.code == 0, run_.output
     assert run_.result("boxed")["verdict"] == "passed"
-    assert containers() == []
+    assert containers(under=run_root) == [] and list(run_root.iterdir()) == []
 
 
 def test_files_go_in_and_out_through_the_protocol_inside_the_workspace_and_beyond_it(image: str, tmp_root: Path, tmp_path: Path) -> None:
@@ -425,3 +459,48 @@ def test_an_image_without_bash_is_a_set_up_error_naming_it(tmp_root: Path, tmp_p
         run(body())
     finally:
         _remove_images(name)
+
+
+# The container CLI, but it says in a file when it starts a container (``run``) or looks at one
+# (``inspect``), and then, when told to hold, waits for the test's go.
+HELD_CLI = """#!/bin/bash
+if [ "$1" = {step} ]; then
+  : > {flag}
+  while [ ! -e {go} ]; do sleep 0.05; done
+fi
+exec {real} "$@"
+"""
+
+
+@pytest.mark.parametrize("step", ["run", "inspect"])
+def test_a_trial_cancelled_while_its_container_starts_leaves_no_container(
+    image: str, tmp_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, step: str
+) -> None:
+    from anpord.sandboxes import _container
+
+    real = _container.find_cli()
+    flag, go = tmp_path / "held", tmp_path / "go"
+    held = tmp_path / "held-cli"
+    held.write_text(HELD_CLI.format(step=step, flag=flag, go=go, real=real.path))
+    held.chmod(0o755)
+    monkeypatch.setattr(_container, "_found", [_container.ContainerCLI(str(held), real.podman, real.env)])
+    if step == "run":
+        go.touch()  # the start goes on at once: cancelled once the engine lists the container
+
+    async def body() -> None:
+        opening = asyncio.ensure_future(DockerSandbox(tmp_root=tmp_root).open(spec(sandbox="docker", image=image)))
+        while not opening.done() and (not flag.exists() or not containers(under=tmp_root)):
+            await asyncio.sleep(0.05)
+        assert step == "run" or not opening.done(), opening  # an inspect is held: not done yet
+        go.touch()
+        # Given up on as the engine has made the container: the start's CLI may still be running
+        # (``run``: it starts it now) or be over and the runner looking at it (``inspect``).
+        opening.cancel()
+        try:
+            inst = await opening
+        except asyncio.CancelledError:
+            return
+        await inst.close()  # the start was over and nothing awaited since: it opened in time
+
+    run(body())
+    assert containers(under=tmp_root) == []

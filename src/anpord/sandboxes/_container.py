@@ -14,7 +14,8 @@ is not systemd (podman's systemd manager cannot set the memory and pids caps the
 
 Leftovers: every container and image carries the label ``anpord.sandbox``; a container also names
 its runner (``anpord.owner``: the instance prefix of ``_owner``) and has a note file beside the
-instance folders, which ``sweep_stale`` reads to remove the containers of runners that are gone.
+instance folders, which ``sweep_stale`` reads to remove the containers of runners that are gone
+(and, through the CLI a note names, every other container labelled as such a runner's).
 """
 
 from __future__ import annotations
@@ -97,7 +98,13 @@ class ContainerCLI:
         except BaseException:
             if proc.returncode is None:
                 proc.kill()
-                await proc.wait()
+                # Wait for it even through another cancellation: a caller that removes what a
+                # killed CLI may have made (a container) must look only once the CLI is gone.
+                while proc.returncode is None:
+                    try:
+                        await asyncio.shield(proc.wait())
+                    except asyncio.CancelledError:
+                        continue
             raise
         assert proc.returncode is not None
         return proc.returncode, out, err.decode("utf-8", "replace")
@@ -281,8 +288,13 @@ async def _build(cli: ContainerCLI, dockerfile: Path, tag: str) -> str:
 def remove_containers(notes: list[str]) -> None:
     """Remove the containers named by these note files (see ``_watchdog``), then the notes. For
     ``sweep_stale``: never raises."""
-    from ._watchdog import remove_noted_container
+    from ._watchdog import remove_labelled_containers, remove_noted_container
 
+    owners: dict[str, str] = {}  # a runner's prefix (a note's name but its random end) -> a note
+    for note in notes:
+        owners.setdefault(os.path.basename(note).rsplit("-", 1)[0] + "-", note)
+    for owner, note in owners.items():  # what they made but no note names (a late start)
+        remove_labelled_containers(note, owner)
     for note in notes:
         remove_noted_container(note)
 

@@ -172,24 +172,35 @@ def _empty(parent: int | None, name: str) -> None:
         os.close(fd)
 
 
-def remove_noted_container(note: str) -> None:
-    """Remove the container a docker instance's note file names (the file is
-    ``<instance folder>.container``; its lines: the CLI's path, then ``NAME=value`` settings the
-    CLI needs), then the note. The note stays when the CLI could not be run."""
-    import subprocess
-
+def _noted_cli(note: str) -> tuple[str, dict[str, str]] | None:
+    """The CLI and its settings a docker instance's note names (its lines: the CLI's path, then
+    ``NAME=value`` settings the CLI needs); None when it cannot be read."""
     try:
         with open(note) as f:
             lines = f.read().splitlines()
-        cli = lines[0].strip() if lines else ""
-        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
-        for line in lines[1:]:
-            key, sep, value = line.partition("=")
-            if sep:
-                env[key] = value
-        name = os.path.basename(note)[: -len(".container")]
+    except OSError:
+        return None
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+    for line in lines[1:]:
+        key, sep, value = line.partition("=")
+        if sep:
+            env[key] = value
+    return (lines[0].strip() if lines else "") or "podman", env
+
+
+def remove_noted_container(note: str) -> None:
+    """Remove the container a docker instance's note file names (the file is
+    ``<instance folder>.container``), then the note. The note stays when the CLI could not be run."""
+    import subprocess
+
+    noted = _noted_cli(note)
+    if noted is None:
+        return
+    cli, env = noted
+    name = os.path.basename(note)[: -len(".container")]
+    try:
         done = subprocess.run(
-            [cli or "podman", "rm", "-f", "-t", "0", name],
+            [cli, "rm", "-f", "-t", "0", name],
             env=env,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
@@ -203,6 +214,31 @@ def remove_noted_container(note: str) -> None:
             os.unlink(note)
         except OSError:
             pass
+
+
+def remove_labelled_containers(note: str, owner: str) -> None:
+    """Remove every container labelled as ``owner``'s (``anpord.owner``), through the CLI a note
+    names: what a runner that is gone still had, noted or not (one a start made late)."""
+    import subprocess
+
+    noted = _noted_cli(note)
+    if noted is None:
+        return
+    cli, env = noted
+    try:
+        found = subprocess.run(
+            # The label's name as ``_container.OWNER_LABEL`` (not imported: this runs lean).
+            [cli, "ps", "-a", "-q", "--filter", f"label=anpord.owner={owner}"],
+            env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        ids = found.stdout.split() if found.returncode == 0 else []
+        if ids:
+            subprocess.run(
+                [cli, "rm", "-f", "-t", "0", *ids], env=env, stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120,
+            )  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        pass
 
 
 def main(argv: list[str]) -> int:
@@ -222,8 +258,11 @@ def main(argv: list[str]) -> int:
             names = os.listdir(root)
         except OSError:
             continue
+        notes = [n for n in names if n.startswith(prefix) and n.endswith(".container")]
+        if notes:  # the runner had containers there: all of them go, noted or not
+            remove_labelled_containers(os.path.join(root, notes[0]), prefix)
         for name in names:
-            if name.startswith(prefix) and name.endswith(".container"):
+            if name in notes:
                 remove_noted_container(os.path.join(root, name))
             elif name.startswith(prefix):
                 discard_folder(os.path.join(root, name))

@@ -29,6 +29,7 @@ cgroups and network namespaces reached through ``/proc``); the image needs ``bas
 from __future__ import annotations
 
 import asyncio
+import atexit
 import ctypes
 import io
 import itertools
@@ -141,21 +142,24 @@ class DockerInstance(BaseInstance):
         # The note first: a runner killed while the container starts still has it swept.
         self._note = self.root.with_name(self.root.name + ".container")
         self._note.write_text(note_text(self.cli))
+        _sweep_at_exit(self.cli)
         try:
-            # Generous: an engine under load can take long, and a start killed half-way may
-            # still make the container after the removal below looked for it.
+            # Generous: an engine under load can take long.
             code, _, err = await self.cli.run(*args, timeout=START_TIMEOUT)
-        except BaseException:  # cancelled or the CLI hung: it may have made the container
+            if code != 0:
+                raise SandboxError(
+                    f"the {self.cli.name} sandbox could not start a container of {self.image}: "
+                    f"{_said(err) or f'exit {code}'}"
+                )
+            self.container = name
+            code, out, _ = await self.cli.run("inspect", "--format", "{{.State.Pid}}", name)
+        except BaseException:
+            # Failed, cancelled or hung, before or after the engine made the container: the
+            # start's CLI process has ended (``run`` waits for it), so removing by name now
+            # finds whatever it made. Shielded: a second cancellation must not stop the removal.
+            self.container = None
             await asyncio.shield(self._remove())
             raise
-        if code != 0:
-            await self._remove()
-            raise SandboxError(
-                f"the {self.cli.name} sandbox could not start a container of {self.image}: "
-                f"{_said(err) or f'exit {code}'}"
-            )
-        self.container = name
-        code, out, _ = await self.cli.run("inspect", "--format", "{{.State.Pid}}", name)
         if code == 0 and out.strip().isdigit() and int(out) > 0:
             self._init_pid = int(out)
             self._cgroup = _container_cgroup(self._init_pid, self.memory, self.pids)
@@ -361,6 +365,35 @@ class DockerInstance(BaseInstance):
                 await self._remove()
         finally:
             await super().close()
+
+
+_sweeps: set[tuple[int, str]] = set()  # (pid, CLI path): an end-of-process sweep is registered
+
+
+def _sweep_at_exit(cli: ContainerCLI) -> None:
+    """At this process's exit, remove every container that still carries its owner label: one
+    whose removal a closing event loop cut short, or one a start made after it was given up on.
+    Once per process and CLI; a killed runner's containers are its watchdog's (see _watchdog)."""
+    key = (os.getpid(), cli.path)
+    if key not in _sweeps:
+        _sweeps.add(key)
+        atexit.register(remove_owned, cli, instance_prefix(), os.getpid())
+
+
+def remove_owned(cli: ContainerCLI, owner: str, pid: int | None = None) -> int:
+    """Remove the containers labelled as ``owner``'s; how many there were. Never raises; in a
+    forked child (``pid`` not its own) does nothing: the parent's containers are the parent's."""
+    if pid is not None and pid != os.getpid():
+        return 0
+    try:
+        mine = f"label={OWNER_LABEL}={owner}"
+        found = cli.run_sync("ps", "-a", "-q", "--filter", mine, timeout=60)
+        ids = found.stdout.split() if found.returncode == 0 else []
+        if ids:
+            cli.run_sync("rm", "-f", "-t", "0", *ids, timeout=120)
+    except (OSError, subprocess.SubprocessError):
+        return 0
+    return len(ids)
 
 
 def _said(err: str) -> str:
