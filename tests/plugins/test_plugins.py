@@ -112,7 +112,7 @@ def test_a_spec_the_plugin_refuses_is_one_line_exit_2(make_project: Any, example
      "ModuleNotFoundError: No module named 'no_such_module_anywhere'"),
     (["--harness", "shout:BOT", "--reporter", "talley"], "anpord eval: unknown reporter 'talley': known reporters are broken, tally"),
     (["--harness", "shout:BOT", "--executor", "nope"], "anpord eval: --executor nope: unknown executor 'nope': known executors are local, ray"),
-    (["--harness", "shout:BOT", "--sandbox", "nope"], "anpord eval: unknown sandbox 'nope': known sandboxes are bwrap, local"),
+    (["--harness", "shout:BOT", "--sandbox", "nope"], "anpord eval: unknown sandbox 'nope': known sandboxes are bwrap, docker, local"),
 ])
 def test_a_suite_that_uses_a_broken_or_unknown_plugin_exits_2_with_one_line(
         make_project: Any, example: Path, broken: Path, args: list[str], line: str) -> None:
