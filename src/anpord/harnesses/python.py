@@ -92,19 +92,23 @@ class _DaemonPool:
         )
         self._threads = 0
         self._idle = 0
+        # Work submitted and not yet taken by a worker: one idle worker serves only one of them,
+        # so the pool grows while more is waiting than there are idle workers.
+        self._pending = 0
         self._abandoned: set[concurrent.futures.Future[Any]] = set()
         self._lock = threading.Lock()
 
     def submit(self, fn: Callable[[], Any]) -> concurrent.futures.Future[Any]:
         future: concurrent.futures.Future[Any] = concurrent.futures.Future()
-        self._queue.put((fn, future))
         with self._lock:
+            self._pending += 1
+            self._queue.put((fn, future))
             self._grow()
         return future
 
     def _grow(self) -> None:
         """Start a worker if work may be waiting and no thread is free (call with the lock held)."""
-        if self._idle == 0 and self._threads < self.size and not self._queue.empty():
+        if self._pending > self._idle and self._threads < self.size:
             self._threads += 1
             threading.Thread(target=self._work, daemon=True, name="anpord-sync-agent").start()
 
@@ -139,6 +143,8 @@ class _DaemonPool:
             item = self._queue.get()
             with self._lock:
                 self._idle -= 1
+                if item is not None:
+                    self._pending -= 1
             if item is None:
                 return
             fn, future = item
