@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from ._records import ZDICT, compact, compress, decompress, expand, refs_of, to_json, tree_dict
+from ._snapshot import walk
 
 __all__ = [
     "ARCHIVE_DIR", "Archive", "ArchiveError", "BaseRef", "Tree", "open_archive", "read_archive", "take_base",
@@ -69,25 +70,6 @@ def _digest(data: bytes) -> str:
     # 96 bits, URL-safe base64: collisions are out of reach within a run, and a digest is
     # written several times a trial, so its length is a share of the archive's size.
     return base64.urlsafe_b64encode(hashlib.blake2b(data, digest_size=12).digest()).decode("ascii")
-
-
-def _walk(root: str) -> Iterator[tuple[str, os.stat_result, str]]:
-    stack = [""]
-    while stack:
-        rel_dir = stack.pop()
-        try:
-            entries = list(os.scandir(os.path.join(root, rel_dir) if rel_dir else root))
-        except OSError:
-            continue
-        for entry in entries:
-            rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
-            try:
-                st = entry.stat(follow_symlinks=False)
-            except OSError:
-                continue
-            if stat.S_ISDIR(st.st_mode):
-                stack.append(rel)
-            yield rel, st, entry.path
 
 
 def _read(path: str) -> bytes | None:
@@ -167,7 +149,7 @@ class Archive:
         tree: Tree = {}
         new: dict[str, bytes] = {}
         stats: dict[str, tuple[tuple[int, ...], Entry]] = {}
-        for rel, st, path in _walk(os.fspath(root)):
+        for rel, st, path in walk(os.fspath(root)):
             mode = st.st_mode & 0o7777
             if stat.S_ISDIR(st.st_mode):
                 tree[rel] = ("d", mode)
@@ -398,7 +380,7 @@ class Archive:
                     raise ArchiveError(f"the snapshot is torn: {path} cannot be read back from the archive")
                 contents[entry[2]] = data
         notes: list[str] = []
-        for rel, st, path in list(_walk(dest)):
+        for rel, st, path in list(walk(dest)):
             want = tree.get(rel)
             kind = "d" if stat.S_ISDIR(st.st_mode) else "l" if stat.S_ISLNK(st.st_mode) else "f"
             if want is None or want[0] != kind:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 
 __all__ = ["Snapshot", "changed_paths", "snapshot"]
@@ -29,15 +30,15 @@ def _digest(path: str) -> bytes | None:
         return None
 
 
-def snapshot(root: Path | str) -> Snapshot:
-    """Signatures of every file and link under ``root`` (empty when it does not exist)."""
-    out: Snapshot = {}
-    base = os.fspath(root)
+def walk(root: str, skip_dirs: frozenset[str] = frozenset()) -> Iterator[tuple[str, os.stat_result, str]]:
+    """Every entry under ``root`` (folders too, not followed through links) as ``(relative path,
+    lstat, full path)``; a folder named in ``skip_dirs`` is yielded but not entered. Entries that
+    vanish or cannot be read are left out."""
     stack = [""]
     while stack:
         rel_dir = stack.pop()
         try:
-            entries = list(os.scandir(os.path.join(base, rel_dir) if rel_dir else base))
+            entries = list(os.scandir(os.path.join(root, rel_dir) if rel_dir else root))
         except OSError:
             continue
         for entry in entries:
@@ -46,19 +47,27 @@ def snapshot(root: Path | str) -> Snapshot:
                 st = entry.stat(follow_symlinks=False)
             except OSError:
                 continue
-            if stat.S_ISDIR(st.st_mode):
-                if entry.name not in SKIP_DIRS:
-                    stack.append(rel)
-            elif stat.S_ISLNK(st.st_mode):
-                out[rel] = ("link", os.readlink(entry.path))
-            elif stat.S_ISREG(st.st_mode):
-                mode = st.st_mode & 0o777
-                if st.st_size <= DIGEST_LIMIT:
-                    out[rel] = ("file", st.st_size, mode, _digest(entry.path))
-                else:
-                    out[rel] = ("file", st.st_size, mode, st.st_mtime_ns)
+            if stat.S_ISDIR(st.st_mode) and entry.name not in skip_dirs:
+                stack.append(rel)
+            yield rel, st, entry.path
+
+
+def snapshot(root: Path | str) -> Snapshot:
+    """Signatures of every file and link under ``root`` (empty when it does not exist)."""
+    out: Snapshot = {}
+    for rel, st, path in walk(os.fspath(root), SKIP_DIRS):
+        if stat.S_ISDIR(st.st_mode):
+            continue
+        if stat.S_ISLNK(st.st_mode):
+            out[rel] = ("link", os.readlink(path))
+        elif stat.S_ISREG(st.st_mode):
+            mode = st.st_mode & 0o777
+            if st.st_size <= DIGEST_LIMIT:
+                out[rel] = ("file", st.st_size, mode, _digest(path))
             else:
-                out[rel] = ("other", stat.S_IFMT(st.st_mode))
+                out[rel] = ("file", st.st_size, mode, st.st_mtime_ns)
+        else:
+            out[rel] = ("other", stat.S_IFMT(st.st_mode))
     return out
 
 
