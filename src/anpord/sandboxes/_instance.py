@@ -23,6 +23,7 @@ import time
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..workspace import SourceError
 from ._owner import default_tmp_root, instance_place, instance_prefix, start_watchdog
@@ -48,6 +49,9 @@ from ._size import (
     watch,
 )
 from ._watchdog import discard_folder
+
+if TYPE_CHECKING:
+    from ._cgroup import TrialCgroup
 
 __all__ = [
     "ENV_ALLOWLIST",
@@ -162,6 +166,9 @@ def make_root(tmp_root: Path | None) -> Path:
 class BaseInstance:
     """One trial's sandbox. Subclasses say how a command is started (``_start``) and which
     TMPDIR the program sees (``_tmpdir``)."""
+
+    # The cgroup capping the trial's memory and processes, when the sandbox gives it one.
+    _cgroup: TrialCgroup | None = None
 
     def __init__(self, root: Path, spec: SandboxSpec):
         self.root = root
@@ -349,12 +356,23 @@ class BaseInstance:
         )
 
     async def limit_exceeded(self) -> str | None:
-        """Why the trial broke a limit of its sandbox — ``workspace size limit reached: 1 GiB``
-        — or ``None``. Measures once more, and remembers a breach even when the files are gone
-        since. The runner fails such a trial with this reason."""
+        """Why the trial broke a limit of its sandbox — ``workspace size limit reached: 1 GiB``,
+        or its cgroup's memory or process cap — or ``None``. Measures once more, and remembers a
+        breach even when the files are gone since. The runner fails such a trial with this
+        reason."""
         if self._guard is None or self._closed:
-            return self._guard.message() if self._guard and self._guard.exceeded else None
-        return self._guard.message() if await final_check(self._guard) else None
+            size = self._guard.message() if self._guard and self._guard.exceeded else None
+        else:
+            size = self._guard.message() if await final_check(self._guard) else None
+        if size is not None or self._cgroup is None:
+            return size
+        return self._cgroup.check()
+
+    def _over_cgroup_cap(self) -> None:
+        # A fork bomb held at the pids cap would spin until the timeout: the trial ends now.
+        if not self._closed and self._cgroup is not None:
+            self._tracker.kill_now()
+            self._cgroup.kill()
 
     async def setup_failure(self, proc: asyncio.subprocess.Process, stderr: str = "") -> str | None:
         """Why the sandbox could not start ``proc``'s program, once it has exited; ``None`` when

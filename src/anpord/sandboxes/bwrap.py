@@ -342,18 +342,6 @@ class BwrapInstance(BaseInstance):
         if self._cgroup is not None:
             self._cgroup.watch(self._over_cgroup_cap)
 
-    def _over_cgroup_cap(self) -> None:
-        # A fork bomb held at the pids cap would spin until the timeout: the trial ends now.
-        if not self._closed and self._cgroup is not None:
-            self._tracker.kill_now()
-            self._cgroup.kill()
-
-    async def limit_exceeded(self) -> str | None:
-        size = await super().limit_exceeded()
-        if size is not None or self._cgroup is None:
-            return size
-        return self._cgroup.check()
-
     def _private_tmps(self) -> Callable[[], list[str]] | None:
         return self._running_tmps if self._sized_tmp else None
 

@@ -170,18 +170,6 @@ class DockerInstance(BaseInstance):
         # The container's /tmp (a tmpfs of its own) counts toward the size cap, as under bwrap.
         return lambda: [f"/proc/{self._init_pid}/root/tmp"] if self._init_pid else []
 
-    def _over_cgroup_cap(self) -> None:
-        # A fork bomb held at the pids cap would spin until the timeout: the trial ends now.
-        if not self._closed and self._cgroup is not None:
-            self._tracker.kill_now()
-            self._cgroup.kill()
-
-    async def limit_exceeded(self) -> str | None:
-        size = await super().limit_exceeded()
-        if size is not None or self._cgroup is None:
-            return size
-        return self._cgroup.check()
-
     async def _remove(self) -> None:
         if self._cgroup is not None:
             self._cgroup.stop()
