@@ -19,6 +19,7 @@ from typing import Any
 
 from ..events import MESSAGE_COMPLETED, TURN_COMPLETED, Event, message_text
 from ..harnesses import Emit, Harness, HarnessContext, TurnOutcome, TurnRequest
+from ..harnesses._stand_in import StandIn
 from ._damage import damage, damage_data
 
 __all__ = ["SABOTEURS", "RECORDED", "SPEC_PREFIX", "REFUSAL", "NOISE", "SaboteurHarness", "pick"]
@@ -49,7 +50,7 @@ def pick(options: Sequence[str], seed: int | None, salt: str = "") -> str:
 
 
 @dataclass
-class SaboteurHarness:
+class SaboteurHarness(StandIn):
     """Stands in for ``inner`` (the variant's own harness, or None when it has none).
 
     ``answers`` are the recorded answers ``shuffle`` and ``mutate`` replay, one per turn in
@@ -61,21 +62,6 @@ class SaboteurHarness:
     inner: Harness | None = None
     answers: tuple[str, ...] = ()
     outputs: tuple[Any, ...] = ()
-
-    @property
-    def needs_sandbox(self) -> bool:  # type: ignore[override]
-        # The agent's sandbox opens as it would: the checks look at the same workspace.
-        return bool(getattr(self.inner, "needs_sandbox", False))
-
-    async def setup(self) -> None:
-        """Nothing: the agent is not started, so neither is what it shares across trials."""
-
-    async def teardown(self) -> None:
-        pass
-
-    async def prepare_sandbox(self, ctx: HarnessContext) -> None:
-        if self.inner is not None:
-            await self.inner.prepare_sandbox(ctx)
 
     async def open_session(self, ctx: HarnessContext, session_id: str) -> SaboteurSession:
         return SaboteurSession(self, ctx, session_id)

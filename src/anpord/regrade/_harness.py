@@ -22,6 +22,7 @@ from typing import Any
 
 from ..events import message_text
 from ..harnesses import Emit, Harness, HarnessContext, HarnessStartError, TurnOutcome, TurnRequest
+from ..harnesses._stand_in import StandIn
 from ..results._model import ErrorInfo
 from ._recorded import RecordedTrial, RecordedTurn
 
@@ -38,7 +39,7 @@ def _clip(text: str | None, limit: int = 200) -> str:
 
 
 @dataclass
-class ReplayHarness:
+class ReplayHarness(StandIn):
     """Replays one variant's recorded trials, by case id and trial index. ``archive`` is the
     recorded run's workspace archive (None when it kept none); ``run_id`` names it in reasons."""
 
@@ -49,21 +50,6 @@ class ReplayHarness:
     trials: dict[tuple[str, int], RecordedTrial] = field(default_factory=dict)
     archive: Any = None  # workspace._archive.Archive
     archive_note: str | None = None  # why there is no archive (or what is wrong with it)
-
-    @property
-    def needs_sandbox(self) -> bool:
-        return bool(getattr(self.inner, "needs_sandbox", False))
-
-    async def setup(self) -> None:
-        """Nothing: the agent is not started."""
-
-    async def teardown(self) -> None:
-        pass
-
-    async def prepare_sandbox(self, ctx: HarnessContext) -> None:
-        # The profile's files, as when the agent ran: the workspace's base is the same.
-        if self.inner is not None:
-            await self.inner.prepare_sandbox(ctx)
 
     def case_of(self, ctx: HarnessContext) -> str:
         """The trial's case id: its label is ``case variant #n`` (see ``TrialSpec.label``)."""
