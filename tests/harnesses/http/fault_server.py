@@ -31,6 +31,7 @@ class FaultServer:
     def __init__(self, mode: str = "ok"):
         self.mode = mode
         self.requests: list[tuple[str, str]] = []
+        self.hanging: list[str] = []  # sessions whose hanging turn reached the server
         self.disconnected: list[str] = []  # sessions whose client left a hanging turn
         self._stop = threading.Event()
         self._sessions = 0
@@ -145,6 +146,9 @@ class FaultServer:
         if text == "refuse":
             self._json(h, 500, {"error": "internal_error", "message": "database on fire"})
             return
+        if text == "hang":
+            self._hang(h, sid)
+            return
         self._start_stream(h)
         tool = {"type": "tool.called", "call_id": "c1", "name": "lookup", "input": {"q": text}}
         if text == "truncate":
@@ -166,16 +170,22 @@ class FaultServer:
         elif text == "bad_status":
             self._chunk(h, {**end, "status": "done"})
             h.wfile.write(b"0\r\n\r\n")
-        elif text == "hang":
-            self._chunk(h, {"type": "progress", "n": 1})
-            try:
-                while not self._stop.is_set():
-                    time.sleep(0.05)
-                    self._chunk(h, b"")  # a blank line: nothing, until the client is gone
-            except OSError:
-                with self._lock:
-                    self.disconnected.append(sid)
-            h.close_connection = True
         else:
             self._chunk(h, {**end, "message": f"ok: {text}"})
             h.wfile.write(b"0\r\n\r\n")
+
+    def _hang(self, h: BaseHTTPRequestHandler, sid: str) -> None:
+        # A client that leaves early (a loaded machine can time the trial out before the first
+        # chunk) still counts as leaving: every write here is inside the try.
+        with self._lock:
+            self.hanging.append(sid)
+        try:
+            self._start_stream(h)
+            self._chunk(h, {"type": "progress", "n": 1})
+            while not self._stop.is_set():
+                time.sleep(0.05)
+                self._chunk(h, b"")  # a blank line: nothing, until the client is gone
+        except OSError:
+            with self._lock:
+                self.disconnected.append(sid)
+        h.close_connection = True

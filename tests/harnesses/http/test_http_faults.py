@@ -248,7 +248,11 @@ def test_a_hanging_server_times_out_and_its_request_is_aborted(stream_run: Run, 
     assert line["verdict"] == "timed_out"
     assert line["reason"] == "timed out after 1s"
     # The client hung up on the hanging turn (the server saw its writes fail) and deleted the session.
-    wait_for(lambda: len(faults.disconnected) == 2, what="both hanging turns seeing their client leave")
+    # Both hanging turns normally reach the server; on a loaded machine the 1 s trial can time out
+    # before its turn is sent, but the cancelled one always arrives (it waits for the progress event).
+    assert len(faults.hanging) >= 1
+    wait_for(lambda: sorted(faults.disconnected) == sorted(faults.hanging),
+             what="every hanging turn seeing its client leave")
     deleted = {path.rsplit("/", 1)[1] for method, path in faults.requests if method == "DELETE"}
     assert set(faults.disconnected) <= deleted
 
