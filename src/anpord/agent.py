@@ -93,6 +93,7 @@ class TurnContext(_TurnEvents):
         emit: Callable[[Event], None],
         request_input: Callable[..., Awaitable[Any]],
         mocks: Mapping[str, Any] | None = None,
+        model_proxy: Any = None,
     ):
         self.input = input
         self.messages = messages
@@ -101,6 +102,9 @@ class TurnContext(_TurnEvents):
         self.workspace = workspace
         # The trial's mocks by name: ``.url`` (HTTP), ``.mcp_server`` (MCP), ``.path`` (CLI).
         self.mocks: Mapping[str, Any] = mocks or {}
+        # The trial's model proxy (Variant(model_proxy=True)), else None: ``.base_url(provider)``
+        # and ``.api_key(provider)`` for an SDK, ``.url``, ``.env`` for a program it starts.
+        self.model_proxy: Any = model_proxy
         self._emit = emit
         self._request_input = request_input
 
@@ -161,6 +165,7 @@ class SyncTurnContext(_TurnEvents):
         self.model = inner.model
         self.workspace = inner.workspace
         self.mocks = inner.mocks
+        self.model_proxy = inner.model_proxy
 
     def _check(self) -> None:
         if self.cancelled:

@@ -208,18 +208,12 @@ class OpenAIHarness:
         proxy = ctx.extra.get("model_proxy")
         if proxy is None:
             return OpenAISession(ctx, session_id, resolved)
-        # Variant(model_proxy=True): this trial's calls go to its proxy, which forwards them.
+        # Variant(model_proxy=True): this trial's calls go to its own proxy address, which
+        # forwards them, over the variant's connection pool (the proxy server is the run's one).
         from dataclasses import replace
 
-        from ..models._client import ChatClient
-
-        c = resolved.client
-        client = ChatClient(proxy.base_url("openai"), api_key_env=c.api_key_env,
-                            env={c.api_key_env: proxy.env.get("OPENAI_API_KEY", "anpord-proxy")},
-                            timeout=c.timeout, max_connections=c.max_connections, retry=c.retry, cache=c.cache)
-        session = OpenAISession(ctx, session_id, replace(resolved, client=client))
-        session.own_client = client
-        return session
+        client = resolved.client.via(proxy.base_url("openai"), proxy.api_key("openai"))
+        return OpenAISession(ctx, session_id, replace(resolved, client=client))
 
 
 def _cache_scope(ctx: HarnessContext) -> CacheScope | None:
@@ -242,7 +236,6 @@ class OpenAISession:
         # The conversation as the model sees it (tool calls and results included), no system prompt.
         self.messages: list[dict[str, Any]] = []
         self._scope: asyncio.Timeout | None = None
-        self.own_client: ChatClient | None = None  # the trial's own, to its model proxy
 
     async def run_turn(self, request: TurnRequest, emit: Emit) -> TurnOutcome:
         from ..models import ModelError, run_tool_loop, user_message
@@ -297,8 +290,6 @@ class OpenAISession:
 
     async def close(self) -> None:
         await self.cancel()  # the drive cancels a running turn first; this is a safety net
-        if self.own_client is not None:
-            await self.own_client.close()
 
 
 _prewarming: threading.Thread | None = None

@@ -292,6 +292,7 @@ class PythonSession:
                 emit=self._route,
                 request_input=self._request_input,
                 mocks=self.ctx.extra.get("mocks"),
+                model_proxy=self.ctx.extra.get("model_proxy"),
             )
             self._task = asyncio.ensure_future(self._guarded(turn))
         return await self._settle()

@@ -10,6 +10,7 @@ aiohttp is imported on first request, never at import time: the CLI starts witho
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 import os
 import weakref
@@ -132,9 +133,25 @@ class ChatClient:
         self.retry = retry or RetryPolicy()
         self.cache = cache
         self.prices = dict(prices or {})
+        self._borrowed = False
         self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState] = (
             weakref.WeakKeyDictionary()
         )
+
+    def via(self, base_url: str, api_key: str | None) -> ChatClient:
+        """This client's settings and connection pool, its requests sent to ``base_url`` with
+        ``api_key`` instead (a model proxy's per-trial address and stand-in key): a trial's
+        client costs no session and no connection of its own. Closing it leaves the pool open;
+        closing this client closes the pool."""
+        other = copy.copy(self)  # shares _loops: the same session and slots on each loop
+        other.base_url = base_url.rstrip("/")
+        other.host = urlsplit(base_url).netloc
+        other._headers = {k: v for k, v in self._headers.items() if k != "Authorization"}
+        if api_key:
+            other._headers["Authorization"] = f"Bearer {api_key}"
+        other.has_key = bool(api_key)
+        other._borrowed = True
+        return other
 
     def __repr__(self) -> str:  # never shows the key
         return f"ChatClient({self.base_url!r}, max_connections={self.max_connections})"
@@ -167,6 +184,8 @@ class ChatClient:
 
     async def close(self) -> None:
         """Close this event loop's session (its connections). The client can be used again after."""
+        if self._borrowed:
+            return  # the pool is the client's it came from (via)
         state = self._loops.pop(asyncio.get_running_loop(), None)
         if state is not None and state.closer is not None:
             await state.closer.aclose()  # type: ignore[attr-defined]

@@ -135,17 +135,22 @@ def cost_of(
 
 
 def token_cost(
-    model: Any, input_tokens: Any, output_tokens: Any, cached_input_tokens: Any = None
+    model: Any,
+    input_tokens: Any,
+    output_tokens: Any,
+    cached_input_tokens: Any = None,
+    overrides: Mapping[str, Price] | None = None,
 ) -> float | None:
     """The price of one call from its token counts as a provider or a span reported them (ints,
     or digit strings), rounded to 1e-10 dollars; ``None`` when the model or a count is unknown.
-    Shared by the trace mapping and the model proxy so both price a call alike."""
+    Shared by the trace mapping and the model proxy so both price a call alike; ``overrides``
+    (a variant's ``options["pricing"]``) come first."""
     if not isinstance(model, str):
         return None
     counts = [_count(v) for v in (input_tokens, output_tokens, cached_input_tokens)]
     if counts[0] is None or counts[1] is None:
         return None
-    price = price_for(model)
+    price = price_for(model, overrides)
     if price is None:
         return None
     cost = price.cost(Usage(counts[0], counts[1], counts[2]))

@@ -1,15 +1,17 @@
 """The model proxy: each trial's own endpoint for the agent's model calls (docs/model-proxy.md).
 
-``Variant(model_proxy=True)`` (the default for the coding-agent harnesses) starts one per trial;
-the agent's model variables point at it, its real credentials stay here, and each call is a
-``model.called`` event. ``--replay RUN`` answers from a run's recorded calls instead.
+``Variant(model_proxy=True)`` (the default for the coding-agent harnesses) gives each trial its
+own address on the run's one proxy server (``_server``); the agent's model variables point at it,
+its real credentials stay here, and each call is a ``model.called`` event. ``--replay RUN``
+answers from a run's recorded calls instead.
 """
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
-__all__ = ["PROXIED_HARNESSES", "coding_cli", "wants_proxy"]
+__all__ = ["PROXIED_HARNESSES", "close_shared_server", "coding_cli", "hold_shared_server", "wants_proxy"]
 
 # Harnesses whose trials get a proxy unless the variant says model_proxy=False.
 PROXIED_HARNESSES = frozenset({"claude", "codex", "gemini", "opencode"})
@@ -27,3 +29,19 @@ def coding_cli(variant: Any) -> str | None:
     (``_clis``), so the proxy's variables are not given to every program of the trial."""
     name = (getattr(variant, "harness", None) or "").partition(":")[0]
     return name if name in PROXIED_HARNESSES else None
+
+
+def hold_shared_server() -> None:
+    """A run starts on the running loop: the proxy server its first proxied trial starts stays
+    open between trials until ``close_shared_server()``."""
+    from ._server import hold_shared
+
+    hold_shared()
+
+
+async def close_shared_server() -> None:
+    """The run has ended: the loop's proxy server closes (if one was ever started)."""
+    if "anpord.proxy._server" in sys.modules:  # nothing to close when no trial was proxied
+        from ._server import close_shared
+
+        await close_shared()

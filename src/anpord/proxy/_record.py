@@ -46,9 +46,11 @@ def _clip(text: str) -> tuple[str, bool]:
 
 def call_record(route: Route, method: str, path: str, body: bytes, key: str, status: int, answer: bytes,
                 content_type: str | None, *, latency: float, first_byte: float | None, error: str | None,
-                redact: Callable[..., Any] | Any, upstream: str | None) -> dict[str, Any]:
-    """The ``model.called`` data of one call: provider, model, usage and cost, latency, status, and
-    the request and the answer (redacted of the credentials the proxy holds)."""
+                redact: Callable[..., Any] | Any, upstream: str | None,
+                prices: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The ``model.called`` data of one call: provider, model, usage and cost (``prices``, the
+    variant's own, before the price table), latency, status, and the request and the answer
+    (redacted of the credentials the proxy holds)."""
     request = _decoded(body)
     streamed = bool(isinstance(request, dict) and request.get("stream")) or "stream" in path.lower() \
         or "event-stream" in (content_type or "")
@@ -70,7 +72,7 @@ def call_record(route: Route, method: str, path: str, body: bytes, key: str, sta
         from ..models._pricing import token_cost
 
         cost = token_cost(model, usage.get("input_tokens"), usage.get("output_tokens"),
-                          usage.get("cached_input_tokens"))
+                          usage.get("cached_input_tokens"), prices)
     kept, cut = _clip(text)
     data: dict[str, Any] = {
         "source": "proxy", "provider": route.provider, "operation": route.operation, "model": model,

@@ -88,8 +88,10 @@ class LocalExecutor:
 
     async def _tear_down(self) -> None:
         from ..judges import close_clients
+        from ._services import close_run_services
 
         await close_clients()  # the judge clients' connections, shared by every trial here
+        await close_run_services()  # the model proxy's server, likewise
         for spec, setup in self._setups.items():
             if not setup.done():
                 setup.cancel()
@@ -133,6 +135,9 @@ class LocalExecutor:
 
     def _env(self, on_log: Callable[[TrialSpec, str], None],
              on_spend: Callable[[TrialSpec, float], None] | None = None) -> TrialEnv:
+        from ._services import hold_run_services
+
+        hold_run_services()  # the trials' shared services stay open until _tear_down
         open_sandbox, sandbox_closed = self._sandbox_env()
         env = TrialEnv(
             open_sandbox=open_sandbox,  # type: ignore[arg-type]

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from ..authoring._config import Variant
     from ..assertions import TrialLog
 
-__all__ = ["ServiceContext", "TrialService", "TrialServices", "deliver"]
+__all__ = ["ServiceContext", "TrialService", "TrialServices", "close_run_services", "deliver", "hold_run_services"]
 
 
 def deliver(state: TrialLog | None, event: Event, early: list[Event]) -> None:
@@ -34,6 +34,21 @@ def deliver(state: TrialLog | None, event: Event, early: list[Event]) -> None:
         early.append(event)
     else:
         state.record_arrival(event)
+
+
+def hold_run_services() -> None:
+    """A run (or a worker) starts on the running loop: what its trials share — the model proxy's
+    server — stays open between trials once started, until ``close_run_services()``."""
+    from ..proxy import hold_shared_server
+
+    hold_shared_server()
+
+
+async def close_run_services() -> None:
+    """The run has ended: close what its trials shared."""
+    from ..proxy import close_shared_server
+
+    await close_shared_server()
 
 
 def _wanted(variant: Variant, mocks: tuple[Any, ...] = ()) -> list[TrialService]:
