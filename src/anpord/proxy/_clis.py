@@ -12,14 +12,18 @@ endpoint; a sign-in the proxy cannot carry (Bedrock, Vertex AI) is left as it is
 - Gemini CLI: ``GOOGLE_GEMINI_BASE_URL`` and ``GEMINI_API_KEY`` as a stand-in, with the API-key
   sign-in chosen in ``~/.gemini/settings.json`` when none is (the variable alone makes it pick
   one it refuses); not with ``GOOGLE_GENAI_USE_VERTEXAI``;
-- OpenCode: nothing (its providers' endpoints live in its own configuration): its calls go
-  straight to them.
+- OpenCode: its built-in ``anthropic``, ``openai`` and ``google`` providers' ``options.baseURL``
+  in ``OPENCODE_CONFIG_CONTENT`` (its inline configuration, merged over every file's; one the
+  trial already has is kept, with ours added), and ``ANTHROPIC_API_KEY`` / ``OPENAI_API_KEY`` /
+  ``GOOGLE_GENERATIVE_AI_API_KEY`` / ``GEMINI_API_KEY`` as stand-ins. A provider whose
+  ``baseURL`` the trial's own configuration sets (a gateway, a local server, a provider of your
+  own) keeps its endpoint and key: its calls go straight there.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -37,8 +41,10 @@ def _stand_ins(proxy: Any, names: tuple[str, ...]) -> dict[str, str]:
     return {n: proxy.env[n] for n in names if n in proxy.env}
 
 
-def for_cli(cli: str, proxy: Any, env: Mapping[str, str], home: Path) -> tuple[dict[str, str], tuple[str, ...]]:
-    """``(variables to set, arguments to add)`` pointing ``cli`` at ``proxy`` for one turn."""
+def for_cli(cli: str, proxy: Any, env: Mapping[str, str], home: Path,
+            own_endpoints: Collection[str] = ()) -> tuple[dict[str, str], tuple[str, ...]]:
+    """``(variables to set, arguments to add)`` pointing ``cli`` at ``proxy`` for one turn;
+    ``own_endpoints``: the providers whose endpoint the CLI's own configuration files set."""
     if cli == "claude":
         if _truthy(env.get("CLAUDE_CODE_USE_BEDROCK")) or _truthy(env.get("CLAUDE_CODE_USE_VERTEX")):
             return {}, ()
@@ -52,7 +58,49 @@ def for_cli(cli: str, proxy: Any, env: Mapping[str, str], home: Path) -> tuple[d
             return {}, ()
         _choose_api_key_sign_in(home)
         return {"GOOGLE_GEMINI_BASE_URL": proxy.base_url("gemini"), **_stand_ins(proxy, ("GEMINI_API_KEY",))}, ()
+    if cli == "opencode":
+        return _opencode(proxy, env, own_endpoints), ()
     return {}, ()
+
+
+# OpenCode's built-in providers the proxy speaks for: the provider id, the proxy's base URL for it
+# (OpenCode's SDKs take the URL their paths follow: Anthropic's and OpenAI's end in /v1, Google's
+# in /v1beta), and the variables it signs in with.
+_OPENCODE_PROVIDERS = (
+    ("anthropic", "anthropic", "/v1", ("ANTHROPIC_API_KEY",)),
+    ("openai", "openai", "", ("OPENAI_API_KEY",)),
+    ("google", "gemini", "/v1beta", ("GOOGLE_GENERATIVE_AI_API_KEY", "GEMINI_API_KEY")),
+)
+
+
+def _opencode(proxy: Any, env: Mapping[str, str], own_endpoints: Collection[str]) -> dict[str, str]:
+    inline: dict[str, Any] = {}
+    raw = env.get("OPENCODE_CONFIG_CONTENT")
+    if raw:
+        try:
+            parsed = json.loads(raw)
+        except ValueError:
+            return {}  # an inline configuration we cannot read: left to the CLI, as it is
+        if not isinstance(parsed, dict):
+            return {}
+        inline = parsed
+    providers = inline.setdefault("provider", {}) if isinstance(inline.get("provider", {}), dict) else None
+    if providers is None:
+        return {}
+    own = set(own_endpoints) | {name for name, entry in providers.items()
+                                if isinstance(entry, dict) and isinstance(entry.get("options"), dict)
+                                and entry["options"].get("baseURL")}
+    out: dict[str, str] = {}
+    for provider, api, suffix, keys in _OPENCODE_PROVIDERS:
+        if provider in own:
+            continue  # the trial's own endpoint for it: not ours to change
+        entry = providers.setdefault(provider, {})
+        if not isinstance(entry, dict) or not isinstance(entry.setdefault("options", {}), dict):
+            continue
+        entry["options"]["baseURL"] = proxy.base_url(api) + suffix
+        out.update(_stand_ins(proxy, keys))
+    out["OPENCODE_CONFIG_CONTENT"] = json.dumps(inline)
+    return out
 
 
 def _choose_api_key_sign_in(home: Path) -> None:

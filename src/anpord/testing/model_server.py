@@ -497,7 +497,7 @@ class ModelServer:
     @property
     def requests(self) -> list[dict[str, Any]]:
         """The bodies received (decoded JSON), oldest first, each with ``_path`` and ``_headers``
-        (the Authorization header, when one was sent)."""
+        (the Authorization and x-api-key headers, when sent)."""
         with self._lock:
             return list(self._requests)
 
@@ -597,9 +597,12 @@ class ModelServer:
         if self.record:
             entry = dict(body)
             entry["_path"] = path
-            entry["_headers"] = (
-                {"Authorization": headers["authorization"]} if "authorization" in headers else {}
-            )
+            # The key as each API sends it: OpenAI's Authorization, Anthropic's x-api-key.
+            entry["_headers"] = {
+                name: headers[name.lower()]
+                for name in ("Authorization", "x-api-key")
+                if name.lower() in headers
+            }
             entry["_received"] = time.monotonic()
             entry["_caller"] = caller
             conn.entry = entry

@@ -28,6 +28,7 @@ from .gemini import GEMINI, GeminiStreamParser, gemini_command
 from .opencode import (
     OPENCODE,
     OpenCodeStreamParser,
+    configured_base_urls,
     opencode_command,
     provider_keys,
     provider_sign_in,
@@ -73,6 +74,9 @@ class CodingCli:
     # sign_in(model, home, workspace): what signs it in for this model, when that depends on the
     # model; None: any one of ``info.credentials`` (or a stored sign-in) does.
     sign_in: Callable[[str | None, Path, Path], SignIn] | None = None
+    # own_endpoints(home, workspace): the providers whose endpoint the CLI's own configuration
+    # sets, which the model proxy leaves alone; None: the CLI has no such configuration.
+    own_endpoints: Callable[[Path, Path], set[str]] | None = None
 
     @property
     def name(self) -> str:
@@ -85,7 +89,8 @@ CODING_CLIS: dict[str, CodingCli] = {
         CodingCli(CLAUDE, ClaudeStreamParser, claude_command),
         CodingCli(CODEX, CodexStreamParser, codex_command, codex_credentials),
         CodingCli(GEMINI, GeminiStreamParser, gemini_command),
-        CodingCli(OPENCODE, OpenCodeStreamParser, opencode_command, sign_in=provider_sign_in),
+        CodingCli(OPENCODE, OpenCodeStreamParser, opencode_command, sign_in=provider_sign_in,
+                  own_endpoints=configured_base_urls),
     )
 }
 

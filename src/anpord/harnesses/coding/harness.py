@@ -414,7 +414,8 @@ class CodingSession(ProgramSession):
             from ...proxy._clis import for_cli
 
             # Wins over a profile's or the variant's endpoint: that is what the proxy forwards to.
-            added, more = for_cli(self.cli.name, proxy, env, self.sandbox.home)
+            own = self.cli.own_endpoints(self.sandbox.home, self.sandbox.workspace) if self.cli.own_endpoints else set()
+            added, more = for_cli(self.cli.name, proxy, env, self.sandbox.home, own)
             env, args = {**env, **added}, (*more, *args)
         at = _ARGS_AT.get(self.cli.name, 1)
         argv = [*invocation.argv[:at], *args, *invocation.argv[at:]]

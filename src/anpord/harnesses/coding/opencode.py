@@ -43,6 +43,7 @@ from ._usage import usage_event
 __all__ = [
     "OPENCODE",
     "OpenCodeStreamParser",
+    "configured_base_urls",
     "opencode_command",
     "provider_keys",
     "provider_sign_in",
@@ -254,6 +255,18 @@ def provider_sign_in(model: str | None, home: Path, workspace: Path) -> SignIn:
     if provider in _stored(home):
         return SignIn(about, (), signed_in=True)
     return SignIn(about, tuple((k,) for k in provider_keys(model)))
+
+
+def configured_base_urls(home: Path, workspace: Path) -> set[str]:
+    """The providers whose ``options.baseURL`` the trial's own ``opencode.json`` files set (the
+    model proxy leaves those endpoints alone)."""
+    roots = {"home": home, "workspace": workspace}
+    found: set[str] = set()
+    for config in (_read_json(roots[key] / rel) for key, rel in CONFIG_FILES):
+        for name, entry in as_dict(config.get("provider")).items():
+            if as_dict(as_dict(entry).get("options")).get("baseURL"):
+                found.add(name)
+    return found
 
 
 def _configured(provider: str, home: Path, workspace: Path) -> dict[str, Any] | None:

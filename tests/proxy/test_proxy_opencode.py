@@ -1,0 +1,130 @@
+"""OpenCode itself (from npm, pinned) under bwrap with the network closed, its model a scripted
+server on the host's loopback, reached only through the trial's model proxy: OpenCode's
+``anthropic`` provider is pointed at the proxy through its inline configuration
+(``OPENCODE_CONFIG_CONTENT``), the CLI holds a stand-in key, the server gets the real one, each
+model call is a ``model.called`` event, and the trial's tokens are OpenCode's own report."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from project_support import eval_file
+
+from anpord.testing.model_server import ModelServer, rule, text, tool_call
+
+VERSION = "1.18.33"
+KEY = "sk-ant-opencode-e2e-real-0123456789abcdef"
+
+
+def opencode() -> Path:
+    """The pinned OpenCode, installed from npm into a cache folder on first use (one installer at
+    a time; into a temporary folder renamed in place). Its platform binary is run directly: a
+    program of its own, no node launcher."""
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "anpord-tests"
+    target = cache / f"opencode-{VERSION}"
+    binary = target / "node_modules" / "opencode-linux-x64" / "bin" / "opencode"
+    if binary.exists():
+        return binary
+    cache.mkdir(parents=True, exist_ok=True)
+    with open(cache / ".opencode.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not binary.exists():
+            partial = cache / f".opencode-{VERSION}.partial"
+            shutil.rmtree(partial, ignore_errors=True)
+            done = subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--prefix", str(partial),
+                                   f"opencode-ai@{VERSION}"],
+                                  capture_output=True, text=True, timeout=900, check=False)
+            assert done.returncode == 0, f"npm install failed:\n{done.stdout}\n{done.stderr}"
+            partial.rename(target)
+    assert binary.exists(), f"{binary} missing after npm install"
+    return binary
+
+
+CASE = eval_file('''
+    @define_eval(source=files({"README.md": "a repo\\n"}))
+    async def notes(t):
+        turn = await t.send("write the notes file")
+        t.succeeded()
+        t.check(turn.message, equals("Done: notes written.")).label("answer")
+        t.called_tool("bash").label("ran bash")
+        t.check((t.workspace / "notes.txt").read_text(), equals("hi\\n")).label("notes.txt")
+''')
+
+
+def _config(binary: Path, server_root: str, sandbox: str) -> str:
+    folder = str(binary.parents[1])
+    return ("from anpord import Variant, define_eval_config\n"
+            "config = define_eval_config(timeout=150, variants=[Variant(name='oc', harness='opencode', "
+            f"model='anthropic/claude-sonnet-4-5', sandbox={sandbox!r}, mounts=[{folder!r}], "
+            f"options={{'executable': {str(binary.resolve())!r}}}, secrets=['ANTHROPIC_API_KEY'], "
+            f"env={{'ANTHROPIC_BASE_URL': {server_root!r}, 'OPENCODE_DISABLE_MODELS_FETCH': '1'}})])\n")
+
+
+def _events(run: Any, case: str, kind: str) -> list[dict[str, Any]]:
+    reading = run.reading()
+    return [e.data for e in reading.events(reading.trial(case)) if e.type == kind]
+
+
+def test_opencode_talks_to_its_model_through_the_proxy(make_project: Any) -> None:
+    binary = opencode()
+    rules = [rule("notes", tool_call("bash", {"command": "echo hi > notes.txt", "description": "write notes"}),
+                  text("Done: notes written.")),
+             rule(None, text("Notes"))]  # anything else OpenCode asks (a title for the session)
+    with ModelServer(rules) as server:
+        root = server.url.removesuffix("/v1")
+        project = make_project({"evals/notes.eval.py": CASE}, config=_config(binary, root, "bwrap"))
+        run = project.run("--json", timeout=300, env={"ANTHROPIC_API_KEY": KEY})
+        line = run.result("notes")
+        assert line["verdict"] == "passed", (line["reason"], line["assertions"], run.trial("notes")["logs"])
+        asked = [r for r in server.requests if r["_path"] == "/v1/messages"]
+        keys = {r["_headers"].get("x-api-key") for r in asked}
+    # Every call reached the server through the proxy, with the real key (OpenCode held a stand-in).
+    assert len(asked) >= 2 and keys == {KEY}, keys
+    calls = [c for c in _events(run, "notes", "model.called") if c["operation"] == "messages"]
+    assert len(calls) == len(asked)
+    assert all((c["source"], c["provider"], c["status"]) == ("proxy", "anthropic", "completed") for c in calls)
+    assert {c["path"] for c in calls} == {"/v1/messages"} and all(c["upstream"] == root for c in calls)
+    assert "claude-sonnet-4-5" in {c["model"] for c in calls}
+    # The trial's tokens are OpenCode's own step_finish report, not that plus the proxy's.
+    reported = sum(u.get("input_tokens") or 0 for u in _events(run, "notes", "usage"))
+    assert reported and line["usage"]["input_tokens"] == reported
+    for path in run.run_dir.rglob("*"):
+        if path.is_file():
+            assert KEY not in path.read_text(errors="replace"), path
+
+
+def test_a_provider_endpoint_of_the_trials_own_is_left_alone(tmp_path: Path) -> None:
+    from anpord.harnesses.coding.opencode import configured_base_urls
+    from anpord.proxy._clis import for_cli
+    from anpord.proxy._service import ProxyHandle
+
+    url = "http://127.0.0.1:9/trial/abc"
+    proxy = ProxyHandle(url, {"ANTHROPIC_API_KEY": "anpord-proxy-a", "OPENAI_API_KEY": "anpord-proxy-o"})
+    home, workspace = tmp_path / "home", tmp_path / "ws"
+    (home / ".config" / "opencode").mkdir(parents=True)
+    workspace.mkdir()
+    # The workspace's opencode.json sends openai to a gateway of its own (JSONC, as OpenCode reads it).
+    (workspace / "opencode.json").write_text('{\n  // ours\n  "provider": {"openai": {"options": '
+                                             '{"baseURL": "http://gateway.invalid/v1"}}},\n}\n')
+    inline = json.dumps({"provider": {"google": {"options": {"baseURL": "http://other.invalid"}}}, "theme": "x"})
+    own = configured_base_urls(home, workspace)
+    assert own == {"openai"}
+    env, args = for_cli("opencode", proxy, {"OPENCODE_CONFIG_CONTENT": inline}, home, own)
+    assert args == ()
+    config = json.loads(env["OPENCODE_CONFIG_CONTENT"])
+    assert config["theme"] == "x"  # the trial's own inline configuration is kept
+    assert config["provider"]["anthropic"]["options"]["baseURL"] == f"{url}/v1"
+    assert "openai" not in config["provider"]  # its gateway: not ours to change, and no stand-in sent
+    assert config["provider"]["google"]["options"]["baseURL"] == "http://other.invalid"
+    assert env["ANTHROPIC_API_KEY"] == "anpord-proxy-a" and "OPENAI_API_KEY" not in env
+    # Nothing of the trial's own: every built-in provider goes to the proxy.
+    env, _ = for_cli("opencode", proxy, {}, home, set())
+    providers = json.loads(env["OPENCODE_CONFIG_CONTENT"])["provider"]
+    assert {k: v["options"]["baseURL"] for k, v in providers.items()} == {
+        "anthropic": f"{url}/v1", "openai": f"{url}/v1", "google": f"{url}/v1beta"}
