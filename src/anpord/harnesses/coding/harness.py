@@ -14,7 +14,9 @@ Spec: the CLI's name, or ``name:/path/to/binary`` to run another copy. Variant o
   project folder);
 - ``args``: extra arguments, put right after the CLI's own flags (``["--max-turns", "20"]``);
 - ``system_prompt``: text added after the profile's system prompt;
-- ``check_credentials``: ``False`` skips the sign-in check (a local model, a custom gateway).
+- ``check_credentials``: ``False`` skips the sign-in check (a local model, a custom gateway);
+- ``pricing``: prices for the model proxy's calls and the trial's limits, as the ``openai:``
+  harness takes them (read by the proxy and the limit watcher, not by the CLI).
 
 The variant's profile (``_profile``) is applied once per trial, before the first turn.
 """
@@ -69,7 +71,7 @@ __all__ = [
 PROCESS_EXITED = "process.exited"
 # The trial's profile: {name, hash, files, install: [{command, exit_code, duration}]}.
 PROFILE_APPLIED = "profile.applied"
-OPTIONS = ("args", "check_credentials", "executable", "system_prompt")
+OPTIONS = ("args", "check_credentials", "executable", "pricing", "system_prompt")
 # Where extra ``args`` go: after the executable, or after its subcommand.
 _ARGS_AT = {"codex": 2, "opencode": 2}
 _SHOWN_ARG = 200  # a longer argument (a system prompt) is shown by its length in process.exited
