@@ -42,5 +42,12 @@ def test_gemini_gets_the_api_key_sign_in_chosen_unless_one_is(tmp_path: Path) ->
     assert for_cli("gemini", ProxyHandle(URL, {}), {}, tmp_path / "other") == ({}, ())
 
 
-def test_opencode_is_left_direct(tmp_path: Path) -> None:
-    assert for_cli("opencode", PROXY, {}, tmp_path) == ({}, ())
+def test_opencode_gets_its_providers_moved_by_its_inline_configuration(tmp_path: Path) -> None:
+    env, args = for_cli("opencode", PROXY, {}, tmp_path)
+    assert args == ()
+    providers = json.loads(env.pop("OPENCODE_CONFIG_CONTENT"))["provider"]
+    assert providers["anthropic"] == {"options": {"baseURL": f"{URL}/v1"}}
+    assert env == {"ANTHROPIC_API_KEY": "anpord-proxy-a", "OPENAI_API_KEY": "anpord-proxy-o",
+                   "GEMINI_API_KEY": "anpord-proxy-g"}
+    # An inline configuration that is not JSON: left to the CLI, as it is.
+    assert for_cli("opencode", PROXY, {"OPENCODE_CONFIG_CONTENT": "{nope"}, tmp_path) == ({}, ())
