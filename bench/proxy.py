@@ -12,9 +12,11 @@ Figures (printed, not asserted), each against a scripted model server in a separ
    p99 of each and the median difference. Target: ≤ 2 ms added.
 2. **W1 with vs without the proxy**: ``anpord eval`` (a subprocess) of ``--cases`` single-turn
    cases through the ``openai:`` harness, the server answering after ``--latency`` seconds,
-   ``max_concurrency=--concurrency``; the same run with ``model_proxy=True`` on the variant (each
-   trial its own proxy, its own client, every call recorded). Best wall of ``--repeats`` runs each,
-   interleaved. Target: ≤ 10% more.
+   ``max_concurrency=--concurrency``; the same run with ``model_proxy=True`` on the variant (the
+   run's one proxy server, each trial its own address and stand-in on it, every call recorded).
+   Best wall of ``--repeats`` runs each, and the CPU seconds of each run (user + sys): W1 is
+   CPU-bound at C=100, so the CPU the proxy adds per call is what its wall time shows.
+   Interleaved. Target: ≤ 10% more.
 """
 
 from __future__ import annotations
