@@ -129,7 +129,7 @@ def test_a_cli_that_cannot_run_makes_its_trials_void_with_the_reason(tmp_path: P
         "Gemini CLI has no credential: set GEMINI_API_KEY (or GOOGLE_API_KEY + GOOGLE_GENAI_USE_VERTEXAI, ")
     assert "declare it with Variant(secrets=['GEMINI_API_KEY'])" in reason
     assert got["bad-option"] == ("void", ("the codex harness has no option 'sandbox_mode'; its options are "
-                                         "args, check_credentials, executable, system_prompt"))
+                                         "args, check_credentials, executable, pricing, system_prompt"))
 
 
 def test_a_cli_that_refuses_its_arguments_fails_with_the_first_stderr_line(tmp_path: Path) -> None:
