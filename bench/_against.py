@@ -12,8 +12,8 @@ silently measured as something else.
 ``--loops uvloop,asyncio`` does the same for the event loop a run uses (``ANPORD_LOOP``); with
 ``--against`` too, every revision is run with every loop.
 
-Figures are each side's fastest run (least wall time) of its ``--repeat``: a burst of load on a
-shared machine hits single runs, rarely every run of one side. The ratio printed is each column
+Figures are each side's best of its ``--repeat`` runs (least wall time; CPU time the least CPU
+time): a burst of load on a shared machine hits single runs, rarely every run of one side. The ratio printed is each column
 over the last one (``cur/REV`` with ``--against``).
 """
 
@@ -129,26 +129,41 @@ class Unsupported(Exception):
 Result = dict[str, Any]
 
 
-def interleaved(all_sides: Sequence[Side], repeat: int, scenarios: dict[str, Callable[[Side], Result]],
-                key: str = "wall_s") -> dict[str, list[Result | str]]:
+Runs = list[Result] | str  # a side's runs of one scenario, or why it could not run them
+
+
+def interleaved(all_sides: Sequence[Side], repeat: int,
+                scenarios: dict[str, Callable[[Side], Result]]) -> dict[str, list[Runs]]:
     """Every scenario for every side, ``repeat`` rounds; within a round each scenario runs for
     every side in turn (A, B, A, B …), so the sides share the machine's moods. For each scenario,
-    each side's fastest result (least ``key``), or the reason it could not run."""
-    best: dict[str, list[Result | str | None]] = {k: [None] * len(all_sides) for k in scenarios}
+    each side's runs, or the reason it could not run (``Unsupported``)."""
+    got: dict[str, list[Runs]] = {k: [[] for _ in all_sides] for k in scenarios}
     for _ in range(max(repeat, 1)):
         for kind, run in scenarios.items():
             for i, side in enumerate(all_sides):
-                current = best[kind][i]
-                if isinstance(current, str):
+                runs = got[kind][i]
+                if isinstance(runs, str):
                     continue  # unsupported once, unsupported always
                 try:
-                    result = run(side)
+                    runs.append(run(side))
                 except Unsupported as exc:
-                    best[kind][i] = str(exc)
-                    continue
-                if current is None or float(result[key]) < float(current[key]):
-                    best[kind][i] = result
-    return {k: [b if b is not None else "no run" for b in v] for k, v in best.items()}
+                    got[kind][i] = str(exc)
+    return got
+
+
+def fastest(runs: Runs, key: str = "wall_s") -> Result | str:
+    """The run with the least ``key`` (a burst of load hits single runs, rarely all of them)."""
+    if isinstance(runs, str):
+        return runs
+    return min(runs, key=lambda r: float(r[key])) if runs else "no run"
+
+
+def least(runs: Runs, figure: Callable[[Result], float]) -> float | str:
+    """The least of ``figure`` over the runs: CPU time is read from its own best run, not the
+    fastest run's."""
+    if isinstance(runs, str):
+        return "n/a"
+    return min(figure(r) for r in runs) if runs else "n/a"
 
 
 def row(label: str, values: Sequence[float | str | None], fmt: str = "{:,.0f}", unit: str = "",

@@ -35,7 +35,8 @@ from pathlib import Path
 from collections.abc import Callable
 from typing import Any
 
-from _against import Side, Unsupported, add_arguments, describe, heading, interleaved, row, sides
+from _against import (Side, Unsupported, add_arguments, describe, fastest, heading, interleaved, least, row,
+                      sides)
 
 TARGET_TRIALS_PER_S = 5000.0
 TARGET_PARKED_MB = 150.0
@@ -354,31 +355,38 @@ def _compared(args: argparse.Namespace) -> int:
         print(f"load after: {os.getloadavg()[0]:.2f}")
 
         def each(kind: str, figure: Callable[[dict[str, Any]], float]) -> list[float | str | None]:
-            return [figure(r) if isinstance(r, dict) else "n/a" for r in got[kind]]
+            """``figure`` of each side's fastest run of ``kind``."""
+            return [figure(r) if isinstance(r, dict) else "n/a" for r in (fastest(x) for x in got[kind])]
+
+        def cpu(kind: str) -> list[float | str | None]:
+            """Each side's least CPU time per trial (user+sys) over its runs of ``kind``."""
+            return [least(x, lambda r: 1e6 * r["cpu_s"] / n) for x in got[kind]]
 
         print()
         print(heading(columns))
         print(f"  1. {n:,} trivial trials, runner API, one core")
-        per = lambda r: 1e6 * r["cpu_s"] / n  # noqa: E731
         print(row("trials/s, artifacts + store", each("trials", lambda r: n / r["wall_s"])))
-        print(row("  CPU µs per trial (user+sys)", each("trials", per)))
+        print(row("  CPU µs per trial (user+sys)", cpu("trials")))
         print(row("  wall µs per trial", each("trials", lambda r: 1e6 * r["wall_s"] / n)))
         print(row("trials/s, store off", each("trials-nohist", lambda r: n / r["wall_s"])))
-        print(row("  CPU µs per trial", each("trials-nohist", per)))
+        print(row("  CPU µs per trial", cpu("trials-nohist")))
         share = [1 - o["wall_s"] / s["wall_s"] if isinstance(s, dict) and isinstance(o, dict) else "n/a"
-                 for s, o in zip(got["trials"], got["trials-nohist"])]
+                 for s, o in zip(map(fastest, got["trials"]), map(fastest, got["trials-nohist"]))]
         print(row("store's share of the wall", share, "{:.1%}"))
+        cpu_share = [1 - o / s if isinstance(s, float) and isinstance(o, float) else "n/a"
+                     for s, o in zip(cpu("trials"), cpu("trials-nohist"))]
+        print(row("  … of the CPU", cpu_share, "{:.1%}"))
         print(row("trials/s, artifacts off", each("trials-noart", lambda r: n / r["wall_s"])))
-        print(row("  CPU µs per trial", each("trials-noart", per)))
+        print(row("  CPU µs per trial", cpu("trials-noart")))
         if "cli" in got:
             print(row("`anpord eval` wall s (start-up incl.)", each("cli", lambda r: r["wall_s"]), "{:.3f}"))
-            print(row("  CPU µs per trial", each("cli", per)))
+            print(row("  CPU µs per trial", cpu("cli")))
         if "parked" in got:
             print(f"  2. {args.parked:,} parked sessions")
             print(row("peak RSS MB", each("parked", lambda r: _mb(r["peak_rss_kb"])), "{:.1f}"))
             print(row("execute s", each("parked", lambda r: r["execute_s"]), "{:.3f}"))
         for kind, results in got.items():
-            for side, r in zip(columns, results):
+            for side, r in zip(columns, map(fastest, results)):
                 if isinstance(r, str):
                     print(f"  note: {kind}, {side.label}: not run — {r}")
                 elif r.get("exit_code") not in (0, None):
