@@ -17,7 +17,18 @@ Figures (printed, not asserted):
    ≤ 150 MB for the whole process.
 
 Each scenario runs in a fresh child process pinned to one core (``os.sched_setaffinity``), so one
-scenario's memory never shows in another's peak RSS.
+scenario's memory never shows in another's peak RSS. On one core, every CPU cycle the run
+store's writer thread spends is wall time the trials do not get: "the store's share of the wall"
+(store on vs off) is the cost of filing, which must stay under 5%.
+
+Side by side (``_against``): ``--against REV`` runs every scenario for the current tree and for
+REV (a temporary ``git worktree``), ``--loops uvloop,asyncio`` for each event loop, interleaved
+``--repeat`` times (default 3), and prints each figure beside the other sides' with the ratio to
+the last column and the CPU time per trial (user+sys of the child). ``--no-parked`` skips the
+parked sessions there.
+
+    python bench/runner_overhead.py --against main --repeat 5 --no-parked
+    python bench/runner_overhead.py --loops uvloop,asyncio
 """
 
 from __future__ import annotations

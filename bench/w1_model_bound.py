@@ -30,6 +30,15 @@ times them compiling every module from source instead, as under ``PYTHONDONTWRIT
 
 inspect-ai and promptfoo run against the same server when installed; otherwise a note says so.
 Figures are printed, never asserted.
+
+Side by side (``_against``): ``--against REV`` measures the current tree and REV (a temporary
+``git worktree``) in the same invocation, ``--loops uvloop,asyncio`` each event loop; the bare
+client, the harness alone (in a child process importing the side's ``src``) and both CLI runs
+alternate between the sides ``--repeat`` times (default 3), and each figure is printed beside the
+others with its ratio, its ratio to the bare client and its CPU time per trial. The model server
+and the bare client (asyncio's own loop) are the same for every side.
+
+    python bench/w1_model_bound.py --sizes 1000x100 --against main
 """
 
 from __future__ import annotations
