@@ -18,7 +18,7 @@ import os
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
-__all__ = ["IGNORED_CANCELLATION", "LOOPS", "SHUTDOWN_GRACE", "abandon", "abandoned", "loop_kind",
+__all__ = ["IGNORED_CANCELLATION", "SHUTDOWN_GRACE", "abandon", "abandoned", "loop_kind",
            "new_event_loop", "run_bounded"]
 
 T = TypeVar("T")
@@ -30,10 +30,6 @@ SHUTDOWN_GRACE = 2.0
 IGNORED_CANCELLATION = "the agent ignored its cancellation"
 
 _ABANDONED: list[asyncio.Task[Any]] = []
-
-# The event loops a run can use (``ANPORD_LOOP``), the preferred first.
-LOOPS = ("uvloop", "asyncio")
-
 
 def loop_kind() -> str:
     """The loop a run gets: ``ANPORD_LOOP`` when it names one that is importable, else uvloop
