@@ -176,6 +176,7 @@ def _scenario(kind: str, n: int, cpu: int | None) -> dict[str, Any]:
             select_files,
         )
 
+        writer_cpu = _time_the_store_writer() if history else None
         rss_before_kb = _rss_now_kb()
         t0 = time.perf_counter()
         project = find_project([])
@@ -204,6 +205,8 @@ def _scenario(kind: str, n: int, cpu: int | None) -> dict[str, Any]:
             if artifacts
             else 0,
         }
+        if writer_cpu:
+            out["writer_cpu_s"] = writer_cpu[0]
         stats = folder / "parked_stats.json"
         if stats.exists():
             out["at_parked"] = json.loads(stats.read_text())
@@ -211,6 +214,26 @@ def _scenario(kind: str, n: int, cpu: int | None) -> dict[str, Any]:
     finally:
         os.chdir("/")
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def _time_the_store_writer() -> list[float]:
+    """The run store's writer thread's own CPU time, once it ends (a diagnostic: on one core,
+    the share of the wall its filing takes): the list it will be in."""
+    seen: list[float] = []
+    try:
+        from anpord.store._writer import StoreWriter
+    except ImportError:
+        return seen
+    work = StoreWriter._work
+
+    def timed(self: Any) -> None:
+        try:
+            work(self)
+        finally:
+            seen.append(time.thread_time())
+
+    StoreWriter._work = timed  # type: ignore[method-assign]
+    return seen
 
 
 def _child(kind: str, n: int, cpu: int | None, side: Side) -> dict[str, Any]:
@@ -387,6 +410,8 @@ def _compared(args: argparse.Namespace) -> int:
         cpu_share = [1 - o / s if isinstance(s, float) and isinstance(o, float) else "n/a"
                      for s, o in zip(cpu("trials"), cpu("trials-nohist"))]
         print(row("  … of the CPU", cpu_share, "{:.1%}"))
+        print(row("  writer thread, CPU µs per trial",
+                  [least(x, lambda r: 1e6 * r.get("writer_cpu_s", float("nan")) / n) for x in got["trials"]]))
         print(row("trials/s, artifacts off", each("trials-noart", lambda r: n / r["wall_s"])))
         print(row("  CPU µs per trial", cpu("trials-noart")))
         if "cli" in got:
