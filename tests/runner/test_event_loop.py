@@ -93,7 +93,7 @@ def test_a_deadline_due_during_a_stall_sees_the_stall_already(loop: str) -> None
     assert seen["loop"].startswith(loop), seen
     # The timer ran once the loop was free again, after the stall, and found it recorded: the
     # time a trial lost to it (by the blocker) is given back.
-    assert seen["late"] >= 1.2, seen
+    assert seen["late"] >= 1.1, seen  # due at 0.3 s (uvloop's clock counts milliseconds)
     assert seen["lost"] >= 1.0, seen
     assert seen["blamed"] == 1, seen
 
