@@ -17,7 +17,18 @@ Figures (printed, not asserted):
    ≤ 150 MB for the whole process.
 
 Each scenario runs in a fresh child process pinned to one core (``os.sched_setaffinity``), so one
-scenario's memory never shows in another's peak RSS.
+scenario's memory never shows in another's peak RSS. On one core, every CPU cycle the run
+store's writer thread spends is wall time the trials do not get: "the store's share of the wall"
+(store on vs off) is the cost of filing, which must stay under 5%.
+
+Side by side (``_against``): ``--against REV`` runs every scenario for the current tree and for
+REV (a temporary ``git worktree``), ``--loops uvloop,asyncio`` for each event loop, interleaved
+``--repeat`` times (default 3), and prints each figure beside the other sides' with the ratio to
+the last column and the CPU time per trial (user+sys of the child). ``--no-parked`` skips the
+parked sessions there.
+
+    python bench/runner_overhead.py --against main --repeat 5 --no-parked
+    python bench/runner_overhead.py --loops uvloop,asyncio
 """
 
 from __future__ import annotations
@@ -32,7 +43,11 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
+
+from _against import (Side, Unsupported, add_arguments, describe, fastest, heading, interleaved, least, row,
+                      sides)
 
 TARGET_TRIALS_PER_S = 5000.0
 TARGET_PARKED_MB = 150.0
@@ -161,6 +176,7 @@ def _scenario(kind: str, n: int, cpu: int | None) -> dict[str, Any]:
             select_files,
         )
 
+        writer_cpu = _time_the_store_writer() if history else None
         rss_before_kb = _rss_now_kb()
         t0 = time.perf_counter()
         project = find_project([])
@@ -189,6 +205,8 @@ def _scenario(kind: str, n: int, cpu: int | None) -> dict[str, Any]:
             if artifacts
             else 0,
         }
+        if writer_cpu:
+            out["writer_cpu_s"] = writer_cpu[0]
         stats = folder / "parked_stats.json"
         if stats.exists():
             out["at_parked"] = json.loads(stats.read_text())
@@ -198,28 +216,50 @@ def _scenario(kind: str, n: int, cpu: int | None) -> dict[str, Any]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def _child(kind: str, n: int, cpu: int | None) -> dict[str, Any]:
+def _time_the_store_writer() -> list[float]:
+    """The run store's writer thread's own CPU time, once it ends (a diagnostic: on one core,
+    the share of the wall its filing takes): the list it will be in."""
+    seen: list[float] = []
+    try:
+        from anpord.store._writer import StoreWriter
+    except ImportError:
+        return seen
+    work = StoreWriter._work
+
+    def timed(self: Any) -> None:
+        try:
+            work(self)
+        finally:
+            seen.append(time.thread_time())
+
+    StoreWriter._work = timed  # type: ignore[method-assign]
+    return seen
+
+
+def _child(kind: str, n: int, cpu: int | None, side: Side) -> dict[str, Any]:
     cmd = [sys.executable, __file__, "--child", kind, "--n", str(n)]
     if cpu is not None:
         cmd += ["--cpu", str(cpu)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False, env=side.child_env())
     if proc.returncode != 0:
-        raise SystemExit(f"{kind} scenario failed (exit {proc.returncode}):\n{proc.stderr[-4000:]}")
+        raise SystemExit(f"{kind} scenario failed for {side.label} (exit {proc.returncode}):\n{proc.stderr[-4000:]}")
     figures: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    figures["wall_s"] = figures["execute_s"]
+    figures["cpu_s"] = figures["user_s"] + figures["sys_s"]
     return figures
 
 
-def _cli_run(n: int, cpu: int | None) -> dict[str, Any]:
+def _cli_run(n: int, cpu: int | None, side: Side) -> dict[str, Any]:
     """The same trivial run through the real CLI, console output to /dev/null."""
     folder = _make_project("trials", n, 8)
-    anpord = shutil.which("anpord")
-    cmd = [anpord] if anpord else [sys.executable, "-m", "anpord"]
     chosen = cpu if cpu is not None else max(os.sched_getaffinity(0))
     try:
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
         proc = subprocess.run(
-            [*cmd, "eval"],
+            [sys.executable, "-m", "anpord", "eval"],
             cwd=folder,
+            env=side.child_env(),
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             text=True,
@@ -231,6 +271,7 @@ def _cli_run(n: int, cpu: int | None) -> dict[str, Any]:
         return {
             "exit_code": proc.returncode,
             "wall_s": wall,
+            "cpu_s": (usage.ru_utime + usage.ru_stime) - (before.ru_utime + before.ru_stime),
             "children_max_rss_kb": usage.ru_maxrss,
             "stderr": proc.stderr[-2000:],
         }
@@ -242,29 +283,18 @@ def _mb(kb: Any) -> float:
     return float(kb) / 1024
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument(
-        "--cases", type=int, default=10_000, help="trivial cases for the trials/s figure"
-    )
-    ap.add_argument("--parked", type=int, default=1_000, help="sessions parked at once")
-    ap.add_argument(
-        "--cpu", type=int, default=None, help="core to pin to (default: the last allowed)"
-    )
-    ap.add_argument("--no-cli", action="store_true", help="skip the CLI run")
-    ap.add_argument("--child", choices=["trials", "trials-nohist", "trials-noart", "parked"],
-                    help=argparse.SUPPRESS)
-    ap.add_argument("--n", type=int, help=argparse.SUPPRESS)
-    args = ap.parse_args()
+def _loop_check(side: Side) -> None:
+    if "ANPORD_LOOP" in side.env and not side.has("ANPORD_LOOP"):
+        raise Unsupported(f"{side.label}: this revision has no ANPORD_LOOP setting (it always runs asyncio's loop)")
 
-    if args.child:
-        print(json.dumps(_scenario(args.child, args.n, args.cpu)))
-        return 0
 
+def _single(args: argparse.Namespace) -> int:
+    """One tree, one run of each scenario: the figures against their targets."""
+    side = Side("cur", Path(__file__).resolve().parents[1])
     print(
         f"python {sys.version.split()[0]}, {os.cpu_count()} cpus, pinned to one core per scenario"
     )
-    trials = _child("trials", args.cases, args.cpu)
+    trials = _child("trials", args.cases, args.cpu, side)
     rate = args.cases / float(trials["execute_s"])
     print()
     print(
@@ -286,7 +316,7 @@ def main() -> int:
         f" (before the run: {_mb(trials['rss_before_kb']):.1f} MB)"
     )
 
-    nohist = _child("trials-nohist", args.cases, args.cpu)
+    nohist = _child("trials-nohist", args.cases, args.cpu, side)
     nohist_rate = args.cases / float(nohist["execute_s"])
     loss = 1 - rate / nohist_rate
     print(
@@ -296,7 +326,7 @@ def main() -> int:
         f" costs {loss:.1%} (target < 5%: {'MET' if loss < 0.05 else 'MISSED'})"
     )
 
-    bare = _child("trials-noart", args.cases, args.cpu)
+    bare = _child("trials-noart", args.cases, args.cpu, side)
     bare_rate = args.cases / float(bare["execute_s"])
     print(
         f"   diagnostic, artifacts off: {bare_rate:,.0f} trials/s ({1e6 / bare_rate:,.0f} µs per trial;"
@@ -304,7 +334,7 @@ def main() -> int:
     )
 
     if not args.no_cli:
-        cli = _cli_run(args.cases, args.cpu)
+        cli = _cli_run(args.cases, args.cpu, side)
         cli_rate = args.cases / float(cli["wall_s"])
         print(
             f"   same run via `anpord eval` > /dev/null: {cli['wall_s']:.3f} s wall incl. start-up"
@@ -312,7 +342,7 @@ def main() -> int:
             f" peak RSS {_mb(cli['children_max_rss_kb']):.1f} MB"
         )
 
-    parked = _child("parked", args.parked, args.cpu)
+    parked = _child("parked", args.parked, args.cpu, side)
     at = parked.get("at_parked") or {}
     peak_mb = _mb(parked["peak_rss_kb"])
     print()
@@ -335,6 +365,94 @@ def main() -> int:
         f"   {'MET' if peak_mb <= TARGET_PARKED_MB else 'MISSED'}"
     )
     return 0
+
+
+def _compared(args: argparse.Namespace) -> int:
+    """Every scenario for every side (``--against``, ``--loops``), interleaved: figures side by side."""
+    n = args.cases
+    with sides(args) as columns:
+        print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpus, pinned to one core per scenario;"
+              f" load {os.getloadavg()[0]:.2f}; fastest of {args.repeat} interleaved runs per side")
+        print(f"sides: {describe(columns)}")
+
+        def scenario(kind: str) -> Callable[[Side], dict[str, Any]]:
+            def run(side: Side) -> dict[str, Any]:
+                _loop_check(side)
+                if kind == "cli":
+                    return _cli_run(n, args.cpu, side)
+                return _child(kind, args.parked if kind == "parked" else n, args.cpu, side)
+            return run
+
+        kinds = ["trials", "trials-nohist", "trials-noart"] + ([] if args.no_cli else ["cli"])
+        kinds += [] if args.no_parked else ["parked"]
+        got = interleaved(columns, args.repeat, {k: scenario(k) for k in kinds})
+        print(f"load after: {os.getloadavg()[0]:.2f}")
+
+        def each(kind: str, figure: Callable[[dict[str, Any]], float]) -> list[float | str | None]:
+            """``figure`` of each side's fastest run of ``kind``."""
+            return [figure(r) if isinstance(r, dict) else "n/a" for r in (fastest(x) for x in got[kind])]
+
+        def cpu(kind: str) -> list[float | str | None]:
+            """Each side's least CPU time per trial (user+sys) over its runs of ``kind``."""
+            return [least(x, lambda r: 1e6 * r["cpu_s"] / n) for x in got[kind]]
+
+        print()
+        print(heading(columns))
+        print(f"  1. {n:,} trivial trials, runner API, one core")
+        print(row("trials/s, artifacts + store", each("trials", lambda r: n / r["wall_s"])))
+        print(row("  CPU µs per trial (user+sys)", cpu("trials")))
+        print(row("  wall µs per trial", each("trials", lambda r: 1e6 * r["wall_s"] / n)))
+        print(row("trials/s, store off", each("trials-nohist", lambda r: n / r["wall_s"])))
+        print(row("  CPU µs per trial", cpu("trials-nohist")))
+        share = [1 - o["wall_s"] / s["wall_s"] if isinstance(s, dict) and isinstance(o, dict) else "n/a"
+                 for s, o in zip(map(fastest, got["trials"]), map(fastest, got["trials-nohist"]))]
+        print(row("store's share of the wall", share, "{:.1%}"))
+        cpu_share = [1 - o / s if isinstance(s, float) and isinstance(o, float) else "n/a"
+                     for s, o in zip(cpu("trials"), cpu("trials-nohist"))]
+        print(row("  … of the CPU", cpu_share, "{:.1%}"))
+        print(row("  writer thread, CPU µs per trial",
+                  [least(x, lambda r: 1e6 * r.get("writer_cpu_s", float("nan")) / n) for x in got["trials"]]))
+        print(row("trials/s, artifacts off", each("trials-noart", lambda r: n / r["wall_s"])))
+        print(row("  CPU µs per trial", cpu("trials-noart")))
+        if "cli" in got:
+            print(row("`anpord eval` wall s (start-up incl.)", each("cli", lambda r: r["wall_s"]), "{:.3f}"))
+            print(row("  CPU µs per trial", cpu("cli")))
+        if "parked" in got:
+            print(f"  2. {args.parked:,} parked sessions")
+            print(row("peak RSS MB", each("parked", lambda r: _mb(r["peak_rss_kb"])), "{:.1f}"))
+            print(row("execute s", each("parked", lambda r: r["execute_s"]), "{:.3f}"))
+        for kind, results in got.items():
+            for side, r in zip(columns, map(fastest, results)):
+                if isinstance(r, str):
+                    print(f"  note: {kind}, {side.label}: not run — {r}")
+                elif r.get("exit_code") not in (0, None):
+                    print(f"  note: {kind}, {side.label}: exit {r['exit_code']} (totals {r.get('totals')})")
+    return 0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument(
+        "--cases", type=int, default=10_000, help="trivial cases for the trials/s figure"
+    )
+    ap.add_argument("--parked", type=int, default=1_000, help="sessions parked at once")
+    ap.add_argument(
+        "--cpu", type=int, default=None, help="core to pin to (default: the last allowed)"
+    )
+    ap.add_argument("--no-cli", action="store_true", help="skip the CLI run")
+    ap.add_argument("--no-parked", action="store_true", help="skip the parked sessions (with --against/--loops)")
+    add_arguments(ap)
+    ap.add_argument("--child", choices=["trials", "trials-nohist", "trials-noart", "parked"],
+                    help=argparse.SUPPRESS)
+    ap.add_argument("--n", type=int, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+
+    if args.child:
+        print(json.dumps(_scenario(args.child, args.n, args.cpu)))
+        return 0
+    if args.against or args.loops:
+        return _compared(args)
+    return _single(args)
 
 
 if __name__ == "__main__":

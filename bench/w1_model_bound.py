@@ -30,6 +30,15 @@ times them compiling every module from source instead, as under ``PYTHONDONTWRIT
 
 inspect-ai and promptfoo run against the same server when installed; otherwise a note says so.
 Figures are printed, never asserted.
+
+Side by side (``_against``): ``--against REV`` measures the current tree and REV (a temporary
+``git worktree``) in the same invocation, ``--loops uvloop,asyncio`` each event loop; the bare
+client, the harness alone (in a child process importing the side's ``src``) and both CLI runs
+alternate between the sides ``--repeat`` times (default 3), and each figure is printed beside the
+others with its ratio, its ratio to the bare client and its CPU time per trial. The model server
+and the bare client (asyncio's own loop) are the same for every side.
+
+    python bench/w1_model_bound.py --sizes 1000x100 --against main
 """
 
 from __future__ import annotations
@@ -48,8 +57,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-SRC = Path(__file__).resolve().parents[1] / "src"
+# BENCH_SRC: the tree a child measures (``--against``); the model server is always this tree's.
+HERE_SRC = Path(__file__).resolve().parents[1] / "src"
+SRC = Path(os.environ.get("BENCH_SRC") or HERE_SRC)
 sys.path.insert(0, str(SRC))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 CONFIG = """
 from anpord import define_eval_config, Variant
@@ -141,7 +153,7 @@ JUDGE_RULES = [
 def start_server(latency: float) -> tuple[subprocess.Popen[str], str]:
     env = dict(
         os.environ,
-        PYTHONPATH=os.pathsep.join(filter(None, [str(SRC), os.environ.get("PYTHONPATH")])),
+        PYTHONPATH=os.pathsep.join(filter(None, [str(HERE_SRC), os.environ.get("PYTHONPATH")])),
     )
     proc = subprocess.Popen(
         [
@@ -231,8 +243,10 @@ async def harness_alone(url: str, n: int, conc: int) -> tuple[float, float]:
 PYCACHE: Path | None = None
 
 
-def cli_run(url: str, n: int, conc: int, agent: str = "openai") -> tuple[float, float, int, str]:
-    """(wall seconds, CPU seconds of the anpord process, exit code, its closing line)."""
+def cli_run(url: str, n: int, conc: int, agent: str = "openai",
+            side_env: dict[str, str] | None = None) -> tuple[float, float, int, str]:
+    """(wall seconds, CPU seconds of the anpord process, exit code, its closing line);
+    ``side_env``: the environment of the side measured (``--against``), else this tree's."""
     folder = Path(tempfile.mkdtemp(prefix="anpord-w1-"))
     try:
         (folder / "evals").mkdir()
@@ -245,10 +259,11 @@ def cli_run(url: str, n: int, conc: int, agent: str = "openai") -> tuple[float, 
             (folder / "evals" / "evals.config.py").write_text(config.format(conc=conc, url=url))
             (folder / "evals" / "ping.eval.py").write_text(case.format(n=n))
         env = dict(
-            os.environ,
+            side_env or os.environ,
             NO_COLOR="1",
-            PYTHONPATH=os.pathsep.join(filter(None, [str(SRC), os.environ.get("PYTHONPATH")])),
         )
+        if side_env is None:
+            env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(SRC), os.environ.get("PYTHONPATH")]))
         if PYCACHE is not None:
             env.pop("PYTHONDONTWRITEBYTECODE", None)
             env["PYTHONPYCACHEPREFIX"] = str(PYCACHE)
@@ -380,6 +395,100 @@ def promptfoo_run(url: str, n: int, conc: int) -> str:
         shutil.rmtree(folder, ignore_errors=True)
 
 
+def _harness_child(url: str, n: int, conc: int) -> None:
+    """``--child-harness``: the harness alone in this interpreter (a side's ``src``, a side's
+    loop), its figures as JSON."""
+    loop = os.environ.get("ANPORD_LOOP", "asyncio")
+    if loop == "uvloop":
+        import uvloop
+
+        wall, cpu = uvloop.run(harness_alone(url, n, conc))
+    else:
+        wall, cpu = asyncio.run(harness_alone(url, n, conc))
+    print(json.dumps({"wall_s": wall, "cpu_s": cpu, "loop": loop}))
+
+
+def _compared(args: argparse.Namespace) -> int:
+    """``--against`` / ``--loops``: every figure for every side, interleaved, side by side."""
+    from _against import Side, Unsupported, describe, fastest, heading, interleaved, least, row, sides
+
+    with sides(args) as columns:
+        print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpus, model latency "
+              f"{args.latency * 1000:.0f} ms; load {os.getloadavg()[0]:.2f}; best of {args.repeat} "
+              "interleaved runs per side")
+        print(f"sides: {describe(columns)}")
+        print("bare client: aiohttp on asyncio's own loop, the same for every side (each side's column "
+              "holds the runs made beside it; ratios to bare use the best of all)")
+        server, url = start_server(args.latency)
+        try:
+            if PYCACHE is not None:
+                for side in columns:
+                    for agent in ("openai", "python"):
+                        cli_run(url, 10, 10, agent, side.child_env())  # warm-up: fills the bytecode cache
+
+            for size in args.sizes.split(","):
+                n, conc = (int(x) for x in size.lower().split("x"))
+
+                def bare(_side: Side) -> dict[str, Any]:
+                    wall, cpu = asyncio.run(bare_client(url, n, conc))
+                    return {"wall_s": wall, "cpu_s": cpu}
+
+                def harness(side: Side) -> dict[str, Any]:
+                    proc = subprocess.run(
+                        [sys.executable, __file__, "--child-harness", url, str(n), str(conc)],
+                        env=side.child_env(), capture_output=True, text=True, check=False)
+                    if proc.returncode != 0:
+                        raise Unsupported(f"harness alone failed: {proc.stderr.strip()[-300:]}")
+                    out: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+                    return out
+
+                def cli(agent: str) -> Any:
+                    def run(side: Side) -> dict[str, Any]:
+                        if "ANPORD_LOOP" in side.env and not side.has("ANPORD_LOOP"):
+                            raise Unsupported(f"{side.label}: this revision has no ANPORD_LOOP setting")
+                        wall, cpu, code, tail = cli_run(url, n, conc, agent, side.child_env())
+                        return {"wall_s": wall, "cpu_s": cpu, "exit_code": code, "tail": tail}
+                    return run
+
+                scenarios = {"bare": bare, "harness": harness}
+                if not args.skip_cli:
+                    scenarios.update({"openai": cli("openai"), "python": cli("python")})
+                got = interleaved(columns, args.repeat, scenarios)
+                best_bare = min(r["wall_s"] for runs in got["bare"] if not isinstance(runs, str) for r in runs)
+
+                def wall(kind: str, per_bare: bool = False) -> list[float | str | None]:
+                    out: list[float | str | None] = []
+                    for runs in got[kind]:
+                        r = fastest(runs)
+                        out.append("n/a" if isinstance(r, str) else r["wall_s"] / (best_bare if per_bare else 1))
+                    return out
+
+                def cpu_ms(kind: str) -> list[float | str | None]:
+                    return [least(runs, lambda r: 1000 * r["cpu_s"] / n) for runs in got[kind]]
+
+                print(f"\nN={n}, C={conc}  (latency-bound ideal {n / conc * args.latency:.2f} s; "
+                      f"bare client best {best_bare:.2f} s; load {os.getloadavg()[0]:.2f})")
+                print(heading(columns))
+                print(row("bare aiohttp client, wall s", wall("bare"), "{:.3f}"))
+                print(row("  CPU ms per request", cpu_ms("bare"), "{:.3f}"))
+                print(row("harness alone, wall s", wall("harness"), "{:.3f}"))
+                print(row("  CPU ms per trial", cpu_ms("harness"), "{:.3f}"))
+                for kind, name in (("openai", "anpord eval, openai:"), ("python", "anpord eval, Python agent")):
+                    if kind in got:
+                        print(row(f"{name}, wall s", wall(kind), "{:.3f}"))
+                        print(row("  × bare", wall(kind, per_bare=True), "{:.2f}", "×"))
+                        print(row("  CPU ms per trial (start-up incl.)", cpu_ms(kind), "{:.3f}"))
+                for kind, results in got.items():
+                    for side, r in zip(columns, map(fastest, results)):
+                        if isinstance(r, str):
+                            print(f"  note: {kind}, {side.label}: not run — {r}")
+                        elif r.get("exit_code") not in (0, None):
+                            print(f"  note: {kind}, {side.label}: exit {r['exit_code']}: {r.get('tail')}")
+        finally:
+            stop_server(server)
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--latency", type=float, default=0.05)
@@ -389,13 +498,27 @@ def main() -> int:
     ap.add_argument("--judge", action="store_true", help="also run the CLI with a judge on every case")
     ap.add_argument("--no-bytecode-cache", action="store_true",
                     help="CLI runs compile every module from source (PYTHONDONTWRITEBYTECODE=1)")
+    from _against import add_arguments
+
+    add_arguments(ap)
+    ap.add_argument("--child-harness", nargs=3, metavar=("URL", "N", "C"), help=argparse.SUPPRESS)
     args = ap.parse_args()
-    global PYCACHE
-    if not args.no_bytecode_cache:
-        PYCACHE = Path(tempfile.mkdtemp(prefix="anpord-w1-pycache-"))
     resource.setrlimit(resource.RLIMIT_NOFILE, (65536, 65536)) if resource.getrlimit(
         resource.RLIMIT_NOFILE
     )[1] >= 65536 else None
+    if args.child_harness:
+        url, n, conc = args.child_harness
+        _harness_child(url, int(n), int(conc))
+        return 0
+    global PYCACHE
+    if not args.no_bytecode_cache:
+        PYCACHE = Path(tempfile.mkdtemp(prefix="anpord-w1-pycache-"))
+    if args.against or args.loops:
+        try:
+            return _compared(args)
+        finally:
+            if PYCACHE is not None:
+                shutil.rmtree(PYCACHE, ignore_errors=True)
     print(
         f"python {sys.version.split()[0]}, {os.cpu_count()} cpus, model latency {args.latency * 1000:.0f} ms"
     )

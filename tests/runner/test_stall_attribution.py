@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from project_support import run_env
 
 CHILD = r"""
@@ -51,7 +52,8 @@ async def main():
         "blocker": len(monitor.caused_by("blocker")),
     }), flush=True)
 
-asyncio.run(main())
+from anpord._loop import run_bounded
+run_bounded(main())  # on the loop ANPORD_LOOP names
 """
 
 
@@ -59,9 +61,10 @@ def stopped(pid: int) -> bool:
     return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "T"
 
 
-def test_a_descheduled_process_blames_no_trial_and_a_blocking_one_is_blamed() -> None:
+@pytest.mark.parametrize("loop", ["uvloop", "asyncio"])
+def test_a_descheduled_process_blames_no_trial_and_a_blocking_one_is_blamed(loop: str) -> None:
     proc = subprocess.Popen([sys.executable, "-c", CHILD], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=run_env())
+                            stderr=subprocess.PIPE, text=True, env=run_env({"ANPORD_LOOP": loop}))
     try:
         deadline = time.monotonic() + 60
         while not stopped(proc.pid):

@@ -185,3 +185,49 @@ def test_a_postgres_password_is_never_printed_however_it_is_given(tmp_path: Path
             assert "Pw9" not in text, (url, text)
         assert listed.returncode == 2 and listed.stderr.count("\n") == 1, listed.stderr
         assert "***" in listed.stderr, listed.stderr
+
+
+def test_a_store_held_locked_by_another_connection_never_holds_up_a_trial(tmp_path: Path) -> None:
+    """The store is filed by a thread of its own: while another connection holds the store's
+    write lock, every trial still ends (the run folder has them all) before the lock is let go;
+    once it is, the run is in the store with all its trials."""
+    import time
+
+    project = history_project(tmp_path / "p", trials=20)
+    assert project.run().code == 0  # the store exists
+    runs = project.folder / ".anpord" / "runs"
+    before = set(runs.iterdir())
+    holder = sqlite3.connect(project.folder / ".anpord" / "anpord.db", isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    finished_while_locked = 0
+    try:
+        proc = project.popen()
+        # Held until every trial of the run has ended, or for at most 1.5 s once the run folder is
+        # there — less than the writer's own wait for a lock, so a writer that only waits gets
+        # through, and one that held the trials up leaves them unfinished here.
+        started: float | None = None
+        while proc.poll() is None:
+            new = sorted(set(runs.iterdir()) - before)
+            if new:
+                started = started or time.monotonic()
+                results = new[-1] / "results.jsonl"
+                finished_while_locked = results.read_text().count("\n") if results.is_file() else 0
+                if finished_while_locked == 40 or time.monotonic() - started > 1.5:
+                    break
+            time.sleep(0.01)
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0 and out.rstrip().endswith("40 passed, 0 failed"), err
+    assert finished_while_locked == 40, f"only {finished_while_locked} of 40 trials ended while the store was locked"
+    (run_dir,) = sorted(set(runs.iterdir()) - before)
+    filed = {r["run_id"]: r for r in as_json(anpord(project, "runs", "--json"))}
+    assert filed[run_dir.name]["status"] == "finished"
+    db = sqlite3.connect(project.folder / ".anpord" / "anpord.db")
+    try:
+        (count,) = db.execute("SELECT count(*) FROM trials JOIN runs ON runs.id = trials.run_pk "
+                              "WHERE runs.run_id = ?", (run_dir.name,)).fetchone()
+    finally:
+        db.close()
+    assert count == 40

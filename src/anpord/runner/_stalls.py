@@ -7,9 +7,11 @@ deadlines would pass during the stall and they would be ``timed_out`` for anothe
 A monitor thread posts a heartbeat to the loop every ``TICK``. When one is not answered within
 ``THRESHOLD``, the loop is stalled: the thread keeps reading which task is running (asyncio's own
 current-task table) until the heartbeat gets through. When it is answered, the stall is recorded
-— on the loop thread, before any deadline timer that came due meanwhile can run. A trial's
-deadline then leaves out the time lost to other trials' stalls, and the trial that caused one is
-told so.
+on the loop thread. A deadline timer that came due during the stall may run before the heartbeat
+(uvloop runs due timers before ready callbacks; asyncio the other way round), so reading the
+lost time settles the heartbeat still in flight first: the stall it measures is recorded then,
+and the heartbeat, when it runs, has nothing left to do. A trial's deadline then leaves out the
+time lost to other trials' stalls, and the trial that caused one is told so.
 
 A stall is blamed on a trial (its tasks are tagged with it when created, see ``_contain``) only
 on evidence that its task held the loop throughout: the same task running in every look, looks
@@ -52,6 +54,7 @@ class StallMonitor:
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._posted = 0.0
+        self._beat = 0  # the heartbeat in flight (each posted one carries its number)
         self._answered = threading.Event()
         # What the looks during the current stall saw: the task each time (None once two looks
         # disagreed), when the first look was, how many there were.
@@ -89,12 +92,14 @@ class StallMonitor:
 
     def _watch(self) -> None:
         while not self._stop.is_set():
-            self._answered.clear()
             with self._lock:
+                self._answered.clear()
+                self._beat += 1
                 self._posted = time.monotonic()
                 self._task, self._mixed, self._looks, self._stalled = None, False, 0, False
+                beat = self._beat
             try:
-                self.loop.call_soon_threadsafe(self._heartbeat)
+                self.loop.call_soon_threadsafe(self._heartbeat, beat)
             except RuntimeError:  # the loop is closed
                 return
             if not self._answered.wait(THRESHOLD):
@@ -115,17 +120,24 @@ class StallMonitor:
 
     # -- on the loop thread ------------------------------------------------------------------
 
-    def _heartbeat(self) -> None:
+    def _heartbeat(self, beat: int | None = None) -> None:
+        """The heartbeat ``beat`` got through (``None``: whichever is in flight): the loop runs
+        again, so a stall it was stuck in is over, and recorded."""
         now = time.monotonic()
         with self._lock:
+            if self._answered.is_set() or (beat is not None and beat != self._beat):
+                return  # settled already
             stalled, posted = self._stalled, self._posted
             culprit = self._culprit(posted, now) if stalled else None
-        if stalled or now - posted >= THRESHOLD:
-            self.stalls.append(Stall(posted, now, culprit))
-        self._answered.set()
+            if stalled or now - posted >= THRESHOLD:
+                self.stalls.append(Stall(posted, now, culprit))
+            self._answered.set()
 
     def lost_time(self, trial: str, since: float) -> float:
-        """Seconds since ``since`` that the loop spent stalled by anything but ``trial``."""
+        """Seconds since ``since`` that the loop spent stalled by anything but ``trial``
+        (called on the loop thread: a stall still waiting for its heartbeat is over)."""
+        if not self._answered.is_set():
+            self._heartbeat()
         lost = 0.0
         for s in self.stalls:
             if s.end > since and s.culprit != trial:
@@ -133,4 +145,6 @@ class StallMonitor:
         return lost
 
     def caused_by(self, trial: str) -> list[Stall]:
+        if not self._answered.is_set():
+            self._heartbeat()
         return [s for s in self.stalls if s.culprit == trial and s.duration >= REPORT]
