@@ -64,6 +64,7 @@ class ProxyHandle:
 
 class ModelProxyService:
     name = "model_proxy"
+    needs_sandbox = False
 
     def __init__(self, replay: ReplayCalls | None = None):
         self.replay = replay
