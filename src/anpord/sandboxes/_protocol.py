@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # asyncio only for annotations: importing the package stays c
 
     from ..workspace import Source
 
-__all__ = ["ExecResult", "Sandbox", "SandboxError", "SandboxInstance", "SandboxSpec"]
+__all__ = ["CheckedSandbox", "ExecResult", "Sandbox", "SandboxError", "SandboxInstance", "SandboxSpec"]
 
 
 class SandboxError(Exception):
@@ -196,3 +196,13 @@ class Sandbox(Protocol):
     name: str
 
     async def open(self, spec: SandboxSpec) -> SandboxInstance: ...
+
+
+@runtime_checkable
+class CheckedSandbox(Protocol):
+    """A sandbox that can tell before a run starts whether this machine can open its instances
+    at all (``docker``: a container CLI whose engine answers). The runner calls ``check`` once
+    per run for each such sandbox its variants use; a ``SandboxError`` makes every trial of
+    those variants ``void`` with its one line, and none of them starts."""
+
+    def check(self) -> None: ...
