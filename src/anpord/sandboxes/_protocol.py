@@ -94,9 +94,10 @@ class SandboxInstance(Protocol):
     state_dir: Path
 
     # Whether ``workspace``, ``home`` and ``state_dir`` are host folders that the runner may read
-    # and write directly, seen at the same paths inside (``local``, ``bwrap``, ``docker`` with a
-    # local engine). An optimisation: the file methods below work either way, and a path given
-    # to them is one the sandbox's programs see.
+    # and write directly, seen at the same paths inside (``local``, ``bwrap``, ``docker`` with
+    # its folders bound in). An optimisation: the file methods below work either way, and a
+    # path given to them is one the sandbox's programs see (``docker`` copying the workspace
+    # in and out: paths in the container only).
     host_paths: bool
 
     def environment(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -146,11 +147,12 @@ class SandboxInstance(Protocol):
         *,
         env: Mapping[str, str],
         cwd: Path | None = None,
-        stdin: Path | None = None,
+        stdin: Path | bytes | None = None,
     ) -> asyncio.subprocess.Process:
-        """Start a process inside the sandbox with stdout/stderr piped. Its stdin reads the file
-        ``stdin`` (opened here, outside the sandbox: its path need not be visible inside), else
-        an empty input (/dev/null). Its whole process tree is killed by ``kill_all``/``close``."""
+        """Start a process inside the sandbox with stdout/stderr piped. Its stdin reads the host
+        file ``stdin`` (opened here, outside the sandbox: its path need not be visible inside),
+        or the bytes given, else an empty input (/dev/null). Its whole process tree is killed by
+        ``kill_all``/``close``."""
         ...
 
     async def exec(
