@@ -21,7 +21,15 @@ if TYPE_CHECKING:  # asyncio only for annotations: importing the package stays c
 
     from ..workspace import Source
 
-__all__ = ["CheckedSandbox", "ExecResult", "Sandbox", "SandboxError", "SandboxInstance", "SandboxSpec"]
+__all__ = [
+    "CheckedSandbox",
+    "ExecResult",
+    "Sandbox",
+    "SandboxError",
+    "SandboxFiles",
+    "SandboxInstance",
+    "SandboxSpec",
+]
 
 
 class SandboxError(Exception):
@@ -83,6 +91,16 @@ class SandboxSpec:
     # The folder relative source paths start from (the eval file's folder).
     source_base: Path = field(default_factory=Path.cwd)
     label: str = "trial"
+
+
+class SandboxFiles(Protocol):
+    """The file methods of a ``SandboxInstance``: what code that only reads and writes a trial's
+    files (a coding CLI's settings, sign-in files) needs of it. ``anpord._fs.HostFiles`` is the
+    same on host paths."""
+
+    async def read_file(self, path: str | Path) -> bytes: ...
+
+    async def write_file(self, path: str | Path, data: bytes) -> None: ...
 
 
 @runtime_checkable

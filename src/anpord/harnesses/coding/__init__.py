@@ -16,10 +16,13 @@ What each stream maps to is documented in docs/coding-agents.md.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ...sandboxes._protocol import SandboxFiles
 
 from ._invocation import CliInfo, Invocation, PromptError, SetupFile, SignIn, parse_version
 from .claude import CLAUDE, ClaudeStreamParser, claude_command
@@ -70,9 +73,10 @@ class CodingCli:
     # Variables to add to a turn's environment, from the environment it has (a key the CLI
     # reads under another name); None: nothing to add.
     credential_env: Callable[[Mapping[str, str]], dict[str, str]] | None = None
-    # sign_in(model, home, workspace): what signs it in for this model, when that depends on the
-    # model; None: any one of ``info.credentials`` (or a stored sign-in) does.
-    sign_in: Callable[[str | None, Path, Path], SignIn] | None = None
+    # await sign_in(model, home, workspace, files): what signs it in for this model, when that
+    # depends on the model, reading the trial's files through ``files`` (its sandbox); None:
+    # any one of ``info.credentials`` (or a stored sign-in) does.
+    sign_in: Callable[[str | None, Path, Path, SandboxFiles], Awaitable[SignIn]] | None = None
 
     @property
     def name(self) -> str:
