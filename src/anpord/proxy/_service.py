@@ -157,7 +157,7 @@ class ModelProxyService:
     def _files(self) -> Path:
         if self._folder is None:
             sandbox = self._ctx.sandbox if self._ctx is not None else None
-            if sandbox is not None:
+            if sandbox is not None and sandbox.host_paths:  # else the state folder is not the host's
                 self._folder = sandbox.state_dir / "proxy"
                 self._folder.mkdir(exist_ok=True)
             else:
