@@ -333,15 +333,15 @@ async def _inside_lookup(sandbox: SandboxInstance, program: str, env: Mapping[st
     return found[-1] if done.ok and found and found[-1].startswith("/") else None
 
 
-async def _any_file(files: SandboxInstance, paths: Sequence[Path]) -> bool:
+async def _any_file(sandbox: SandboxInstance, paths: Sequence[Path]) -> bool:
     """Whether one of ``paths`` is a file the sandbox's programs can read (a stored sign-in)."""
     for path in paths:
-        if files.host_paths:
+        if sandbox.host_paths:
             if path.is_file():
                 return True
             continue
         try:
-            await files.read_file(path)
+            await sandbox.read_file(path)
             return True
         except OSError:
             continue
