@@ -215,3 +215,34 @@ def test_without_the_setting_the_folders_are_bound(image: str, tmp_root: Path, m
             await inst.close()
 
     run(body())
+
+
+FIX_CASE = """
+from anpord.verifiers import command
+
+test = define_eval(
+    prompt="printf 'def add(a, b):\\\\n    return a + b\\\\n' > calc.py; rm old.txt; echo fixed",
+    source=files({{"calc.py": "def add(a, b):\\\\n    return a - b\\\\n", "old.txt": "x"}}),
+    validate=command("python3 -c 'import calc; assert calc.add(2, {b}) == {sum}' && test ! -e old.txt"),
+)
+"""
+
+
+def test_a_regrade_restores_the_workspace_the_agent_left_inside_the_container(make_project: Any, image: str) -> None:
+    import subprocess
+
+    from project_support import anpord_command, run_env
+
+    project = make_project({"evals/fix.eval.py": eval_file(FIX_CASE.format(b=2, sum=4))},
+                           config=CONFIG.format(image=image, harness='command:bash -c "$ANPORD_PROMPT"', options={}))
+    env = {COPY_ENV: "1"}
+    run_ = project.run(timeout=240, env=env)
+    assert run_.code == 0 and run_.result("fix")["verdict"] == "passed", run_.output
+    run_id = run_.run_dir.name  # type: ignore[union-attr]
+    # Today's check, and no agent (the prompt is never run again): it reads what the agent left.
+    project.write({"evals/fix.eval.py": eval_file(FIX_CASE.format(b=3, sum=5))})
+    done = subprocess.run([*anpord_command(), "regrade", run_id, "--json"], cwd=project.folder,
+                          env=run_env(env), capture_output=True, text=True, timeout=240, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    doc = json.loads(done.stdout)
+    assert [r["verdict"] for c in doc["cells"] for r in c["results"]] == ["passed"], doc["cells"]
