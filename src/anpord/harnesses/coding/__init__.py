@@ -21,9 +21,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:
-    from ...sandboxes._protocol import SandboxFiles
-
 from ._invocation import CliInfo, Invocation, PromptError, SetupFile, SignIn, parse_version
 from .claude import CLAUDE, ClaudeStreamParser, claude_command
 from .codex import CODEX, CodexStreamParser, ThreadUsage, codex_command, codex_credentials
@@ -35,6 +32,9 @@ from .opencode import (
     provider_keys,
     provider_sign_in,
 )
+
+if TYPE_CHECKING:
+    from ...sandboxes._protocol import SandboxFiles
 
 __all__ = [
     "CLAUDE",
