@@ -8,7 +8,7 @@ import os
 import secrets
 import stat
 
-__all__ = ["NotAFile", "open_regular", "read_regular", "write_atomic"]
+__all__ = ["HostFiles", "NotAFile", "open_regular", "read_regular", "write_atomic"]
 
 
 def write_atomic(
@@ -119,3 +119,23 @@ def read_regular(
         return b"".join(chunks)
     finally:
         os.close(fd)
+
+
+class HostFiles:
+    """``SandboxFiles`` on host paths (absolute, or relative to ``base``): for code that reads
+    and writes a trial's files through its sandbox, run on folders of the host."""
+
+    def __init__(self, base: str | os.PathLike[str] = "."):
+        self.base = os.fspath(base)
+
+    def _path(self, path: str | os.PathLike[str]) -> str:
+        return os.path.join(self.base, os.fspath(path))
+
+    async def read_file(self, path: str | os.PathLike[str]) -> bytes:
+        with open(self._path(path), "rb") as f:
+            return f.read()
+
+    async def write_file(self, path: str | os.PathLike[str], data: bytes) -> None:
+        target = self._path(path)
+        os.makedirs(os.path.dirname(target) or ".", exist_ok=True)
+        write_atomic(target, data)

@@ -43,6 +43,9 @@ class ServiceContext:
 
 class TrialService(Protocol):
     name: str
+    # Whether the trial's commands use programs this service puts in the sandbox (a CLI mock on
+    # their PATH): the sandbox then opens with the trial even when nothing else needs it.
+    needs_sandbox: bool
 
     async def start(self, ctx: ServiceContext) -> None: ...
 

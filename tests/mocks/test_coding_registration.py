@@ -11,7 +11,15 @@ from typing import Any
 
 from project_support import assert_passed, eval_file
 
-from anpord.mocks._register import register_mcp
+import asyncio
+
+from anpord._fs import HostFiles
+from anpord.mocks._register import register_mcp as register_in
+
+
+def register_mcp(cli: str, config: str, home: Path) -> tuple[str, ...]:
+    """``register_mcp`` on a HOME of the host's."""
+    return asyncio.run(register_in(cli, config, home, HostFiles()))
 
 RESULT = json.dumps({"type": "result", "subtype": "success", "is_error": False, "result": "done",
                      "session_id": "s1", "num_turns": 1})

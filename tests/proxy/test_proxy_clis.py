@@ -6,8 +6,17 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import asyncio
+from typing import Any
+
+from anpord._fs import HostFiles
 from anpord.proxy._service import ProxyHandle
-from anpord.proxy._clis import for_cli
+from anpord.proxy._clis import for_cli as for_cli_in
+
+
+def for_cli(cli: str, proxy: Any, env: dict[str, str], home: Path) -> Any:
+    """``for_cli`` on a HOME of the host's."""
+    return asyncio.run(for_cli_in(cli, proxy, env, home, HostFiles()))
 
 URL = "http://127.0.0.1:4321"
 PROXY = ProxyHandle(URL, {"ANTHROPIC_API_KEY": "anpord-proxy-a", "CODEX_API_KEY": "anpord-proxy-c",

@@ -100,9 +100,15 @@ def test_opencode_talks_to_its_model_through_the_proxy(make_project: Any) -> Non
 
 
 def test_a_provider_endpoint_of_the_trials_own_is_left_alone(tmp_path: Path) -> None:
+    import asyncio
+
+    from anpord._fs import HostFiles
     from anpord.harnesses.coding.opencode import configured_base_urls
-    from anpord.proxy._clis import for_cli
+    from anpord.proxy._clis import for_cli as for_cli_in
     from anpord.proxy._service import ProxyHandle
+
+    def for_cli(cli: str, proxy: Any, env: dict[str, str], home: Path, own: set[str]) -> Any:
+        return asyncio.run(for_cli_in(cli, proxy, env, home, HostFiles(), own))
 
     url = "http://127.0.0.1:9/trial/abc"
     proxy = ProxyHandle(url, {"ANTHROPIC_API_KEY": "anpord-proxy-a", "OPENAI_API_KEY": "anpord-proxy-o"})
@@ -113,7 +119,7 @@ def test_a_provider_endpoint_of_the_trials_own_is_left_alone(tmp_path: Path) -> 
     (workspace / "opencode.json").write_text('{\n  // ours\n  "provider": {"openai": {"options": '
                                              '{"baseURL": "http://gateway.invalid/v1"}}},\n}\n')
     inline = json.dumps({"provider": {"google": {"options": {"baseURL": "http://other.invalid"}}}, "theme": "x"})
-    own = configured_base_urls(home, workspace)
+    own = asyncio.run(configured_base_urls(home, workspace, HostFiles()))
     assert own == {"openai"}
     env, args = for_cli("opencode", proxy, {"OPENCODE_CONFIG_CONTENT": inline}, home, own)
     assert args == ()

@@ -12,7 +12,6 @@ is told apart from the program failing.
 from __future__ import annotations
 
 import asyncio
-import os
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -32,7 +31,6 @@ __all__ = [
     "ProgramRun",
     "ProgramSession",
     "read_lines",
-    "write_atomically",
 ]
 
 MAX_LINE = 1 << 20  # a longer line is cut (and so cannot be an event)
@@ -172,14 +170,14 @@ class ProgramRun:
         env: Mapping[str, str],
         cwd: Path | None = None,
         *,
-        stdin: Path | None = None,
+        stdin: Path | bytes | None = None,
         on_spawn: Callable[[asyncio.subprocess.Process], object] | None = None,
         expected_kill: Callable[[], bool] = lambda: False,
     ) -> ProgramExit:
         """Run to the program's exit. ``on_spawn`` is told as soon as it started (a cancel that
         arrived meanwhile kills it then); ``expected_kill`` says whether a kill was ours (a
         cancel, the session closing), so it is not mistaken for a sandbox failure. ``stdin`` is a
-        file for the program to read (else it reads an empty input)."""
+        host file for the program to read, or its bytes (else it reads an empty input)."""
         from ..sandboxes._proc import settle
 
         started = time.monotonic()
@@ -213,13 +211,6 @@ class ProgramRun:
             await self.sandbox.kill_tree(proc)
 
 
-def write_atomically(path: Path, text: str) -> None:
-    """``text`` into ``path`` through a temporary file: a program never reads half of it."""
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
-
-
 class ProgramSession:
     """A session whose turns each run one program in the sandbox: the state ``cancel`` and
     ``close`` share with the running turn. A subclass implements ``_turn`` and keeps the running
@@ -230,8 +221,9 @@ class ProgramSession:
         self.sandbox = sandbox
         self.session_id = session_id
         safe = re.sub(r"[^\w.-]", "_", session_id)[:80] or "session"
-        self.dir = Path(sandbox.state_dir) / "sessions" / safe  # the session's files, outside the workdir
-        self.dir.mkdir(parents=True, exist_ok=True)
+        # The session's files, outside the workdir: written through the sandbox's file methods,
+        # which make the folder.
+        self.dir = Path(sandbox.state_dir) / "sessions" / safe
         self._program: ProgramRun | None = None
         self._turn_running = False  # from run_turn's start: a cancel may come before the spawn
         self._cancel_requested = False
@@ -260,6 +252,7 @@ class ProgramSession:
         self._closing = True
         if self._program is not None:
             await self._program.kill()
-        from ..workspace import remove_tree
+        if self.sandbox.host_paths:  # elsewhere they go with the sandbox, at the trial's end
+            from ..workspace import remove_tree
 
-        remove_tree(self.dir)
+            remove_tree(self.dir)

@@ -85,14 +85,15 @@ class MockService:
             elif not relay_port:
                 relay_port = await self._listeners.listen(self._relay, "relay")
         if relay_port:
-            self._write_programs(relay_port)
+            await self._write_programs(relay_port)
 
     def _files(self) -> Path:
-        """The folder for the mocks' programs and sockets, made on first use (an HTTP mock on a
-        shared loopback needs none): in the sandbox's state folder, else a temporary one."""
+        """The host folder for the mocks' sockets (and programs), made on first use (an HTTP
+        mock on a shared loopback needs none): in the sandbox's state folder where that is a
+        host folder, else a temporary one."""
         if self._folder is None:
             sandbox = self._ctx.sandbox if self._ctx is not None else None
-            if sandbox is not None:
+            if sandbox is not None and sandbox.host_paths:
                 self._folder = sandbox.state_dir / "mocks"
                 self._folder.mkdir(exist_ok=True)
             else:
@@ -100,39 +101,47 @@ class MockService:
                 self._own_folder = True
         return self._folder
 
-    def _write_programs(self, port: int) -> None:
+    async def _write_programs(self, port: int) -> None:
+        """The relay and each CLI mock's program, and the MCP servers' file, in the sandbox's
+        state folder (read-only for its programs): written in place where that is a host folder,
+        else written here and copied in at once."""
         from ..sandboxes._bridge import interpreter
 
         assert self._ctx is not None
-        folder = self._files()
+        sandbox = self._ctx.sandbox
+        staging = inside = self._files()
+        if sandbox is not None and not sandbox.host_paths:
+            staging, inside = inside / "files", sandbox.state_dir / "mocks"
+            staging.mkdir()
         python, _ = interpreter()
-        relay = folder / "relay.py"
-        relay.write_text(RELAY_SOURCE, encoding="utf-8")
-        relay.chmod(0o644)
-        base = [python, "-I", "-S", str(relay), str(port)]
+        (staging / "relay.py").write_text(RELAY_SOURCE, encoding="utf-8")
+        (staging / "relay.py").chmod(0o644)
+        base = [python, "-I", "-S", str(inside / "relay.py"), str(port)]
         servers: dict[str, Any] = {}
-        bin_dir = folder / "bin"
+        bin_dir = inside / "bin"
         for mock in self.mocks:
             if isinstance(mock, CliMock):
-                bin_dir.mkdir(exist_ok=True)
-                program = bin_dir / mock.name
+                (staging / "bin").mkdir(exist_ok=True)
+                program = staging / "bin" / mock.name
                 program.write_text("#!/bin/sh\nexec " + shlex.join([*base, "cli", mock.name]) + ' "$@"\n',
                                    encoding="utf-8")
                 program.chmod(0o755)
-                self.handles[mock.name] = MockHandle(mock.name, "cli", path=str(program))
+                self.handles[mock.name] = MockHandle(mock.name, "cli", path=str(bin_dir / mock.name))
             elif isinstance(mock, McpMock):
                 entry = {"command": python, "args": [*base[1:], "mcp", mock.name]}
                 servers[mock.name] = entry
                 self.handles[mock.name] = MockHandle(mock.name, "mcp", mcp_server=dict(entry))
-        if bin_dir.exists():
-            sandbox = self._ctx.sandbox
+        if (staging / "bin").exists():
             path = sandbox.environment().get("PATH") if sandbox is not None else os.environ.get("PATH")
             self._env["PATH"] = f"{bin_dir}:{path or '/usr/local/bin:/usr/bin:/bin'}"
         if servers:
-            config = folder / "mcp.json"
+            config = staging / "mcp.json"
             config.write_text(json.dumps({"mcpServers": servers}, indent=2), encoding="utf-8")
             config.chmod(0o644)
-            self._env["ANPORD_MCP_CONFIG"] = str(config)
+            self._env["ANPORD_MCP_CONFIG"] = str(inside / "mcp.json")
+        if staging != inside:
+            assert sandbox is not None
+            await sandbox.copy_in(staging, inside)
 
     def env(self) -> dict[str, str]:
         return dict(self._env)

@@ -25,7 +25,10 @@ from __future__ import annotations
 import json
 from collections.abc import Collection, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..sandboxes._protocol import SandboxFiles
 
 __all__ = ["for_cli"]
 
@@ -41,10 +44,14 @@ def _stand_ins(proxy: Any, names: tuple[str, ...]) -> dict[str, str]:
     return {n: proxy.env[n] for n in names if n in proxy.env}
 
 
-def for_cli(cli: str, proxy: Any, env: Mapping[str, str], home: Path,
-            own_endpoints: Collection[str] = ()) -> tuple[dict[str, str], tuple[str, ...]]:
-    """``(variables to set, arguments to add)`` pointing ``cli`` at ``proxy`` for one turn;
-    ``own_endpoints``: the providers whose endpoint the CLI's own configuration files set."""
+async def for_cli(
+    cli: str, proxy: Any, env: Mapping[str, str], home: Path, files: SandboxFiles,
+    own_endpoints: Collection[str] = (),
+) -> tuple[dict[str, str], tuple[str, ...]]:
+    """``(variables to set, arguments to add)`` pointing ``cli`` at ``proxy`` for one turn. A
+    settings file under ``home`` it needs changed is read and written through ``files`` (the
+    trial's sandbox); ``own_endpoints``: the providers whose endpoint the CLI's own configuration
+    files set."""
     if cli == "claude":
         if _truthy(env.get("CLAUDE_CODE_USE_BEDROCK")) or _truthy(env.get("CLAUDE_CODE_USE_VERTEX")):
             return {}, ()
@@ -56,7 +63,7 @@ def for_cli(cli: str, proxy: Any, env: Mapping[str, str], home: Path,
     if cli == "gemini":
         if _truthy(env.get("GOOGLE_GENAI_USE_VERTEXAI")) or "GEMINI_API_KEY" not in proxy.env:
             return {}, ()
-        _choose_api_key_sign_in(home)
+        await _choose_api_key_sign_in(home, files)
         return {"GOOGLE_GEMINI_BASE_URL": proxy.base_url("gemini"), **_stand_ins(proxy, ("GEMINI_API_KEY",))}, ()
     if cli == "opencode":
         return _opencode(proxy, env, own_endpoints), ()
@@ -103,10 +110,12 @@ def _opencode(proxy: Any, env: Mapping[str, str], own_endpoints: Collection[str]
     return out
 
 
-def _choose_api_key_sign_in(home: Path) -> None:
+async def _choose_api_key_sign_in(home: Path, files: SandboxFiles) -> None:
     path = home / ".gemini" / "settings.json"
     try:
-        settings = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+        settings = json.loads((await files.read_file(path)).decode("utf-8"))
+    except FileNotFoundError:
+        settings = {}
     except (OSError, ValueError):
         return  # a settings file of the profile's we cannot read: left to the CLI
     if not isinstance(settings, dict):
@@ -115,5 +124,4 @@ def _choose_api_key_sign_in(home: Path) -> None:
     if not isinstance(auth, dict) or auth.get("selectedType"):
         return
     auth["selectedType"] = "gemini-api-key"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(settings, indent=2), encoding="utf-8")
+    await files.write_file(path, json.dumps(settings, indent=2).encode("utf-8"))

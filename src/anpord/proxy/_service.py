@@ -94,6 +94,7 @@ def _stand_in() -> str:
 
 class ModelProxyService:
     name = "model_proxy"
+    needs_sandbox = False
 
     def __init__(self, replay: ReplayCalls | None = None):
         self.replay = replay
@@ -175,7 +176,7 @@ class ModelProxyService:
     def _files(self) -> Path:
         if self._folder is None:
             sandbox = self._ctx.sandbox if self._ctx is not None else None
-            if sandbox is not None:
+            if sandbox is not None and sandbox.host_paths:  # else the state folder is not the host's
                 self._folder = sandbox.state_dir / "proxy"
                 self._folder.mkdir(exist_ok=True)
             else:

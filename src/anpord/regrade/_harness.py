@@ -73,8 +73,15 @@ class ReplayHarness(StandIn):
         if self.archive is None or key not in self.archive.trials:
             why = self.archive_note or f"run {self.run_id} kept no workspace snapshot of this trial"
             raise HarnessStartError(f"cannot regrade: {why}; this case's checks read the workspace the agent left")
+        sandbox = ctx.sandbox
         try:
-            notes = await asyncio.to_thread(self.archive.restore, key, ctx.workspace)
+            if sandbox is None or sandbox.host_paths:
+                notes = await asyncio.to_thread(self.archive.restore, key, ctx.workspace)
+            else:  # restored in the host's view of the workspace, which then replaces it inside
+                view = await sandbox.workspace_view()
+                notes = await asyncio.to_thread(self.archive.restore, key, view)
+                await sandbox.exec("rm -rf -- ./* ./.[!.]* ./..?*")
+                await sandbox.copy_in(view, ctx.workspace)
         except (ArchiveError, OSError) as exc:
             raise HarnessStartError(f"cannot regrade: the workspace snapshot of run {self.run_id} is unusable: {exc}") from None
         for note in notes:

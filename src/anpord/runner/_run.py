@@ -502,6 +502,25 @@ class _Run:
             self.not_run += 1
             self.trial_finished(spec, not_run(spec, NOT_RUN_COST), [])
 
+    async def _sandboxes_checked(self, specs: Iterator[TrialSpec]) -> Iterator[TrialSpec]:
+        """``specs``, once each sandbox the variants use was checked: a trial whose sandbox
+        cannot open on this machine (no container CLI) is ``void`` with why, and never starts."""
+        from ._preflight import sandbox_problems, without_unusable_sandboxes
+
+        problems = await sandbox_problems(v.sandbox for v in self.plan.variants)
+        if not problems:
+            return specs
+
+        def unusable(spec: TrialSpec, reason: str) -> TrialResult:
+            from ..results._model import ErrorInfo
+
+            result = not_run(spec, reason)
+            result.error = ErrorInfo("sandbox", reason)
+            return result
+
+        return without_unusable_sandboxes(
+            specs, problems, unusable, lambda spec, result: self.trial_finished(spec, result, []))
+
     # -- signals -----------------------------------------------------------------------------
 
     def on_first_signal(self, signum: int) -> None:
@@ -562,6 +581,8 @@ class _Run:
             self.adaptive = specs  # type: ignore[assignment]
         else:
             specs = _specs(self.plan, self.record.run_id, cache_dir, self.done, self.opts.replay, snapshots)
+        if isinstance(executor, LocalExecutor):  # elsewhere, the workers' machines may differ
+            specs = await self._sandboxes_checked(specs)
         if self.opts.max_run_cost is not None:
             specs = self._budgeted(specs)
         work = asyncio.ensure_future(executor.run(specs, self, self.stop))

@@ -82,7 +82,7 @@ class TrialServices:
     def needs_sandbox(self) -> bool:
         """A service whose programs the trial's commands find on their PATH (a CLI mock): the
         sandbox opens with the trial, so every command it starts, checks' included, has them."""
-        return any(getattr(s, "needs_sandbox", False) for s in self.services)
+        return any(s.needs_sandbox for s in self.services)
 
     def mock_handles(self) -> dict[str, Any]:
         """The trial's running mocks by name (``turn.mocks``), once started."""

@@ -401,9 +401,10 @@ class _Trial:
         A failure is logged; it never changes the verdict."""
         from ..workspace import take_base, take_snapshot, trial_key
 
-        folder, root = self.spec.snapshots, instance.workspace
+        folder = self.spec.snapshots
         assert folder is not None
         try:
+            root = await instance.workspace_view()  # a copy out of a container that copies
             if before:
                 return await asyncio.to_thread(take_base, folder, root)
             key = trial_key(self.spec.case_id, self.spec.variant.label, self.spec.trial)

@@ -173,12 +173,14 @@ class BaseInstance:
     def __init__(self, root: Path, spec: SandboxSpec):
         self.root = root
         self.spec = spec
-        self.workspace = root / "workspace"
-        self.home = root / "home"
-        self.state_dir = root / "state"
+        # The host folders; where ``host_paths``, also the paths its programs see.
+        self.host_workspace = root / "workspace"
         self.tmp = root / "tmp"
-        for d in (self.workspace, self.home, self.state_dir, self.tmp):
+        for d in (self.host_workspace, root / "home", root / "state", self.tmp):
             d.mkdir()
+        self.workspace = self._inside(self.host_workspace)
+        self.home = self._inside(root / "home")
+        self.state_dir = self._inside(root / "state")
         self.id = root.name
         self._tracker = ProcessTracker(self.id)
         self._procs: list[asyncio.subprocess.Process] = []
@@ -213,6 +215,11 @@ class BaseInstance:
 
     async def _ready(self) -> None:
         """Called once the workspace is filled, before any command runs."""
+
+    def _inside(self, host: Path) -> Path:
+        """Where programs see the instance's host folder ``host`` (the same path where
+        ``host_paths``)."""
+        return host
 
     def _tmpdir(self) -> str:
         return str(self.tmp)
@@ -286,7 +293,7 @@ class BaseInstance:
         *,
         env: Mapping[str, str],
         cwd: Path | None = None,
-        stdin: Path | None = None,
+        stdin: Path | bytes | None = None,
     ) -> asyncio.subprocess.Process:
         if self._closed:
             raise SandboxError("sandbox is closed")
@@ -315,10 +322,18 @@ class BaseInstance:
         return proc
 
     async def _start_reading(
-        self, argv: list[str], env: dict[str, str], cwd: Path, stdin: Path | None
+        self, argv: list[str], env: dict[str, str], cwd: Path, stdin: Path | bytes | None
     ) -> asyncio.subprocess.Process:
         if stdin is None:
             return await self._start(argv, env, cwd)
+        if isinstance(stdin, bytes):
+            # A file in memory: the program reads it as it would the file on disk (seekable,
+            # ending), and nothing needs writing while it starts.
+            fd = os.memfd_create("anpord-stdin", os.MFD_CLOEXEC)
+            with open(fd, "w+b") as held:
+                held.write(stdin)
+                held.seek(0)
+                return await self._start(argv, env, cwd, stdin=held)
         # Opened here and inherited as fd 0, so the file need not be visible inside the sandbox;
         # our copy closes once the child has it.
         with open(stdin, "rb") as source:
@@ -438,7 +453,7 @@ async def open_instance(
         if spec.source is not None:
             # In a thread: a clone or a large copy must not stall the other trials.
             fill = asyncio.ensure_future(
-                asyncio.to_thread(spec.source.materialize, inst.workspace, spec.source_base)
+                asyncio.to_thread(spec.source.materialize, inst.host_workspace, spec.source_base)
             )
             try:
                 await asyncio.shield(fill)

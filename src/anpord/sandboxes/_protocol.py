@@ -21,7 +21,15 @@ if TYPE_CHECKING:  # asyncio only for annotations: importing the package stays c
 
     from ..workspace import Source
 
-__all__ = ["ExecResult", "Sandbox", "SandboxError", "SandboxInstance", "SandboxSpec"]
+__all__ = [
+    "CheckedSandbox",
+    "ExecResult",
+    "Sandbox",
+    "SandboxError",
+    "SandboxFiles",
+    "SandboxInstance",
+    "SandboxSpec",
+]
 
 
 class SandboxError(Exception):
@@ -85,6 +93,16 @@ class SandboxSpec:
     label: str = "trial"
 
 
+class SandboxFiles(Protocol):
+    """The file methods of a ``SandboxInstance``: what code that only reads and writes a trial's
+    files (a coding CLI's settings, sign-in files) needs of it. ``anpord._fs.HostFiles`` is the
+    same on host paths."""
+
+    async def read_file(self, path: str | Path) -> bytes: ...
+
+    async def write_file(self, path: str | Path, data: bytes) -> None: ...
+
+
 @runtime_checkable
 class SandboxInstance(Protocol):
     workspace: Path  # the agent's working folder, filled from the case's source
@@ -94,9 +112,10 @@ class SandboxInstance(Protocol):
     state_dir: Path
 
     # Whether ``workspace``, ``home`` and ``state_dir`` are host folders that the runner may read
-    # and write directly, seen at the same paths inside (``local``, ``bwrap``, ``docker`` with a
-    # local engine). An optimisation: the file methods below work either way, and a path given
-    # to them is one the sandbox's programs see.
+    # and write directly, seen at the same paths inside (``local``, ``bwrap``, ``docker`` with
+    # its folders bound in). An optimisation: the file methods below work either way, and a
+    # path given to them is one the sandbox's programs see (``docker`` copying the workspace
+    # in and out: paths in the container only).
     host_paths: bool
 
     def environment(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -146,11 +165,12 @@ class SandboxInstance(Protocol):
         *,
         env: Mapping[str, str],
         cwd: Path | None = None,
-        stdin: Path | None = None,
+        stdin: Path | bytes | None = None,
     ) -> asyncio.subprocess.Process:
-        """Start a process inside the sandbox with stdout/stderr piped. Its stdin reads the file
-        ``stdin`` (opened here, outside the sandbox: its path need not be visible inside), else
-        an empty input (/dev/null). Its whole process tree is killed by ``kill_all``/``close``."""
+        """Start a process inside the sandbox with stdout/stderr piped. Its stdin reads the host
+        file ``stdin`` (opened here, outside the sandbox: its path need not be visible inside),
+        or the bytes given, else an empty input (/dev/null). Its whole process tree is killed by
+        ``kill_all``/``close``."""
         ...
 
     async def exec(
@@ -196,3 +216,13 @@ class Sandbox(Protocol):
     name: str
 
     async def open(self, spec: SandboxSpec) -> SandboxInstance: ...
+
+
+@runtime_checkable
+class CheckedSandbox(Protocol):
+    """A sandbox that can tell before a run starts whether this machine can open its instances
+    at all (``docker``: a container CLI whose engine answers). The runner calls ``check`` once
+    per run for each such sandbox its variants use; a ``SandboxError`` makes every trial of
+    those variants ``void`` with its one line, and none of them starts."""
+
+    def check(self) -> None: ...

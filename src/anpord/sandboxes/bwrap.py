@@ -532,13 +532,17 @@ class BwrapSandbox:
         capabilities. SandboxError saying why when none can."""
         return (await self._setup())[0]
 
-    async def _setup(self) -> tuple[Privileges, bool]:
-        """The privileges, and whether this bwrap can size a tmpfs (0.5 and later)."""
+    def check(self) -> None:
+        """SandboxError now (before a run starts) when there is no bubblewrap to run."""
         if not (os.path.isfile(self.binary) and os.access(self.binary, os.X_OK)):
             raise SandboxError(
                 f"bubblewrap not found at {self.binary}: install it (apt-get install bubblewrap) "
                 "or use sandbox='local'"
             )
+
+    async def _setup(self) -> tuple[Privileges, bool]:
+        """The privileges, and whether this bwrap can size a tmpfs (0.5 and later)."""
+        self.check()
         key = f"{self.binary}\0{os.geteuid()}\0{os.environ.get(SANDBOX_UID_ENV, '')}"
         if key not in _probed:
             found: tuple[Privileges, bool] | str = "no way to run it"

@@ -22,8 +22,16 @@ Each command runs under a small bash wrapper that marks it (``ANPORD_SANDBOX_CMD
 command's main process exits, kills what it left running (what a PID namespace does under bwrap);
 ``kill_tree`` kills a command's marked processes from inside the container.
 
-Requires a runner on the same machine as the container engine (bind mounts, and the engine's
-cgroups and network namespaces reached through ``/proc``); the image needs ``bash`` and ``sleep``.
+With ``ANPORD_CONTAINER_COPY=1`` nothing of the host is bound in (for engines whose bind mounts
+cannot be used, rootless ones say): the trial's workspace, HOME and state folder are under
+``/anpord`` in the container, the workspace copied in (one tar through ``<cli> cp``) once it runs,
+every file the runner reads or writes copied through the CLI, and the workspace copied out to its
+host folder whenever the checks or a snapshot look at it (``workspace_view``). ``host_paths`` is
+then false.
+
+Requires a runner on the same machine as the container engine (the engine's cgroups and network
+namespaces are reached through ``/proc``, and bind mounts unless copying); the image needs
+``bash`` and ``sleep``.
 """
 
 from __future__ import annotations
@@ -38,6 +46,7 @@ import socket
 import subprocess
 import sys
 import tarfile
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -49,9 +58,14 @@ from ._owner import instance_prefix
 from ._protocol import SandboxError, SandboxSpec
 from ._size import size_cap
 
-__all__ = ["CMD_ENV", "DockerInstance", "DockerSandbox"]
+__all__ = ["CMD_ENV", "COPY_ENV", "DockerInstance", "DockerSandbox"]
 
 CMD_ENV = "ANPORD_SANDBOX_CMD"
+# ``ANPORD_CONTAINER_COPY=1``: no host folder is bound into a trial's container; the workspace is
+# copied in when it starts and out before the checks read it (a rootless or remote engine's
+# bind mounts may not be usable), and the trial's folders are under COPY_ROOT inside.
+COPY_ENV = "ANPORD_CONTAINER_COPY"
+COPY_ROOT = Path("/anpord")
 CLONE_NEWNET = 0x40000000
 # How long starting a container may take.
 START_TIMEOUT = 300.0
@@ -87,7 +101,12 @@ class DockerInstance(BaseInstance):
         memory: int | None,
         pids: int | None,
         cpus: float | None,
+        copy: bool = False,
     ):
+        # Copying: the trial's folders are in the container only (see ``_inside``), filled
+        # and read through the CLI; else they are the host's, bound in.
+        self.copy = copy
+        self.host_paths = not copy
         self.cli, self.image, self.mounts = cli, image, list(mounts)
         self.memory, self.pids, self.cpus = memory, pids, cpus
         self.container: str | None = None  # its name, once it runs
@@ -108,6 +127,9 @@ class DockerInstance(BaseInstance):
     def _tmpdir(self) -> str:
         return "/tmp"
 
+    def _inside(self, host: Path) -> Path:
+        return COPY_ROOT / host.name if self.copy else host
+
     @property
     def loopback_bridged(self) -> bool:  # type: ignore[override]
         return not self.spec.variant.network
@@ -119,12 +141,22 @@ class DockerInstance(BaseInstance):
             "run", "-d", "--name", name,
             "--label", f"{LABEL}=1", "--label", f"{OWNER_LABEL}={instance_prefix()}",
             "--network", "host" if self.spec.variant.network else "none",
-            "--read-only", "--tmpfs", f"/tmp:rw,mode=1777{f',size={cap}' if cap else ''}",
+            "--tmpfs", f"/tmp:rw,mode=1777{f',size={cap}' if cap else ''}",
             "--cap-drop", "ALL", "--security-opt", "no-new-privileges",
-            "--hostname", "sandbox", "--user", "0:0", "--workdir", str(self.workspace),
+            "--hostname", "sandbox", "--user", "0:0",
+            # Copying, the workspace is made once the container runs: start in /.
+            "--workdir", "/" if self.copy else str(self.workspace),
         ]  # fmt: skip
-        if self.cli.podman:
-            args.append("--read-only-tmpfs=false")  # only the /tmp above is writable
+        if not self.copy:
+            args.append("--read-only")
+            if self.cli.podman:
+                args.append("--read-only-tmpfs=false")  # only the /tmp above is writable
+        elif self.cli.podman:
+            # The trial's folders in a tmpfs held to the size cap, the image read-only beside
+            # it (podman's cp writes into a tmpfs; docker's would write under it, so with docker
+            # they are in the container's own writable layer).
+            args += ["--read-only", "--read-only-tmpfs=false",
+                     "--tmpfs", f"{COPY_ROOT}:rw,mode=755{f',size={cap}' if cap else ''}"]
         if self.memory is not None:
             args += ["--memory", str(self.memory), "--memory-swap", str(self.memory)]
         if self.pids is not None:
@@ -133,12 +165,13 @@ class DockerInstance(BaseInstance):
             args += ["--cpus", str(self.cpus)]
         for m in self.mounts:
             args += ["-v", f"{m}:{m}:ro"]
-        args += [
-            "-v", f"{self.workspace}:{self.workspace}",
-            "-v", f"{self.home}:{self.home}",
-            "-v", f"{self.state_dir}:{self.state_dir}:ro",
-            "--entrypoint", "sleep", self.image, "infinity",
-        ]  # fmt: skip
+        if not self.copy:
+            args += [
+                "-v", f"{self.workspace}:{self.workspace}",
+                "-v", f"{self.home}:{self.home}",
+                "-v", f"{self.state_dir}:{self.state_dir}:ro",
+            ]  # fmt: skip
+        args += ["--entrypoint", "sleep", self.image, "infinity"]
         # The note first: a runner killed while the container starts still has it swept.
         self._note = self.root.with_name(self.root.name + ".container")
         self._note.write_text(note_text(self.cli))
@@ -153,6 +186,8 @@ class DockerInstance(BaseInstance):
                 )
             self.container = name
             code, out, _ = await self.cli.run("inspect", "--format", "{{.State.Pid}}", name)
+            if self.copy:
+                await self._fill()
         except BaseException:
             # Failed, cancelled or hung, before or after the engine made the container: the
             # start's CLI process has ended (``run`` waits for it), so removing by name now
@@ -166,9 +201,27 @@ class DockerInstance(BaseInstance):
             if self._cgroup is not None:
                 self._cgroup.watch(self._over_cgroup_cap)
 
+    async def _fill(self) -> None:
+        """Copying: make the trial's folders in the container, the workspace filled from its
+        host folder (the case's source), in one copy; the host folder is emptied (it holds the
+        workspace's views from now on)."""
+        folders = (self.workspace, self.home, self.state_dir)
+        stream = await asyncio.to_thread(_tar_of_folders, self.host_workspace, folders)
+        await self._put(stream)
+        await asyncio.to_thread(_empty, self.host_workspace)
+
     def _private_tmps(self) -> Callable[[], list[str]] | None:
-        # The container's /tmp (a tmpfs of its own) counts toward the size cap, as under bwrap.
-        return lambda: [f"/proc/{self._init_pid}/root/tmp"] if self._init_pid else []
+        # The container's /tmp (a tmpfs of its own) counts toward the size cap, as under bwrap;
+        # so do the trial's folders when they are a tmpfs in the container (copying, podman).
+        def tmps() -> list[str]:
+            if not self._init_pid:
+                return []
+            inside = [f"/proc/{self._init_pid}/root/tmp"]
+            if self.copy and self.cli.podman:
+                inside.append(f"/proc/{self._init_pid}/root{COPY_ROOT}")
+            return inside
+
+        return tmps
 
     async def _remove(self) -> None:
         if self._cgroup is not None:
@@ -280,6 +333,8 @@ class DockerInstance(BaseInstance):
     # -- files: the bound folders directly, the rest of the container through the CLI ----------
 
     def _bound(self, path: str | Path) -> bool:
+        if self.copy:
+            return False
         target = self._host_path(path)
         return any(target.is_relative_to(d) for d in (self.workspace, self.home, self.state_dir))
 
@@ -303,27 +358,36 @@ class DockerInstance(BaseInstance):
                 raise IsADirectoryError(str(path))
             return extracted.read()
 
+    async def _put(self, tar_stream: bytes) -> None:
+        """Unpack a tar whose names are paths from the container's ``/``: the folders leading
+        to each are made as needed, as root (every program there runs as root)."""
+        await self._cp("-", f"{self.id}:/", input=tar_stream)
+
     async def write_file(self, path: str | Path, data: bytes) -> None:
         if self._bound(path):
             return await super().write_file(path, data)
-        target = self._host_path(path)
-        buffer = io.BytesIO()
-        with tarfile.open(fileobj=buffer, mode="w") as tar:
-            info = tarfile.TarInfo(target.name)
-            info.size, info.mode = len(data), 0o644
-            tar.addfile(info, io.BytesIO(data))
-        await self._cp("-", f"{self.id}:{target.parent}", input=buffer.getvalue())
+        await self._put(_tar_of_data(self._host_path(path), data))
 
     async def copy_in(self, source: Path, dest: str | Path) -> None:
         if self._bound(dest):
             return await super().copy_in(source, dest)
-        suffix = "/." if source.is_dir() else ""  # a folder's content merges into dest
-        await self._cp(f"{source}{suffix}", f"{self.id}:{self._host_path(dest)}")
+        # One tar built here (a folder's content merges into dest, links stay links).
+        await self._put(await asyncio.to_thread(_tar_of_tree, source, self._host_path(dest)))
 
     async def copy_out(self, source: str | Path, dest: Path) -> None:
         if self._bound(source):
             return await super().copy_out(source, dest)
-        await self._cp(f"{self.id}:{self._host_path(source)}", str(dest))
+        stream = await self._cp(f"{self.id}:{self._host_path(source)}", "-")
+        await asyncio.to_thread(_untar_into, stream, dest)
+
+    async def workspace_view(self) -> Path:
+        """The workspace as it is now: the bound folder itself, or (copying) its copy out of the
+        container into the trial's host folder, replacing what an earlier view left there."""
+        if self.host_paths:
+            return self.workspace
+        stream = await self._cp(f"{self.id}:{self.workspace}/.", "-")
+        await asyncio.to_thread(_replace_with_tar, self.host_workspace, stream)
+        return self.host_workspace
 
     # -- loopback services --------------------------------------------------------------------
 
@@ -500,6 +564,100 @@ async def _serve_bridge(sock: socket.socket, path: Path) -> None:
         server.close()
 
 
+def copying() -> bool:
+    """Whether trials copy their folders in and out instead of binding them (``COPY_ENV``)."""
+    return os.environ.get(COPY_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+# -- tar streams for the CLI's cp (names are paths from the container's /) ---------------------
+
+
+def _tar_bytes(fill: Callable[[tarfile.TarFile], None]) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        fill(tar)
+    return buffer.getvalue()
+
+
+def _name(path: Path) -> str:
+    return str(path).lstrip("/")
+
+
+def _tar_of_data(target: Path, data: bytes) -> bytes:
+    def fill(tar: tarfile.TarFile) -> None:
+        info = tarfile.TarInfo(_name(target))
+        info.size, info.mode, info.mtime = len(data), 0o644, int(time.time())
+        tar.addfile(info, io.BytesIO(data))
+
+    return _tar_bytes(fill)
+
+
+def _tar_of_tree(source: Path, dest: Path) -> bytes:
+    """``source`` (a file, or a folder whose content merges into ``dest``) as ``dest``."""
+    return _tar_bytes(lambda tar: tar.add(str(source), arcname=_name(dest)))
+
+
+def _tar_of_folders(content: Path, folders: Sequence[Path]) -> bytes:
+    """The empty ``folders``, the first holding what the host folder ``content`` holds."""
+
+    def fill(tar: tarfile.TarFile) -> None:
+        for folder in folders:
+            info = tarfile.TarInfo(_name(folder))
+            info.type, info.mode, info.mtime = tarfile.DIRTYPE, 0o755, int(time.time())
+            tar.addfile(info)
+        for entry in sorted(os.listdir(content)):
+            tar.add(str(content / entry), arcname=f"{_name(folders[0])}/{entry}")
+
+    return _tar_bytes(fill)
+
+
+def _empty(folder: Path) -> None:
+    from ..workspace import remove_tree
+
+    for entry in os.listdir(folder):
+        path = folder / entry
+        if path.is_dir() and not path.is_symlink():
+            remove_tree(path)
+        else:
+            path.unlink()
+
+
+def _untar_into(stream: bytes, dest: Path) -> None:
+    """A CLI's tar of one file or folder (named for it) unpacked as the host path ``dest``."""
+    with tarfile.open(fileobj=io.BytesIO(stream)) as tar:
+        members = tar.getmembers()
+        if not members:
+            return
+        top = members[0].name.strip("/").split("/")[0]
+        inner = []
+        for m in members:
+            name = m.name.strip("/")
+            if name == top and not m.isdir():  # a single file
+                m.name = dest.name
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                tar.extract(m, dest.parent, filter="tar")
+                return
+            if name.startswith(top + "/"):
+                m.name = name[len(top) + 1 :]
+                inner.append(m)
+        dest.mkdir(parents=True, exist_ok=True)
+        tar.extractall(dest, members=inner, filter="tar")
+
+
+def _replace_with_tar(folder: Path, stream: bytes) -> None:
+    """Make the host ``folder`` hold what a CLI's tar of a folder's content (``path/.``) holds."""
+    _empty(folder)
+    with tarfile.open(fileobj=io.BytesIO(stream)) as tar:
+        inner = []
+        for m in tar.getmembers():
+            name = m.name.strip("/")
+            name = name[2:] if name.startswith("./") else name
+            if name not in ("", "."):
+                m.name = name
+                inner.append(m)
+        tar.extractall(folder, members=inner, filter="tar")
+
+
 def _resolve_mounts(spec: SandboxSpec) -> list[Path]:
     from .bwrap import _resolve_mounts as resolve
 
@@ -543,6 +701,7 @@ class DockerSandbox:
             memory=memory,
             pids=pids,
             cpus=cpus,
+            copy=copying(),
         )
         assert isinstance(inst, DockerInstance)
         return inst

@@ -27,7 +27,7 @@ Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]
 
 class Listeners:
     """``sandbox``: the trial's, or None; ``folder``: where unix sockets go, asked for on the
-    first one (by default the sandbox's state folder); ``limit``: the readers' buffer limit (the
+    first one (by default the sandbox's state folder, where that is a host folder); ``limit``: the readers' buffer limit (the
     longest line or header block a handler reads in one go)."""
 
     def __init__(self, sandbox: SandboxInstance | None, *, folder: Callable[[], Path] | None = None,
@@ -38,6 +38,17 @@ class Listeners:
         self._servers: list[asyncio.AbstractServer] = []
         self._writers: set[asyncio.StreamWriter] = set()
         self._sockets: list[Path] = []
+        self._made: Path | None = None  # a folder of its own for the sockets, removed on close
+
+    def _own_folder(self, sandbox: SandboxInstance) -> Path:
+        """The sandbox's state folder where it is a host folder, else a temporary one."""
+        if sandbox.host_paths:
+            return sandbox.state_dir
+        if self._made is None:
+            import tempfile
+
+            self._made = Path(tempfile.mkdtemp(prefix="anpord-listen-"))
+        return self._made
 
     async def listen(self, handler: Handler, tag: str, port: int = 0) -> int:
         """Serve ``handler`` on ``127.0.0.1:port`` (0: a free port), and bridged into the sandbox
@@ -50,7 +61,7 @@ class Listeners:
         if sandbox is not None and sandbox.loopback_bridged:
             from ..sandboxes._bridge import bind_unix
 
-            folder = self._folder() if self._folder is not None else sandbox.state_dir
+            folder = self._folder() if self._folder is not None else self._own_folder(sandbox)
             path = folder / f".{tag}-{bound}.sock"
             sock = bind_unix(path)
             self._sockets.append(path)
@@ -83,3 +94,8 @@ class Listeners:
                 path.unlink()
             except OSError:
                 pass
+        made, self._made = self._made, None
+        if made is not None:
+            import shutil
+
+            shutil.rmtree(made, ignore_errors=True)

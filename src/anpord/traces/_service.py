@@ -43,6 +43,7 @@ SETTLE_TIMEOUT = 2.0  # seconds settle() waits for exports being read
 
 class TraceService(Receiver):
     name = "traces"
+    needs_sandbox = False
 
     def __init__(self) -> None:
         super().__init__()

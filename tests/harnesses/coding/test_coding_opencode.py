@@ -185,7 +185,14 @@ def test_an_error_event_fails_the_turn() -> None:
 
 
 def test_the_sign_in_follows_the_models_provider(tmp_path) -> None:
-    from anpord.harnesses.coding import provider_keys, provider_sign_in
+    import asyncio
+
+    from anpord._fs import HostFiles
+    from anpord.harnesses.coding import provider_keys
+    from anpord.harnesses.coding import provider_sign_in as sign_in
+
+    def provider_sign_in(model, home, workspace):  # type: ignore[no-untyped-def]
+        return asyncio.run(sign_in(model, home, workspace, HostFiles()))
 
     home, workspace = tmp_path / "home", tmp_path / "ws"
     (home / ".config/opencode").mkdir(parents=True)

@@ -16,10 +16,10 @@ What each stream maps to is documented in docs/coding-agents.md.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._invocation import CliInfo, Invocation, PromptError, SetupFile, SignIn, parse_version
 from .claude import CLAUDE, ClaudeStreamParser, claude_command
@@ -33,6 +33,9 @@ from .opencode import (
     provider_keys,
     provider_sign_in,
 )
+
+if TYPE_CHECKING:
+    from ...sandboxes._protocol import SandboxFiles
 
 __all__ = [
     "CLAUDE",
@@ -71,12 +74,13 @@ class CodingCli:
     # Variables to add to a turn's environment, from the environment it has (a key the CLI
     # reads under another name); None: nothing to add.
     credential_env: Callable[[Mapping[str, str]], dict[str, str]] | None = None
-    # sign_in(model, home, workspace): what signs it in for this model, when that depends on the
-    # model; None: any one of ``info.credentials`` (or a stored sign-in) does.
-    sign_in: Callable[[str | None, Path, Path], SignIn] | None = None
-    # own_endpoints(home, workspace): the providers whose endpoint the CLI's own configuration
-    # sets, which the model proxy leaves alone; None: the CLI has no such configuration.
-    own_endpoints: Callable[[Path, Path], set[str]] | None = None
+    # await sign_in(model, home, workspace, files): what signs it in for this model, when that
+    # depends on the model, reading the trial's files through ``files`` (its sandbox); None:
+    # any one of ``info.credentials`` (or a stored sign-in) does.
+    sign_in: Callable[[str | None, Path, Path, SandboxFiles], Awaitable[SignIn]] | None = None
+    # await own_endpoints(home, workspace, files): the providers whose endpoint the CLI's own
+    # configuration sets, which the model proxy leaves alone; None: the CLI has no such configuration.
+    own_endpoints: Callable[[Path, Path, SandboxFiles], Awaitable[set[str]]] | None = None
 
     @property
     def name(self) -> str:

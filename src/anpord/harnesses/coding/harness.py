@@ -208,11 +208,11 @@ class CodingHarness:
         sandbox = _need_sandbox(ctx, self.name)
         await self.prepare_sandbox(ctx)  # nothing to do when the runner did it already
         state = self._state(sandbox)
-        settings = self._settings(ctx, sandbox, state.profile)
-        self._check_credentials(ctx, sandbox, settings)
+        settings = await self._settings(ctx, sandbox, state.profile)
+        await self._check_credentials(ctx, sandbox, settings)
         return CodingSession(self, ctx, sandbox, session_id, settings, state)
 
-    def _settings(
+    async def _settings(
         self, ctx: HarnessContext, sandbox: SandboxInstance, profile: Profile | None
     ) -> _Settings:
         options = dict(ctx.variant.options)
@@ -239,15 +239,15 @@ class CodingHarness:
             **(profile.env if profile else {}),
             **{str(k): str(v) for k, v in ctx.variant.env.items()},
         }
-        executable = self._executable(options.get("executable"), sandbox.environment(env))
+        executable = await self._executable(options.get("executable"), sandbox, sandbox.environment(env))
         mcp_config = sandbox.environment().get("ANPORD_MCP_CONFIG")
         if mcp_config:  # the trial's MCP mocks, in the CLI's own configuration
             from ...mocks._register import register_mcp
 
-            args = (*register_mcp(self.cli.info.name, mcp_config, sandbox.home), *args)
+            args = (*await register_mcp(self.cli.info.name, mcp_config, sandbox.home, sandbox), *args)
         return _Settings(executable, tuple(args), "\n\n".join(prompts) or None, env)
 
-    def _executable(self, chosen: Any, env: Mapping[str, str]) -> str:
+    async def _executable(self, chosen: Any, sandbox: SandboxInstance, env: Mapping[str, str]) -> str:
         info = self.cli.info
         if chosen is not None and (not isinstance(chosen, str) or not chosen.strip()):
             raise HarnessStartError(
@@ -258,11 +258,19 @@ class CodingHarness:
             path = Path(wanted).expanduser()
             if not path.is_absolute() and self.project_dir is not None:
                 path = self.project_dir / path
+            if not sandbox.host_paths:  # the CLI is the one inside: looked at there, below
+                found = await _inside_lookup(sandbox, str(path), env)
+                if found is None:
+                    raise HarnessStartError(f"{info.title} ({self.name}) at {path}: not an executable file in the sandbox")
+                return found
             if not path.is_file() or not os.access(path, os.X_OK):
                 what = "not an executable file" if path.exists() else "not found"
                 raise HarnessStartError(f"{info.title} ({self.name}) at {path}: {what}")
             return str(path)
-        found = shutil.which(wanted, path=env.get("PATH"))
+        if sandbox.host_paths:
+            found = shutil.which(wanted, path=env.get("PATH"))
+        else:
+            found = await _inside_lookup(sandbox, wanted, env)
         if found is None:
             hint = (
                 info.install_command
@@ -275,7 +283,7 @@ class CodingHarness:
             )
         return found
 
-    def _check_credentials(
+    async def _check_credentials(
         self, ctx: HarnessContext, sandbox: SandboxInstance, settings: _Settings
     ) -> None:
         """Fail early, naming the variable, rather than let the CLI fail on its first request."""
@@ -284,11 +292,11 @@ class CodingHarness:
             return
         alternatives, about = info.credentials, ""
         if self.cli.sign_in is not None:
-            found = self.cli.sign_in(ctx.model, sandbox.home, sandbox.workspace)
+            found = await self.cli.sign_in(ctx.model, sandbox.home, sandbox.workspace, sandbox)
             if found.signed_in:
                 return
             alternatives, about = found.alternatives, found.about
-        elif any((sandbox.home / f).is_file() for f in info.credential_files):
+        elif await _any_file(sandbox, [sandbox.home / f for f in info.credential_files]):
             return
         if not alternatives:
             return
@@ -312,6 +320,34 @@ class CodingHarness:
             + f" in anpord's environment and declare it with Variant(secrets=[{first!r}]), or pass "
             "options={'check_credentials': False}"
         )
+
+
+async def _inside_lookup(sandbox: SandboxInstance, program: str, env: Mapping[str, str]) -> str | None:
+    """Where ``program`` (a name on the trial's PATH, or a path) is inside the sandbox, as its
+    programs would find it; None when they would not."""
+    from ...sandboxes._protocol import SandboxError
+
+    try:
+        done = await sandbox.exec(f"command -v {shlex.quote(program)}", timeout=60, env=dict(env))
+    except SandboxError as exc:
+        raise HarnessStartError(f"could not look for {program} in the sandbox: {exc}") from None
+    found = done.stdout.strip().splitlines()
+    return found[-1] if done.ok and found and found[-1].startswith("/") else None
+
+
+async def _any_file(sandbox: SandboxInstance, paths: Sequence[Path]) -> bool:
+    """Whether one of ``paths`` is a file the sandbox's programs can read (a stored sign-in)."""
+    for path in paths:
+        if sandbox.host_paths:
+            if path.is_file():
+                return True
+            continue
+        try:
+            await sandbox.read_file(path)
+            return True
+        except OSError:
+            continue
+    return False
 
 
 def _need_sandbox(ctx: HarnessContext, name: str) -> SandboxInstance:
@@ -400,7 +436,8 @@ class CodingSession(ProgramSession):
                 )
             )
         prompt_file = self.dir / "prompt.txt"
-        await self.sandbox.write_file(prompt_file, message_text(request.input).encode("utf-8"))
+        prompt = message_text(request.input).encode("utf-8")
+        await self.sandbox.write_file(prompt_file, prompt)
         invocation = self.cli.command(
             prompt_file=str(prompt_file),
             model=self.ctx.model,
@@ -416,8 +453,9 @@ class CodingSession(ProgramSession):
             from ...proxy._clis import for_cli
 
             # Wins over a profile's or the variant's endpoint: that is what the proxy forwards to.
-            own = self.cli.own_endpoints(self.sandbox.home, self.sandbox.workspace) if self.cli.own_endpoints else set()
-            added, more = for_cli(self.cli.name, proxy, env, self.sandbox.home, own)
+            own = (await self.cli.own_endpoints(self.sandbox.home, self.sandbox.workspace, self.sandbox)
+                   if self.cli.own_endpoints else set())
+            added, more = await for_cli(self.cli.name, proxy, env, self.sandbox.home, self.sandbox, own)
             env, args = {**env, **added}, (*more, *args)
         at = _ARGS_AT.get(self.cli.name, 1)
         argv = [*invocation.argv[:at], *args, *invocation.argv[at:]]
@@ -433,7 +471,7 @@ class CodingSession(ProgramSession):
                 argv,
                 env,
                 self.sandbox.workspace,
-                stdin=Path(invocation.stdin) if invocation.stdin else None,
+                stdin=await self._stdin(invocation.stdin, str(prompt_file), prompt),
                 on_spawn=self._on_spawn,
                 expected_kill=lambda: self._cancel_requested or self._closing,
             )
@@ -504,6 +542,15 @@ class CodingSession(ProgramSession):
                 before = ""
             text = f"{before.rstrip()}\n\n{f.text}" if before.strip() else f.text
             await self.sandbox.write_file(target, text.encode("utf-8"))
+
+    async def _stdin(self, path: str | None, prompt_file: str, prompt: bytes) -> Path | bytes | None:
+        """What the CLI reads on stdin: the file ``path``, opened on the host where the
+        sandbox's files are host files, else its bytes (the prompt just written, or read back)."""
+        if path is None:
+            return None
+        if self.sandbox.host_paths:
+            return Path(path)
+        return prompt if path == prompt_file else await self.sandbox.read_file(path)
 
     def _parser(self) -> Any:
         workspace = str(self.sandbox.workspace)

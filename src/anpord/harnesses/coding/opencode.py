@@ -32,13 +32,16 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...events import Event
 from .._stream import TurnEnd
 from ._base import JsonStreamParser, as_dict, as_int, as_list, as_str, patch_paths, text_of
 from ._invocation import CliInfo, Invocation, SetupFile, SignIn, prompt_source
 from ._usage import usage_event
+
+if TYPE_CHECKING:
+    from ...sandboxes._protocol import SandboxFiles
 
 __all__ = [
     "OPENCODE",
@@ -235,16 +238,17 @@ def provider_keys(model: str | None) -> tuple[str, ...]:
     return known or (re.sub(r"[^A-Za-z0-9]", "_", provider).upper() + "_API_KEY",)
 
 
-def provider_sign_in(model: str | None, home: Path, workspace: Path) -> SignIn:
+async def provider_sign_in(model: str | None, home: Path, workspace: Path, files: SandboxFiles) -> SignIn:
     """Follows the model's provider: its entry in an ``opencode.json`` of the trial (``apiKey``
     ``{env:NAME}`` names the variable, a literal key or none needs nothing), a stored
-    ``auth.json`` sign-in for it, else the provider's own variables."""
+    ``auth.json`` sign-in for it, else the provider's own variables. The trial's files are read
+    through ``files`` (its sandbox)."""
     provider = provider_of(model)
     if provider is None:
         any_key = tuple((k,) for k in provider_keys(None))
-        return SignIn("", any_key, signed_in=bool(_stored(home)))
+        return SignIn("", any_key, signed_in=bool(await _read_json(files, home / AUTH_FILE)))
     about = f" for provider {provider!r} (model {model})"
-    entry = _configured(provider, home, workspace)
+    entry = await _configured(provider, home, workspace, files)
     if entry is not None:
         key = as_dict(entry.get("options")).get("apiKey")
         ref = _ENV_REF.match(key.strip()) if isinstance(key, str) else None
@@ -252,40 +256,37 @@ def provider_sign_in(model: str | None, home: Path, workspace: Path) -> SignIn:
             return SignIn(about, ((ref.group(1),),))
         if key is not None or provider not in PROVIDER_KEYS:
             return SignIn(about, ())  # a key in the file, or a provider that needs none
-    if provider in _stored(home):
+    if provider in await _read_json(files, home / AUTH_FILE):
         return SignIn(about, (), signed_in=True)
     return SignIn(about, tuple((k,) for k in provider_keys(model)))
 
 
-def configured_base_urls(home: Path, workspace: Path) -> set[str]:
+async def configured_base_urls(home: Path, workspace: Path, files: SandboxFiles) -> set[str]:
     """The providers whose ``options.baseURL`` the trial's own ``opencode.json`` files set (the
-    model proxy leaves those endpoints alone)."""
+    model proxy leaves those endpoints alone), read through ``files`` (the trial's sandbox)."""
     roots = {"home": home, "workspace": workspace}
     found: set[str] = set()
-    for config in (_read_json(roots[key] / rel) for key, rel in CONFIG_FILES):
+    for key, rel in CONFIG_FILES:
+        config = await _read_json(files, roots[key] / rel)
         for name, entry in as_dict(config.get("provider")).items():
             if as_dict(as_dict(entry).get("options")).get("baseURL"):
                 found.add(name)
     return found
 
 
-def _configured(provider: str, home: Path, workspace: Path) -> dict[str, Any] | None:
+async def _configured(provider: str, home: Path, workspace: Path, files: SandboxFiles) -> dict[str, Any] | None:
     roots = {"home": home, "workspace": workspace}
     for root, rel in CONFIG_FILES:
-        config = _read_json(roots[root] / rel)
+        config = await _read_json(files, roots[root] / rel)
         entry = as_dict(config.get("provider")).get(provider)
         if isinstance(entry, dict):
             return entry
     return None
 
 
-def _stored(home: Path) -> dict[str, Any]:
-    return _read_json(home / AUTH_FILE)
-
-
-def _read_json(path: Path) -> dict[str, Any]:
+async def _read_json(files: SandboxFiles, path: Path) -> dict[str, Any]:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = (await files.read_file(path)).decode("utf-8")
     except (OSError, UnicodeDecodeError):
         return {}
     try:
