@@ -38,7 +38,7 @@ from ._deadlines import Deadlines
 from .._contain import CURRENT_EXITS, ExitLog, TaskExited, contains_exits
 from ._limits import Breach, LimitWatcher
 from ._rewrite import CURRENT_RECORDER
-from ._services import ServiceContext, TrialServices, deliver
+from ._services import ServiceContext, TrialServices, deliver, wants_services
 from .._loop import IGNORED_CANCELLATION
 from ._validate import SandboxHolder, ValidateError, run_declarative
 from ._verdict import decide_verdict
@@ -141,7 +141,9 @@ class _Trial:
         self.limit: str | None = None  # a limit of the sandbox the trial broke (its size cap)
         # Its trace receiver, when traced; its mocks, when it has some.
         self.mocks = _mocks_of(job)
-        self.services = TrialServices(job.spec.variant, self.mocks)
+        # None for most trials: no proxy, traces or mocks, so no service step at all.
+        self.services = (TrialServices(job.spec.variant, self.mocks)
+                         if wants_services(job.spec.variant, self.mocks) else None)
         self._early: list[Event] = []  # what services recorded before the trial's state existed
         # Its token and cost limits, when it has some: a breach stops the agent (see _limits).
         self.watcher: LimitWatcher | None = None
@@ -172,8 +174,9 @@ class _Trial:
             return await self.env.open_sandbox(spec.variant, sandbox_spec)
 
         self.holder = holder = SandboxHolder(opener, None)
+        services = self.services
         if (case.source is not None or (job.harness is not None and job.harness.needs_sandbox)
-                or self.services.needs_sandbox):
+                or (services is not None and services.needs_sandbox)):
             instance = await holder.get()
             await self._start_services(instance)
             if job.harness is not None:
@@ -193,7 +196,8 @@ class _Trial:
             harness=job.harness, harness_ctx=ctx, recorder=self.recorder,
             base_dir=case.file.folder, log=self.log, harness_error=job.harness_error,
         )
-        self.state.mocks = self.services.mock_handles()
+        if services is not None:
+            self.state.mocks = services.mock_handles()
         if self.watcher is not None:
             self.state.watch = self.watcher.see
         if self.mocks:
@@ -212,8 +216,9 @@ class _Trial:
 
     async def _start_services(self, instance: SandboxInstance | None) -> None:
         """Once, before the agent runs (see _services): with the sandbox when there is one."""
-        if self.services.services and not self.services.started:
-            await self.services.start(ServiceContext(
+        services = self.services
+        if services is not None and services.services and not services.started:
+            await services.start(ServiceContext(
                 variant=self.spec.variant, label=self.label, sandbox=instance, log=self.log,
                 record=lambda event: deliver(self.state, event, self._early),
                 key=self.spec.key, replay=self.spec.replay,
@@ -221,11 +226,14 @@ class _Trial:
 
     def _harness_context(self, instance: SandboxInstance | None) -> HarnessContext:
         spec = self.spec
-        mocks = self.services.mock_handles()
-        proxy = self.services.proxy_handle()
-        extra: dict[str, Any] = {"mocks": mocks} if mocks else {}
-        if proxy is not None:
-            extra["model_proxy"] = proxy
+        extra: dict[str, Any] = {}
+        if self.services is not None:
+            mocks = self.services.mock_handles()
+            proxy = self.services.proxy_handle()
+            if mocks:
+                extra["mocks"] = mocks
+            if proxy is not None:
+                extra["model_proxy"] = proxy
         return HarnessContext(
             extra=extra,
             variant=spec.variant, model=spec.variant.model, sandbox=instance, log=self.log,
@@ -251,7 +259,7 @@ class _Trial:
                 await run_declarative(t, case.id, ev.prompt, ev.validate, self.holder, self.snapshot,
                                       state=self.state, judge_env=self.judge_env,
                                       user=ev.user, max_turns=ev.max_turns, judges=ev.judges,
-                                      before_checks=self.services.settle)
+                                      before_checks=self._settle_services)
                 return
             assert ev.test is not None
             result = ev.test(t, case.row) if case.has_row else ev.test(t)
@@ -366,9 +374,15 @@ class _Trial:
 
     # -- 4. close ----------------------------------------------------------------------------
 
+    async def _settle_services(self) -> None:
+        if self.services is not None:
+            await self.services.settle()
+
     async def close(self) -> None:
-        await self.services.settle()  # what the agent was answered is recorded (a proxied call)
-        self.services.seal()  # the checks have run: what arrives from now on is not kept
+        services = self.services
+        if services is not None:
+            await services.settle()  # what the agent was answered is recorded (a proxied call)
+            services.seal()  # the checks have run: what arrives from now on is not kept
         instance = self.holder.instance if self.holder is not None else None
         if instance is not None:
             # Asked first: a breach is what ended the agent's run, and closing the sessions
@@ -391,7 +405,8 @@ class _Trial:
                     finally:
                         self.env.sandbox_closed()
             finally:
-                await self.services.stop(self.log)
+                if services is not None:
+                    await services.stop(self.log)
                 flush_partial(self.log)
 
     async def _archive(self, instance: SandboxInstance, *, before: bool) -> Any:
@@ -421,7 +436,7 @@ class _Trial:
             error = state.unexpected_failure  # an agent failure the test did not expect
         if body.skipped is None and void is None and state is not None and state.start_error is not None:
             void = state.start_error  # even when the test caught the error and went on
-        if body.skipped is None and void is None:
+        if body.skipped is None and void is None and self.services is not None:
             void = self.services.void_reason()  # a replayed model call the recording lacks
         self.exits.open = False
         # An exit in a task wins over the TaskExited that whoever awaited the task then raised.
@@ -548,6 +563,8 @@ def _redactor(values: tuple[str, ...]) -> Callable[[str], str]:
 def trial_redactor(variant: Variant) -> Callable[[str], str]:
     """What the trial's values are redacted with before a cut shortens them (a preview, a clipped
     ``actual``): its variant's declared secrets, as the run's writers redact them."""
+    if not variant.secrets:
+        return _redactor(())  # the usual case: key-shaped strings only
     return _redactor(tuple(os.environ[n] for n in variant.secrets if os.environ.get(n)))
 
 
