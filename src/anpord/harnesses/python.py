@@ -26,6 +26,7 @@ from .._errors import exception_line
 from ..agent import SyncTurnContext, TurnCancelled, TurnContext
 from ..results._model import ErrorInfo
 from .._contain import contains_exits
+from .._eager import start_eagerly
 from .._loop import IGNORED_CANCELLATION, abandon, abandoned
 from ..events import (
     INPUT_REQUESTED,
@@ -215,7 +216,9 @@ class PythonSession:
         self.ctx = ctx
         self.session_id = session_id
         self.messages: list[dict[str, Any]] = []
-        self._task: asyncio.Task[Any] | None = None
+        # The agent's run: a task while it runs or waits, a finished future once it ended (or
+        # if it ended in its first step, see ``start_eagerly``).
+        self._task: asyncio.Future[Any] | None = None
         self._pending: dict[str, asyncio.Future[Any]] = {}
         self._emit: Emit = lambda e: None
         self._parked: asyncio.Future[None] | None = None
@@ -293,7 +296,9 @@ class PythonSession:
                 request_input=self._request_input,
                 mocks=self.ctx.extra.get("mocks"),
             )
-            self._task = asyncio.ensure_future(self._guarded(turn))
+            # Started now: an agent that answers without waiting costs no task of its own.
+            trial = getattr(asyncio.current_task(), "_anpord_trial", None)
+            self._task = start_eagerly(self._guarded(turn), trial)
         return await self._settle()
 
     @contains_exits
@@ -399,7 +404,7 @@ class PythonSession:
             pass
         self._give_up(task)
 
-    def _give_up(self, task: asyncio.Task[Any]) -> None:
+    def _give_up(self, task: asyncio.Future[Any]) -> None:
         """If ``task`` is still running after its cancel and the grace period, it caught the
         CancelledError and carried on: it is left running, never waited for again (the run
         still ends, see runner._loop), a turn waiting on it ends ``cancelled``, and the trial's
