@@ -250,7 +250,7 @@ class _Trial:
     # -- 2. drive ----------------------------------------------------------------------------
 
     @contains_exits
-    async def _body(self) -> None:
+    async def _body(self, ended: Callable[[], None]) -> None:
         ev, case, t = self.case.eval, self.case, self.t
         assert t is not None and self.holder is not None and self.state is not None
         assert self.judge_env is not None
@@ -267,11 +267,14 @@ class _Trial:
                 await result
         except (SystemExit, KeyboardInterrupt) as exc:
             raise _Exited(exc) from None
+        finally:
+            # In the body's last step, so its task is done by the time the waiter wakes anyone:
+            # a callback fewer than waiting for the task's own done callback.
+            ended()
 
     async def drive(self) -> BodyOutcome:
         t = self.t
         assert t is not None
-        task = asyncio.ensure_future(self._body())
         loop = asyncio.get_running_loop()
         # One waiter resolved by the body finishing, or by the grace period after a timeout:
         # cheaper than asyncio.wait per trial, and a body that swallows cancellation is abandoned.
@@ -283,6 +286,8 @@ class _Trial:
         def wake(_: object = None) -> None:
             if not waiter.done():
                 waiter.set_result(None)
+
+        task = asyncio.ensure_future(self._body(wake))
 
         deadlines = self.env.deadlines
         if deadlines is None:
@@ -306,9 +311,9 @@ class _Trial:
             self._stop_body = None
             t.signal.set()
             task.cancel()
+            task.add_done_callback(wake)  # cancelled before its first step, the body never ran
             loop.call_later(TIMEOUT_GRACE, wake)
 
-        task.add_done_callback(wake)
         if self.watcher is not None:
             if self.watcher.breach is not None:  # passed while the trial was being prepared
                 stop()
