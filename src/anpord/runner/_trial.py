@@ -190,7 +190,8 @@ class _Trial:
                 # Before the agent runs, for files_changed(); in a thread: a large workspace
                 # takes seconds to read, and the other trials must not stall meanwhile.
                 self.snapshot = await asyncio.to_thread(snapshot, await instance.workspace_view())
-        await self._start_services(holder.instance)
+        if services is not None:
+            await self._start_services(holder.instance)
         ctx = self._harness_context(holder.instance) if job.harness is not None else None
         self.state = TrialState(
             harness=job.harness, harness_ctx=ctx, recorder=self.recorder,
@@ -587,7 +588,8 @@ async def run_trial(job: TrialJob, env: TrialEnv) -> tuple[TrialResult, list[Eve
         await trial.prepare()
         body = await trial.drive()
         if body.timed_out is None and trial.breached is None:
-            await trial.settle_checks()
+            if trial.recorder.pending:
+                await trial.settle_checks()
         else:
             await trial.recorder.settle(0)  # the verdict is timed_out: stop what is still measuring
     except (HarnessStartError, SandboxError) as exc:
