@@ -13,8 +13,10 @@ drifts hit every tree alike; printed is each tree's median CPU (user + kernel) p
 ``execute`` runs, and its ratio to the first tree's.
 
 **Profile** (``--profile``): one run in this process under cProfile, the top functions by own time,
-and per trial: tasks created, loop callbacks run, and contextvar context copies (``Task`` and
-``call_soon`` each copy one).
+and per trial: tasks created and loop callbacks run.
+
+``--body CODE`` replaces the test's body (indented four spaces), e.g. ``--body '    pass'`` for
+the cost of a trial with no turn at all; ``--cpu N`` pins to core N (default: the last allowed).
 """
 
 from __future__ import annotations
@@ -142,11 +144,13 @@ def ab(trees: list[Path], n: int, rounds: int, artifacts: bool, history: bool) -
 
 
 def profile(n: int, top: int, artifacts: bool, history: bool) -> None:
-    import asyncio
     import cProfile
     import pstats
     from asyncio import events
 
+    if not os.environ.get("PYTHONPATH"):
+        sys.path.insert(0, str(HERE / "src"))  # this checkout's code, not an installed one
+    import anpord
     import anpord._contain as contain
     from anpord.runner import execute
 
@@ -178,8 +182,7 @@ def profile(n: int, top: int, artifacts: bool, history: bool) -> None:
         contain.task_factory = factory
         os.chdir("/")
         shutil.rmtree(folder, ignore_errors=True)
-    del asyncio
-    print(f"per trial: {counts['tasks'] / n:.2f} tasks, {counts['callbacks'] / n:.2f} loop callbacks")
+    print(f"{anpord.__file__}\nper trial: {counts['tasks'] / n:.2f} tasks, {counts['callbacks'] / n:.2f} loop callbacks")
     stats = pstats.Stats(prof)
     stats.sort_stats("tottime").print_stats(top)
 
@@ -194,10 +197,13 @@ def main() -> int:
     ap.add_argument("--no-artifacts", action="store_true")
     ap.add_argument("--no-history", action="store_true")
     ap.add_argument("--cpu", type=int, help="the core to pin each run to (default: the last allowed)")
+    ap.add_argument("--body", help="the test's body instead of one send and one check")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.cpu is not None:
         os.environ["PROFILE_CPU"] = str(args.cpu)
+    if args.body is not None:
+        os.environ["PROFILE_BODY"] = args.body  # the children read it too
     artifacts = not args.no_artifacts
     history = artifacts and not args.no_history
     if args.child:
