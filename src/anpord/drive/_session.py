@@ -291,7 +291,11 @@ class Session(ScopedAssertions):
 
     def _on_event(self, event: Event) -> None:
         self.events.append(event)
-        self.state.record_event(event)
+        state = self.state
+        # state.record_event, inlined: every event of every turn passes here.
+        state.events.append(event)
+        if state.watch is not None:
+            state.watch(event)
         if event.type == SESSION_FAILED:
             self._failed = True
         elif event.type == INPUT_REQUESTED:

@@ -26,6 +26,7 @@ from .._errors import exception_line
 from ..agent import SyncTurnContext, TurnCancelled, TurnContext
 from ..results._model import ErrorInfo
 from .._contain import contains_exits
+from .._eager import start_eagerly
 from .._loop import IGNORED_CANCELLATION, abandon, abandoned
 from ..events import (
     INPUT_REQUESTED,
@@ -197,6 +198,13 @@ def _is_model_outage(exc: BaseException) -> bool:
     return models is not None and isinstance(exc, models.ModelError)
 
 
+def _traced() -> bool:
+    """Whether the running trial collects this process's spans (``traces="otlp"``). Only looked
+    up when the traces package is loaded, as a trial with traces has it."""
+    receiver = sys.modules.get("anpord.traces._receiver")
+    return receiver is not None and receiver.CURRENT_TRACE.get() is not None
+
+
 async def _call_hook(agent: Any, name: str) -> None:
     # The agent is user code, not a protocol object: its hooks are optional.
     hook = getattr(agent, name, None)
@@ -215,7 +223,9 @@ class PythonSession:
         self.ctx = ctx
         self.session_id = session_id
         self.messages: list[dict[str, Any]] = []
-        self._task: asyncio.Task[Any] | None = None
+        # The agent's run: a task while it runs or waits, a finished future once it ended (or
+        # if it ended in its first step, see ``start_eagerly``).
+        self._task: asyncio.Future[Any] | None = None
         self._pending: dict[str, asyncio.Future[Any]] = {}
         self._emit: Emit = lambda e: None
         self._parked: asyncio.Future[None] | None = None
@@ -294,7 +304,14 @@ class PythonSession:
                 mocks=self.ctx.extra.get("mocks"),
                 model_proxy=self.ctx.extra.get("model_proxy"),
             )
-            self._task = asyncio.ensure_future(self._guarded(turn))
+            if _traced():
+                # Its spans are folded in by a loop callback queued as they end, which must run
+                # before the turn settles: the agent goes in a task, behind that callback.
+                self._task = asyncio.ensure_future(self._guarded(turn))
+            else:
+                # Started now: an agent that answers without waiting costs no task of its own.
+                trial = getattr(asyncio.current_task(), "_anpord_trial", None)
+                self._task = start_eagerly(self._guarded(turn), trial)
         return await self._settle()
 
     @contains_exits
@@ -400,7 +417,7 @@ class PythonSession:
             pass
         self._give_up(task)
 
-    def _give_up(self, task: asyncio.Task[Any]) -> None:
+    def _give_up(self, task: asyncio.Future[Any]) -> None:
         """If ``task`` is still running after its cancel and the grace period, it caught the
         CancelledError and carried on: it is left running, never waited for again (the run
         still ends, see runner._loop), a turn waiting on it ends ``cancelled``, and the trial's

@@ -46,35 +46,31 @@ _KEY_PREFIXES = ("sk-", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "
 
 
 def _has_key_prefix(text: str) -> bool:
-    # The exact prefixes of _KEY_SHAPES: a bare "gh" would be in almost any text.
-    return (
-        "sk-" in text
-        or "ghp_" in text
-        or "gho_" in text
-        or "ghu_" in text
-        or "ghs_" in text
-        or "ghr_" in text
-        or "github_pat_" in text
-        or "AKIA" in text
-        or "xox" in text
-        or "AIza" in text
-    )
+    # The exact prefixes of _KEY_SHAPES (a bare "gh" would be in almost any text), each looked
+    # for only where a character it holds is there (see _has_key_prefix_bytes).
+    if ("-" in text and "sk-" in text) or ("x" in text and "xox" in text):
+        return True
+    if "A" in text and ("AKIA" in text or "AIza" in text):
+        return True
+    return "_" in text and _GITHUB_TEXT.search(text) is not None
 
 
 def _has_key_prefix_bytes(data: bytes) -> bool:
-    """``_has_key_prefix`` on UTF-8 bytes, with the five GitHub token prefixes found in one scan
-    for ``gh`` (rare in ordinary text): this runs on every trial's record."""
-    if b"sk-" in data or b"AKIA" in data or b"xox" in data or b"AIza" in data or b"github_pat_" in data:
+    """``_has_key_prefix`` on UTF-8 bytes, for what a key shape can match: this runs on every
+    trial's record. A search for one byte is a ``memchr``, twenty times faster than one for
+    several: each prefix is looked for only where a character of it is there — ``-`` for ``sk-``,
+    ``x`` for ``xox``, ``A`` for ``AKIA`` and ``AIza``, ``_`` for the GitHub tokens — and most
+    records lack all but the last. The six GitHub token prefixes are one pattern, which the
+    regex engine scans for by its first letter."""
+    if (b"-" in data and b"sk-" in data) or (b"x" in data and b"xox" in data):
         return True
-    i = data.find(b"gh")
-    while i >= 0:
-        if data[i + 3 : i + 4] == b"_" and data[i + 2 : i + 3] in _GH_KINDS:
-            return True
-        i = data.find(b"gh", i + 1)
-    return False
+    if b"A" in data and (b"AKIA" in data or b"AIza" in data):
+        return True
+    return b"_" in data and _GITHUB_PREFIXES.search(data) is not None
 
 
-_GH_KINDS = (b"p", b"o", b"u", b"s", b"r")
+_GITHUB_PREFIXES = re.compile(rb"g(?:h[pousr]_|ithub_pat_)")
+_GITHUB_TEXT = re.compile(_GITHUB_PREFIXES.pattern.decode())
 
 
 # Escaping layers undone: a value in a JSON string (1), JSON text in a JSON string (2), a check

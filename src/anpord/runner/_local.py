@@ -54,13 +54,15 @@ class LocalExecutor:
         self.host = host
         self._sandboxes: dict[str, Sandbox] = {}
         self._setups: dict[str, asyncio.Future[str | None]] = {}
+        self._ready: dict[str, Harness] = {}  # harnesses set up without an error, by spec
         self.monitor: StallMonitor | None = None  # the driver plugs in its stall monitor
         self._one_env: TrialEnv | None = None
 
     # -- harness lifecycle -------------------------------------------------------------------
 
     async def _harness(self, spec: str | None, project_folder: Path) -> tuple[Harness | None, str | None]:
-        """The harness for a variant's spec, set up on first use; or why there is none."""
+        """The harness for a variant's spec, set up on first use; or why there is none. (Once
+        it is set up, ``_run_trial`` takes it from ``_ready`` without calling this.)"""
         if not spec:
             return None, NO_HARNESS
         harness = self.harnesses.get(spec)
@@ -76,7 +78,10 @@ class LocalExecutor:
             setup = self._setups[spec] = asyncio.ensure_future(self._set_up(spec, harness))
         # Set up already (every trial but the first few): no await, no shield.
         error = setup.result() if setup.done() else await asyncio.shield(setup)
-        return (None, error) if error else (harness, None)
+        if error:
+            return None, error
+        self._ready[spec] = harness
+        return harness, None
 
     @staticmethod
     async def _set_up(spec: str, harness: Harness) -> str | None:
@@ -90,6 +95,7 @@ class LocalExecutor:
         from ..judges import close_clients
         from ._services import close_run_services
 
+        self._ready.clear()  # a trial from now on sets its harness up again
         await close_clients()  # the judge clients' connections, shared by every trial here
         await close_run_services()  # the model proxy's server, likewise
         for spec, setup in self._setups.items():
@@ -159,7 +165,10 @@ class LocalExecutor:
                 case = self.cases[spec.case_id] = load_case(spec)
             except UsageError as exc:
                 return _unrunnable(spec, str(exc), self.host), []
-        harness, error = await self._harness(spec.variant.harness, spec.project_folder)
+        harness: Harness | None = self._ready.get(spec.variant.harness or "")
+        error = None
+        if harness is None:
+            harness, error = await self._harness(spec.variant.harness, spec.project_folder)
         return await run_trial(TrialJob(spec, case, harness, error), env)
 
     async def run_one(

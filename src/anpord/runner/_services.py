@@ -19,12 +19,14 @@ from typing import TYPE_CHECKING, Any
 from .._errors import exception_line
 from .._service_protocol import ServiceContext, TrialService
 from ..events import Event
+from ..proxy import wants_proxy
 
 if TYPE_CHECKING:
     from ..authoring._config import Variant
     from ..assertions import TrialLog
 
-__all__ = ["ServiceContext", "TrialService", "TrialServices", "close_run_services", "deliver", "hold_run_services"]
+__all__ = ["ServiceContext", "TrialService", "TrialServices", "close_run_services", "deliver",
+           "hold_run_services", "wants_services"]
 
 
 def deliver(state: TrialLog | None, event: Event, early: list[Event]) -> None:
@@ -51,10 +53,14 @@ async def close_run_services() -> None:
     await close_shared_server()
 
 
+def wants_services(variant: Variant, mocks: tuple[Any, ...] = ()) -> bool:
+    """Whether a trial of ``variant`` with ``mocks`` runs any service: most run none, and then
+    the trial skips every service step."""
+    return bool(mocks) or variant.traces == "otlp" or wants_proxy(variant)
+
+
 def _wanted(variant: Variant, mocks: tuple[Any, ...] = ()) -> list[TrialService]:
     services: list[TrialService] = []
-    from ..proxy import wants_proxy
-
     if wants_proxy(variant):
         from ..proxy._service import ModelProxyService
 

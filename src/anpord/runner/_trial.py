@@ -38,7 +38,7 @@ from ._deadlines import Deadlines
 from .._contain import CURRENT_EXITS, ExitLog, TaskExited, contains_exits
 from ._limits import Breach, LimitWatcher
 from ._rewrite import CURRENT_RECORDER
-from ._services import ServiceContext, TrialServices, deliver
+from ._services import ServiceContext, TrialServices, deliver, wants_services
 from .._loop import IGNORED_CANCELLATION
 from ._validate import SandboxHolder, ValidateError, run_declarative
 from ._verdict import decide_verdict
@@ -141,7 +141,9 @@ class _Trial:
         self.limit: str | None = None  # a limit of the sandbox the trial broke (its size cap)
         # Its trace receiver, when traced; its mocks, when it has some.
         self.mocks = _mocks_of(job)
-        self.services = TrialServices(job.spec.variant, self.mocks)
+        # None for most trials: no proxy, traces or mocks, so no service step at all.
+        self.services = (TrialServices(job.spec.variant, self.mocks)
+                         if wants_services(job.spec.variant, self.mocks) else None)
         self._early: list[Event] = []  # what services recorded before the trial's state existed
         # Its token and cost limits, when it has some: a breach stops the agent (see _limits).
         self.watcher: LimitWatcher | None = None
@@ -172,8 +174,9 @@ class _Trial:
             return await self.env.open_sandbox(spec.variant, sandbox_spec)
 
         self.holder = holder = SandboxHolder(opener, None)
+        services = self.services
         if (case.source is not None or (job.harness is not None and job.harness.needs_sandbox)
-                or self.services.needs_sandbox):
+                or (services is not None and services.needs_sandbox)):
             instance = await holder.get()
             await self._start_services(instance)
             if job.harness is not None:
@@ -187,13 +190,15 @@ class _Trial:
                 # Before the agent runs, for files_changed(); in a thread: a large workspace
                 # takes seconds to read, and the other trials must not stall meanwhile.
                 self.snapshot = await asyncio.to_thread(snapshot, await instance.workspace_view())
-        await self._start_services(holder.instance)
+        if services is not None:
+            await self._start_services(holder.instance)
         ctx = self._harness_context(holder.instance) if job.harness is not None else None
         self.state = TrialState(
             harness=job.harness, harness_ctx=ctx, recorder=self.recorder,
             base_dir=case.file.folder, log=self.log, harness_error=job.harness_error,
         )
-        self.state.mocks = self.services.mock_handles()
+        if services is not None:
+            self.state.mocks = services.mock_handles()
         if self.watcher is not None:
             self.state.watch = self.watcher.see
         if self.mocks:
@@ -212,8 +217,9 @@ class _Trial:
 
     async def _start_services(self, instance: SandboxInstance | None) -> None:
         """Once, before the agent runs (see _services): with the sandbox when there is one."""
-        if self.services.services and not self.services.started:
-            await self.services.start(ServiceContext(
+        services = self.services
+        if services is not None and services.services and not services.started:
+            await services.start(ServiceContext(
                 variant=self.spec.variant, label=self.label, sandbox=instance, log=self.log,
                 record=lambda event: deliver(self.state, event, self._early),
                 key=self.spec.key, replay=self.spec.replay,
@@ -221,11 +227,14 @@ class _Trial:
 
     def _harness_context(self, instance: SandboxInstance | None) -> HarnessContext:
         spec = self.spec
-        mocks = self.services.mock_handles()
-        proxy = self.services.proxy_handle()
-        extra: dict[str, Any] = {"mocks": mocks} if mocks else {}
-        if proxy is not None:
-            extra["model_proxy"] = proxy
+        extra: dict[str, Any] = {}
+        if self.services is not None:
+            mocks = self.services.mock_handles()
+            proxy = self.services.proxy_handle()
+            if mocks:
+                extra["mocks"] = mocks
+            if proxy is not None:
+                extra["model_proxy"] = proxy
         return HarnessContext(
             extra=extra,
             variant=spec.variant, model=spec.variant.model, sandbox=instance, log=self.log,
@@ -242,7 +251,7 @@ class _Trial:
     # -- 2. drive ----------------------------------------------------------------------------
 
     @contains_exits
-    async def _body(self) -> None:
+    async def _body(self, ended: Callable[[], None]) -> None:
         ev, case, t = self.case.eval, self.case, self.t
         assert t is not None and self.holder is not None and self.state is not None
         assert self.judge_env is not None
@@ -251,7 +260,7 @@ class _Trial:
                 await run_declarative(t, case.id, ev.prompt, ev.validate, self.holder, self.snapshot,
                                       state=self.state, judge_env=self.judge_env,
                                       user=ev.user, max_turns=ev.max_turns, judges=ev.judges,
-                                      before_checks=self.services.settle)
+                                      before_checks=self._settle_services)
                 return
             assert ev.test is not None
             result = ev.test(t, case.row) if case.has_row else ev.test(t)
@@ -259,11 +268,14 @@ class _Trial:
                 await result
         except (SystemExit, KeyboardInterrupt) as exc:
             raise _Exited(exc) from None
+        finally:
+            # In the body's last step, so its task is done by the time the waiter wakes anyone:
+            # a callback fewer than waiting for the task's own done callback.
+            ended()
 
     async def drive(self) -> BodyOutcome:
         t = self.t
         assert t is not None
-        task = asyncio.ensure_future(self._body())
         loop = asyncio.get_running_loop()
         # One waiter resolved by the body finishing, or by the grace period after a timeout:
         # cheaper than asyncio.wait per trial, and a body that swallows cancellation is abandoned.
@@ -275,6 +287,8 @@ class _Trial:
         def wake(_: object = None) -> None:
             if not waiter.done():
                 waiter.set_result(None)
+
+        task = asyncio.ensure_future(self._body(wake))
 
         deadlines = self.env.deadlines
         if deadlines is None:
@@ -298,9 +312,9 @@ class _Trial:
             self._stop_body = None
             t.signal.set()
             task.cancel()
+            task.add_done_callback(wake)  # cancelled before its first step, the body never ran
             loop.call_later(TIMEOUT_GRACE, wake)
 
-        task.add_done_callback(wake)
         if self.watcher is not None:
             if self.watcher.breach is not None:  # passed while the trial was being prepared
                 stop()
@@ -366,9 +380,15 @@ class _Trial:
 
     # -- 4. close ----------------------------------------------------------------------------
 
+    async def _settle_services(self) -> None:
+        if self.services is not None:
+            await self.services.settle()
+
     async def close(self) -> None:
-        await self.services.settle()  # what the agent was answered is recorded (a proxied call)
-        self.services.seal()  # the checks have run: what arrives from now on is not kept
+        services = self.services
+        if services is not None:
+            await services.settle()  # what the agent was answered is recorded (a proxied call)
+            services.seal()  # the checks have run: what arrives from now on is not kept
         instance = self.holder.instance if self.holder is not None else None
         if instance is not None:
             # Asked first: a breach is what ended the agent's run, and closing the sessions
@@ -391,7 +411,8 @@ class _Trial:
                     finally:
                         self.env.sandbox_closed()
             finally:
-                await self.services.stop(self.log)
+                if services is not None:
+                    await services.stop(self.log)
                 flush_partial(self.log)
 
     async def _archive(self, instance: SandboxInstance, *, before: bool) -> Any:
@@ -422,7 +443,7 @@ class _Trial:
             error = state.unexpected_failure  # an agent failure the test did not expect
         if body.skipped is None and void is None and state is not None and state.start_error is not None:
             void = state.start_error  # even when the test caught the error and went on
-        if body.skipped is None and void is None:
+        if body.skipped is None and void is None and self.services is not None:
             void = self.services.void_reason()  # a replayed model call the recording lacks
         self.exits.open = False
         # An exit in a task wins over the TaskExited that whoever awaited the task then raised.
@@ -549,6 +570,8 @@ def _redactor(values: tuple[str, ...]) -> Callable[[str], str]:
 def trial_redactor(variant: Variant) -> Callable[[str], str]:
     """What the trial's values are redacted with before a cut shortens them (a preview, a clipped
     ``actual``): its variant's declared secrets, as the run's writers redact them."""
+    if not variant.secrets:
+        return _redactor(())  # the usual case: key-shaped strings only
     return _redactor(tuple(os.environ[n] for n in variant.secrets if os.environ.get(n)))
 
 
@@ -566,7 +589,8 @@ async def run_trial(job: TrialJob, env: TrialEnv) -> tuple[TrialResult, list[Eve
         await trial.prepare()
         body = await trial.drive()
         if body.timed_out is None and trial.breached is None:
-            await trial.settle_checks()
+            if trial.recorder.pending:
+                await trial.settle_checks()
         else:
             await trial.recorder.settle(0)  # the verdict is timed_out: stop what is still measuring
     except (HarnessStartError, SandboxError) as exc:
