@@ -104,8 +104,12 @@ def _attributes(span: Any) -> dict[str, Any]:
     # Python code taking a lock per key: its plain dict, when there is one, is read directly.
     # Ended, the SDK never changes it again, so it is used as it is unless a value needs
     # changing (a tuple as a list, a string past MAX_STRING); nothing here writes to it.
-    raw = getattr(getattr(span, "_attributes", None), "_dict", None)
-    attrs = raw if type(raw) is dict else dict(span.attributes or {})
+    try:
+        attrs = span._attributes._dict
+    except AttributeError:
+        attrs = None
+    if type(attrs) is not dict:
+        attrs = dict(span.attributes or {})
     for value in attrs.values():
         kind = type(value)
         if kind is tuple or (kind is str and len(value) > MAX_STRING):
@@ -114,10 +118,9 @@ def _attributes(span: Any) -> dict[str, Any]:
 
 
 _STATUS = ("unset", "ok", "error")
-
-
-def _hex(number: int, width: int) -> str:
-    return number.to_bytes(width, "big").hex()  # a third of a format spec's cost
+# The last trace id written as hex, with its hex (one tuple, replaced whole: threads share it):
+# a trial's spans mostly come one trace at a time.
+_last_trace: tuple[int, str] = (-1, "")
 
 
 def sdk_events(span: Any) -> list[Event]:
@@ -125,7 +128,8 @@ def sdk_events(span: Any) -> list[Event]:
     between: every span of a traced Python agent goes through here. Its fields are read as the
     SDK stores them (each public property is a Python call, and ``events`` copies a list),
     falling back to the properties on an SDK that stores them otherwise; its exception events
-    are read only when its status is an error, the one time the mapping looks at them."""
+    are read only when its status is an error, the one time the mapping looks at them. Ids are
+    written with ``int.to_bytes().hex()``, a third of a format spec's cost."""
     try:
         ctx, parent, name, kind = span._context, span._parent, span._name, span._kind
         start, end, status = span._start_time, span._end_time, span._status
@@ -134,17 +138,26 @@ def sdk_events(span: Any) -> list[Event]:
         ctx, parent, name, kind = span.context, span.parent, span.name, span.kind
         start, end, status = span.start_time, span.end_time, span.status
         scope = span.instrumentation_scope
-    code = status.status_code._value_  # the enum's plain value: ``.value`` is a slow descriptor
+    try:  # the enum's plain value (``.value`` is a slow descriptor), the fields behind properties
+        code, description = status._status_code._value_, status._description
+        scope_name = scope._name if scope else ""
+    except AttributeError:
+        code, description = status.status_code.value, status.description
+        scope_name = scope.name if scope else ""
+    global _last_trace
+    last = _last_trace
+    if ctx.trace_id != last[0]:
+        last = _last_trace = (ctx.trace_id, ctx.trace_id.to_bytes(16, "big").hex())
     return events_of(
         name,
         kind._value_ + 1,  # the SDK counts from INTERNAL = 0, OTLP from 1
         (start or 0) / 1e9, (end or 0) / 1e9,
-        _STATUS[code], status.description or "",
+        _STATUS[code], description or "",
         _attributes(span),
         _exceptions(span) if code == 2 else (),
-        scope.name if scope else "",
-        _hex(ctx.trace_id, 16), _hex(ctx.span_id, 8),
-        _hex(parent.span_id, 8) if parent is not None else None,
+        scope_name,
+        last[1], ctx.span_id.to_bytes(8, "big").hex(),
+        parent.span_id.to_bytes(8, "big").hex() if parent is not None else None,
     )
 
 

@@ -55,7 +55,7 @@ _RESPONSE_ID = ("gen_ai.response.id",)
 
 
 # Every name any field goes by → (field, rank): a span's attributes are read in one pass, and
-# where two names of one field are both set, the lower rank (the current name) wins.
+# where two names of one field are both set, the lower rank (the current name first) wins.
 _FIELDS: dict[str, tuple[str, ...]] = {
     "op": ("gen_ai.operation.name",), "openinference": ("openinference.span.kind",),
     "traceloop": ("traceloop.span.kind",), "request_type": ("llm.request.type",),
@@ -66,22 +66,23 @@ _FIELDS: dict[str, tuple[str, ...]] = {
 _ALIASES: dict[str, tuple[str, int]] = {
     name: (field, rank) for field, names in _FIELDS.items() for rank, name in enumerate(names)
 }
+_NO_FIELDS: dict[str, Any] = {}  # a span without attributes: read, never written
 
 
 def _fields(attrs: Mapping[str, Any]) -> dict[str, Any]:
     """The fields the mapping reads, by ``_FIELDS`` key, from one pass over the attributes (a
     value of ``None`` or ``""`` counts as absent)."""
     found: dict[str, Any] = {}
-    ranks: dict[str, int] = {}
     aliases = _ALIASES
     for key, value in attrs.items():
         slot = aliases.get(key)
         if slot is None or value is None or value == "":
             continue
-        field, rank = slot
-        if field not in found or rank < ranks[field]:
+        field = slot[0]
+        if field in found:  # two names of one field (rare): the first listed that is set wins
+            found[field] = next(v for v in (attrs.get(n) for n in _FIELDS[field]) if v is not None and v != "")
+        else:
             found[field] = value
-            ranks[field] = rank
     return found
 
 
@@ -186,7 +187,7 @@ def events_of(name: str, kind: int, start: float, end: float, status: str, statu
     attributes are read in one pass, each event's dict built in one literal. A ``span`` event holds
     the span's own attributes dict, not a copy: nothing writes to it once the span has ended (the
     SDK marks it immutable; a decoded span's is the decoder's)."""
-    fields = _fields(attrs) if attrs else {}
+    fields = _fields(attrs) if attrs else _NO_FIELDS
     op = _operation(fields, name)
     failed = status == "error"
     if op in TOOL_OPERATIONS:
