@@ -11,6 +11,13 @@ Figures (printed, not asserted):
 2. **Python agents**: ``--trials`` trials at ``--concurrency``, each agent making ``--spans`` spans
    with the OpenTelemetry API in-process (an agent span holding model and tool calls), run by the
    runner API with artifacts on; traced vs the same run without ``traces=``. Target: ≤ 1.3×.
+   Both sides run the same agent module, which sets up the SDK's ``TracerProvider`` itself, as an
+   instrumented agent does, and makes the same spans: the untraced side pays the SDK's own spans
+   with no processor on them; the traced side adds anpord's span processor, each span's events
+   (mapping, recording into the trial, writing to ``events.ndjson``) and the usage they add up.
+   So the ratio is what turning ``traces="otlp"`` on costs an already instrumented agent's run,
+   not what instrumenting the agent costs (the last line, an untraced run where nothing set up
+   the SDK, shows that for scale).
 3. **Command agents**: the same count of trials of a command agent (``python3 -I -S``, standard
    library only) that loads its HTTP client and its export of ``--spans`` spans (OTLP/protobuf)
    in every run, as an instrumented agent does, and POSTs the export to its trial's receiver when

@@ -100,3 +100,28 @@ def test_other_spans_keep_name_attributes_timing_and_parent() -> None:
 def test_a_variant_refuses_an_unknown_traces_value(value: Any) -> None:
     with pytest.raises(ValueError, match="traces= must be 'otlp' or None"):
         Variant(traces=value)
+
+
+@pytest.mark.parametrize("attrs", [
+    {"gen_ai.operation.name": "chat", "gen_ai.usage.prompt_tokens": 99, "gen_ai.usage.input_tokens": 10,
+     "gen_ai.system": "old", "gen_ai.provider.name": "new"},
+    {"gen_ai.operation.name": "chat", "gen_ai.usage.input_tokens": 10, "gen_ai.usage.prompt_tokens": 99,
+     "gen_ai.provider.name": "new", "gen_ai.system": "old"},
+], ids=["deprecated-first", "current-first"])
+def test_the_current_name_wins_over_a_deprecated_one_in_any_order(attrs: dict[str, Any]) -> None:
+    (event,) = span_events(_span("chat", attrs))
+    assert (event.data["input_tokens"], event.data["provider"]) == (10, "new")
+
+
+def test_an_empty_current_name_falls_back_to_a_deprecated_one() -> None:
+    (event,) = span_events(_span("chat", {"gen_ai.operation.name": "chat", "gen_ai.provider.name": "",
+                                          "gen_ai.system": "openai", "gen_ai.usage.input_tokens": None,
+                                          "gen_ai.usage.prompt_tokens": 4}))
+    assert (event.data["provider"], event.data["input_tokens"]) == ("openai", 4)
+
+
+def test_tool_arguments_json_reads_past_what_orjson_reads() -> None:
+    called, _ = span_events(_span("execute_tool t", {"gen_ai.operation.name": "execute_tool",
+                                                     "gen_ai.tool.call.arguments": '{"n": 123456789012345678901234567890, "x": NaN}'}))
+    assert called.data["input"]["n"] == 123456789012345678901234567890
+    assert called.data["input"]["x"] != called.data["input"]["x"]  # NaN, as json reads it

@@ -328,3 +328,66 @@ def test_a_python_agents_span_ending_after_the_checks_ran_is_not_kept() -> None:
     events, logs = asyncio.run(main())
     assert [e.data["name"] for e in events] == ["in time"]
     assert "traces: 1 span(s) arrived after the trial's checks ran: not kept" in logs
+
+
+LIVE = '''
+import asyncio
+from opentelemetry import trace
+
+tracer = trace.get_tracer("live")
+
+
+async def agent(turn):
+    with tracer.start_as_current_span("execute_tool first", attributes={"gen_ai.operation.name": "execute_tool"}):
+        pass
+    await asyncio.sleep(0.3)  # still running while the test looks for the span's events
+    return "done"
+'''
+
+
+def test_a_span_is_in_its_turn_as_soon_as_it_ends(make_project: Any) -> None:
+    _, line = _one_trial(make_project, "live", LIVE, '''
+        @define_eval
+        async def test(t):
+            live = await t.start("go")
+            event = await live.wait_for_event("tool.result", {"name": "first"}, timeout=5)
+            t.check(live.done, equals(False)).label("seen while the agent ran")
+            t.check(event.data["source"], equals("trace"))
+            turn = await live.result()
+            turn.called_tool("first")
+            t.check("end", equals("end")).label("reached the end")
+    ''')
+    assert line["verdict"] == "passed"
+
+
+UNREADABLE = '''
+from opentelemetry import trace
+
+tracer = trace.get_tracer("unreadable")
+
+
+class Odd:
+    """An attribute value no span could hold: set behind the SDK's back, as a buggy library might."""
+
+
+async def agent(turn):
+    with tracer.start_as_current_span("odd") as span:
+        span._attributes._dict = None  # what the mapping reads of it: now unreadable
+        span._attributes = Odd()
+    with tracer.start_as_current_span("execute_tool fine", attributes={"gen_ai.operation.name": "execute_tool"}):
+        pass
+    return "done"
+'''
+
+
+def test_a_span_that_cannot_be_read_is_logged_and_the_agent_goes_on(make_project: Any) -> None:
+    run, line = _one_trial(make_project, "unreadable", UNREADABLE, '''
+        @define_eval
+        async def test(t):
+            turn = await t.send("go")
+            t.check(turn.message, equals("done"))
+            turn.called_tool("fine")
+            t.check("end", equals("end")).label("reached the end")
+    ''')
+    assert any("traces: a span of this process could not be read" in log for log in line["logs"]), line["logs"]
+    assert [e["name"] for e in run.events("one") if e.get("source") == "trace"] == ["fine", "fine"]

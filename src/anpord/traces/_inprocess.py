@@ -13,10 +13,12 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from ..events import Event
+from ._map import events_of
 from ._receiver import CURRENT_TRACE, TrialTrace
-from ._spans import MAX_STRING, Span, clip_string, limit_attributes
+from ._spans import MAX_STRING, clip_string, limit_attributes
 
-__all__ = ["install", "from_sdk"]
+__all__ = ["install", "sdk_events"]
 
 _lock = threading.Lock()
 _installed: list[Any] = []
@@ -50,9 +52,9 @@ def _router_class() -> type:
     from opentelemetry.sdk.trace import SpanProcessor
 
     class Router(SpanProcessor):  # type: ignore[misc]
-        """Remembers each span's trial at its start (the agent's context), hands the ended span
-        to it as it is: the trial turns its spans into events in batches (``TraceService.arrive``),
-        so the agent's own path pays a dict operation and an append per span."""
+        """Remembers each span's trial at its start (the agent's context) and hands the ended
+        span to it (``TrialTrace.arrive``), which turns it into events there and then: the
+        SDK's span is read once, while it is fresh, and nothing of it outlives the call."""
 
         def __init__(self) -> None:
             self._open: dict[int, TrialTrace] = {}
@@ -66,10 +68,10 @@ def _router_class() -> type:
                 sink = self._open.get(parent.span_id)
                 if sink is None:
                     return
-            self._open[span.context.span_id] = sink
+            self._open[_span_id(span)] = sink
 
         def on_end(self, span: Any) -> None:
-            sink = self._open.pop(span.context.span_id, None)
+            sink = self._open.pop(_span_id(span), None)
             if sink is not None:
                 sink.arrive(span)
 
@@ -80,6 +82,13 @@ def _router_class() -> type:
             return True
 
     return Router
+
+
+def _span_id(span: Any) -> int:
+    try:
+        return span._context.span_id  # type: ignore[no-any-return]  # ``context`` is a Python property
+    except AttributeError:
+        return span.context.span_id  # type: ignore[no-any-return]
 
 
 def _plain(value: Any) -> Any:
@@ -95,8 +104,12 @@ def _attributes(span: Any) -> dict[str, Any]:
     # Python code taking a lock per key: its plain dict, when there is one, is read directly.
     # Ended, the SDK never changes it again, so it is used as it is unless a value needs
     # changing (a tuple as a list, a string past MAX_STRING); nothing here writes to it.
-    raw = getattr(getattr(span, "_attributes", None), "_dict", None)
-    attrs = raw if type(raw) is dict else dict(span.attributes or {})
+    try:
+        attrs = span._attributes._dict
+    except AttributeError:
+        attrs = None
+    if type(attrs) is not dict:
+        attrs = dict(span.attributes or {})
     for value in attrs.values():
         kind = type(value)
         if kind is tuple or (kind is str and len(value) > MAX_STRING):
@@ -105,33 +118,52 @@ def _attributes(span: Any) -> dict[str, Any]:
 
 
 _STATUS = ("unset", "ok", "error")
+# The last trace id written as hex, with its hex (one tuple, replaced whole: threads share it):
+# a trial's spans mostly come one trace at a time.
+_last_trace: tuple[int, str] = (-1, "")
 
 
-def from_sdk(span: Any) -> Span:
-    """An SDK ``ReadableSpan`` as the receiver's span (what an OTLP export of it would carry).
-    Every span of a traced Python agent goes through here: its fields are read as the SDK stores
-    them (each public property is a Python call, and ``events`` copies a list), falling back to
-    the properties on an SDK that stores them otherwise; ids written with ``int.to_bytes().hex()``
-    (a third of a format spec's cost)."""
+def sdk_events(span: Any) -> list[Event]:
+    """An SDK ``ReadableSpan`` straight to its events (``_map.events_of``), with no ``Span`` in
+    between: every span of a traced Python agent goes through here. Its fields are read as the
+    SDK stores them (each public property is a Python call, and ``events`` copies a list),
+    falling back to the properties on an SDK that stores them otherwise; its exception events
+    are read only when its status is an error, the one time the mapping looks at them. Ids are
+    written with ``int.to_bytes().hex()``, a third of a format spec's cost."""
     try:
         ctx, parent, name, kind = span._context, span._parent, span._name, span._kind
         start, end, status = span._start_time, span._end_time, span._status
-        scope, events = span._instrumentation_scope, span._events
+        scope = span._instrumentation_scope
     except AttributeError:
         ctx, parent, name, kind = span.context, span.parent, span.name, span.kind
         start, end, status = span.start_time, span.end_time, span.status
-        scope, events = span.instrumentation_scope, span.events
-    code = status.status_code._value_  # the enum's plain value: ``.value`` is a slow descriptor
-    return Span(
-        ctx.trace_id.to_bytes(16, "big").hex(), ctx.span_id.to_bytes(8, "big").hex(),
-        parent.span_id.to_bytes(8, "big").hex() if parent is not None else None,
+        scope = span.instrumentation_scope
+    try:  # the enum's plain value (``.value`` is a slow descriptor), the fields behind properties
+        code, description = status._status_code._value_, status._description
+        scope_name = scope._name if scope else ""
+    except AttributeError:
+        code, description = status.status_code.value, status.description
+        scope_name = scope.name if scope else ""
+    global _last_trace
+    last = _last_trace
+    if ctx.trace_id != last[0]:
+        last = _last_trace = (ctx.trace_id, ctx.trace_id.to_bytes(16, "big").hex())
+    return events_of(
         name,
         kind._value_ + 1,  # the SDK counts from INTERNAL = 0, OTLP from 1
         (start or 0) / 1e9, (end or 0) / 1e9,
-        _STATUS[code], status.description or "",
+        _STATUS[code], description or "",
         _attributes(span),
-        {},  # the resource: this process's, the same for every trial
-        [(e.name, {k: _plain(v) for k, v in (e.attributes or {}).items()})
-         for e in events if e.name == "exception"] if len(events) else [],
-        scope.name if scope else "",
+        _exceptions(span) if code == 2 else (),
+        scope_name,
+        last[1], ctx.span_id.to_bytes(8, "big").hex(),
+        parent.span_id.to_bytes(8, "big").hex() if parent is not None else None,
     )
+
+
+def _exceptions(span: Any) -> list[tuple[str, dict[str, Any]]]:
+    events = getattr(span, "_events", None)
+    if events is None:
+        events = span.events
+    return [(e.name, {k: _plain(v) for k, v in (e.attributes or {}).items()})
+            for e in events if e.name == "exception"]

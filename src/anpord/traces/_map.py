@@ -15,13 +15,18 @@ emitted widely (docs/traces.md lists them).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..events import MODEL_CALLED, SPAN, TOOL_CALLED, TOOL_RESULT, Event
 from ._spans import Span
 
-__all__ = ["MODEL_CALLED", "SPAN", "span_events", "TOOL_OPERATIONS", "MODEL_OPERATIONS"]
+try:  # a tool's arguments and result, parsed at about a fifth of json's cost
+    from orjson import loads as _loads
+except ImportError:  # pragma: no cover - orjson is a dependency
+    _loads = None  # type: ignore[assignment]
+
+__all__ = ["MODEL_CALLED", "SPAN", "events_of", "span_events", "TOOL_OPERATIONS", "MODEL_OPERATIONS"]
 
 SOURCE = "trace"
 
@@ -49,36 +54,60 @@ _CACHED_TOKENS = ("gen_ai.usage.cache_read.input_tokens", "gen_ai.usage.cache_re
 _RESPONSE_ID = ("gen_ai.response.id",)
 
 
-def _first(attrs: Mapping[str, Any], names: tuple[str, ...]) -> Any:
-    value = attrs.get(names[0])  # the current name: what most spans carry
-    if value is not None and value != "":
-        return value
-    for name in names[1:]:
-        value = attrs.get(name)
-        if value is not None and value != "":
-            return value
+# Every name any field goes by → (field, rank): a span's attributes are read in one pass, and
+# where two names of one field are both set, the lower rank (the current name first) wins.
+_FIELDS: dict[str, tuple[str, ...]] = {
+    "op": ("gen_ai.operation.name",), "openinference": ("openinference.span.kind",),
+    "traceloop": ("traceloop.span.kind",), "request_type": ("llm.request.type",),
+    "tool": _TOOL_NAME, "call_id": _TOOL_CALL_ID, "input": _TOOL_INPUT, "output": _TOOL_OUTPUT,
+    "provider": _PROVIDER, "model": _MODEL, "input_tokens": _INPUT_TOKENS,
+    "output_tokens": _OUTPUT_TOKENS, "cached": _CACHED_TOKENS, "response_id": _RESPONSE_ID,
+}
+_ALIASES: dict[str, tuple[str, int]] = {
+    name: (field, rank) for field, names in _FIELDS.items() for rank, name in enumerate(names)
+}
+_NO_FIELDS: dict[str, Any] = {}  # a span without attributes: read, never written
+
+
+def _fields(attrs: Mapping[str, Any]) -> dict[str, Any]:
+    """The fields the mapping reads, by ``_FIELDS`` key, from one pass over the attributes (a
+    value of ``None`` or ``""`` counts as absent)."""
+    found: dict[str, Any] = {}
+    aliases = _ALIASES
+    for key, value in attrs.items():
+        slot = aliases.get(key)
+        if slot is None or value is None or value == "":
+            continue
+        field = slot[0]
+        if field in found:  # two names of one field (rare): the first listed that is set wins
+            found[field] = next(v for v in (attrs.get(n) for n in _FIELDS[field]) if v is not None and v != "")
+        else:
+            found[field] = value
+    return found
+
+
+def _operation(fields: Mapping[str, Any], name: str) -> str | None:
+    op = fields.get("op")
+    if isinstance(op, str):
+        return op
+    kind = fields.get("openinference")
+    if isinstance(kind, str) and kind.upper() in _OPENINFERENCE:
+        return _OPENINFERENCE[kind.upper()]
+    if fields.get("traceloop") == "tool":
+        return "execute_tool"
+    req = fields.get("request_type")
+    if isinstance(req, str) and req in _TRACELOOP:
+        return _TRACELOOP[req]
+    # The conventions name a span "{operation} {target}": "execute_tool get_weather", "chat gpt-4o".
+    head = name.split(" ", 1)[0]
+    if head in TOOL_OPERATIONS or head in MODEL_OPERATIONS:
+        return head
     return None
 
 
 def operation(span: Span) -> str | None:
     """The GenAI operation a span performs, whichever convention named it."""
-    attrs = span.attributes
-    op = attrs.get("gen_ai.operation.name")
-    if isinstance(op, str) and op:
-        return op
-    kind = attrs.get("openinference.span.kind")
-    if isinstance(kind, str) and kind.upper() in _OPENINFERENCE:
-        return _OPENINFERENCE[kind.upper()]
-    if attrs.get("traceloop.span.kind") == "tool":
-        return "execute_tool"
-    req = attrs.get("llm.request.type")
-    if isinstance(req, str) and req in _TRACELOOP:
-        return _TRACELOOP[req]
-    # The conventions name a span "{operation} {target}": "execute_tool get_weather", "chat gpt-4o".
-    head = span.name.split(" ", 1)[0]
-    if head in TOOL_OPERATIONS or head in MODEL_OPERATIONS:
-        return head
-    return None
+    return _operation(_fields(span.attributes), span.name)
 
 
 def _parsed(value: Any) -> Any:
@@ -88,6 +117,11 @@ def _parsed(value: Any) -> Any:
     text = value.strip()
     if not text or text[0] not in '{["0123456789-tfn':
         return value
+    if _loads is not None:
+        try:
+            return _loads(text)
+        except ValueError:  # orjson.JSONDecodeError; NaN, a 65-bit integer: json reads those
+            pass
     try:
         return json.loads(text)
     except (ValueError, RecursionError):
@@ -110,73 +144,90 @@ def _number(value: Any) -> int | float | None:
     return None
 
 
-def _error(span: Span) -> str:
-    if span.status_message:
-        return span.status_message
-    for name, attrs in span.events:
+def _error(status_message: str, exceptions: Sequence[tuple[str, Mapping[str, Any]]],
+           attrs: Mapping[str, Any]) -> str:
+    if status_message:
+        return status_message
+    for name, exc in exceptions:
         if name == "exception":
-            kind, message = attrs.get("exception.type"), attrs.get("exception.message")
+            kind, message = exc.get("exception.type"), exc.get("exception.message")
             return ": ".join(str(p) for p in (kind, message) if p) or "exception"
-    return str(span.attributes.get("error.type") or "the span's status is error")
+    return str(attrs.get("error.type") or "the span's status is error")
 
 
-def _cost(model: Any, input_tokens: Any, output_tokens: Any, cached_names: tuple[str, ...],
-          attrs: Mapping[str, Any]) -> float | None:
+_pricing: Any = None  # anpord.models._pricing, imported on the first priced span
+
+
+def _cost(model: Any, input_tokens: Any, output_tokens: Any, cached: Any) -> float | None:
     """The call's price from anpord's table (docs/model-agents.md), when the model is in it."""
+    global _pricing
     if not isinstance(model, str) or input_tokens is None or output_tokens is None:
         return None
-    from ..models._pricing import token_cost  # imported on the first priced span only
+    if _pricing is None:  # once: an import statement costs a microsecond each time it runs
+        from ..models import _pricing as pricing
 
-    return token_cost(model, input_tokens, output_tokens, _number(_first(attrs, cached_names)))
+        _pricing = pricing
+    if _pricing.price_for(model) is None:  # looked up first: many spans' models have no listed price
+        return None
+    return _pricing.token_cost(model, input_tokens, output_tokens, _number(cached))  # type: ignore[no-any-return]
 
 
 def span_events(span: Span) -> list[Event]:
-    """The events one span stands for, oldest first. Every span of a traced trial comes through
-    here: its dicts are built in one literal each, and a field's names tried only past the first.
-    A ``span`` event holds the span's own attributes dict, not a copy: nothing writes to it once
-    the span has ended (the SDK marks it immutable; a decoded span's is the decoder's)."""
-    op = operation(span)
-    attrs = span.attributes
-    failed = span.status == "error"
-    start, end = span.start, span.end
+    """The events one span stands for, oldest first."""
+    return events_of(span.name, span.kind, span.start, span.end, span.status, span.status_message,
+                     span.attributes, span.events, span.scope, span.trace_id, span.span_id,
+                     span.parent_span_id)
+
+
+def events_of(name: str, kind: int, start: float, end: float, status: str, status_message: str,
+              attrs: dict[str, Any], exceptions: Sequence[tuple[str, Mapping[str, Any]]], scope: str,
+              trace_id: str, span_id: str, parent: str | None) -> list[Event]:
+    """``span_events`` of a span given field by field, as the SDK's spans are read without an
+    intermediate ``Span`` (``_inprocess``). Every span of a traced trial comes through here: its
+    attributes are read in one pass, each event's dict built in one literal. A ``span`` event holds
+    the span's own attributes dict, not a copy: nothing writes to it once the span has ended (the
+    SDK marks it immutable; a decoded span's is the decoder's)."""
+    fields = _fields(attrs) if attrs else _NO_FIELDS
+    op = _operation(fields, name)
+    failed = status == "error"
     if op in TOOL_OPERATIONS:
-        name = _first(attrs, _TOOL_NAME)
-        if name is None:
-            name = span.name[len("execute_tool "):] if span.name.startswith("execute_tool ") else span.name
-        name = str(name)
-        call_id = str(_first(attrs, _TOOL_CALL_ID) or span.span_id)
-        span_id, parent, trace_id = span.span_id, span.parent_span_id, span.trace_id
-        called = {"call_id": call_id, "name": name, "input": _parsed(_first(attrs, _TOOL_INPUT)),
+        tool = fields.get("tool")
+        if tool is None:
+            tool = name[len("execute_tool "):] if name.startswith("execute_tool ") else name
+        tool = str(tool)
+        call_id = str(fields.get("call_id") or span_id)
+        called = {"call_id": call_id, "name": tool, "input": _parsed(fields.get("input")),
                   "start": start, "source": SOURCE, "span_id": span_id, "parent_span_id": parent,
                   "trace_id": trace_id}
-        result = {"call_id": call_id, "name": name, "output": _parsed(_first(attrs, _TOOL_OUTPUT)),
-                  "status": "failed" if failed else "completed", "error": _error(span) if failed else None,
+        result = {"call_id": call_id, "name": tool, "output": _parsed(fields.get("output")),
+                  "status": "failed" if failed else "completed",
+                  "error": _error(status_message, exceptions, attrs) if failed else None,
                   "end": end, "source": SOURCE, "span_id": span_id, "parent_span_id": parent,
                   "trace_id": trace_id}
         return [Event(TOOL_CALLED, called, start or end), Event(TOOL_RESULT, result, end)]
     if op in MODEL_OPERATIONS:
-        model = _first(attrs, _MODEL)
-        input_tokens, output_tokens = _number(_first(attrs, _INPUT_TOKENS)), _number(_first(attrs, _OUTPUT_TOKENS))
+        model = fields.get("model")
+        input_tokens, output_tokens = _number(fields.get("input_tokens")), _number(fields.get("output_tokens"))
         data: dict[str, Any] = {
-            "name": span.name, "operation": op, "provider": _first(attrs, _PROVIDER),
+            "name": name, "operation": op, "provider": fields.get("provider"),
             "model": model, "input_tokens": input_tokens, "output_tokens": output_tokens,
-            "cost": _cost(model, input_tokens, output_tokens, _CACHED_TOKENS, attrs),
-            "response_id": _first(attrs, _RESPONSE_ID),
+            "cost": _cost(model, input_tokens, output_tokens, fields.get("cached")),
+            "response_id": fields.get("response_id"),
             "latency": round(end - start, 6) if end > start else 0.0,
             "status": "failed" if failed else "completed",
-            "start": start, "end": end, "source": SOURCE, "span_id": span.span_id,
-            "parent_span_id": span.parent_span_id, "trace_id": span.trace_id,
+            "start": start, "end": end, "source": SOURCE, "span_id": span_id,
+            "parent_span_id": parent, "trace_id": trace_id,
         }
         if failed:
-            data["error"] = _error(span)
+            data["error"] = _error(status_message, exceptions, attrs)
         return [Event(MODEL_CALLED, data, end)]
-    data = {"name": span.name, "kind": span.kind, "start": start, "end": end,
-            "status": span.status, "attributes": attrs, "source": SOURCE, "span_id": span.span_id,
-            "parent_span_id": span.parent_span_id, "trace_id": span.trace_id}
+    data = {"name": name, "kind": kind, "start": start, "end": end,
+            "status": status, "attributes": attrs, "source": SOURCE, "span_id": span_id,
+            "parent_span_id": parent, "trace_id": trace_id}
     if op is not None:
         data["operation"] = op
     if failed:
-        data["error"] = _error(span)
-    if span.scope:
-        data["scope"] = span.scope
+        data["error"] = _error(status_message, exceptions, attrs)
+    if scope:
+        data["scope"] = scope
     return [Event(SPAN, data, end)]

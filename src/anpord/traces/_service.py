@@ -19,9 +19,10 @@ import secrets
 import threading
 from typing import TYPE_CHECKING, Any
 
+from ..events import Event
 from ._hub import Hub, join
 from ._http import TRACES_PATH
-from ._inprocess import from_sdk, install
+from ._inprocess import install, sdk_events
 from ._listen import Listeners
 from ._map import span_events
 from ._receiver import CURRENT_TRACE, LOG_REFUSALS, Receiver, TrialTrace
@@ -63,7 +64,7 @@ class TraceService(Receiver):
         self._token: contextvars.Token[TrialTrace | None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread = 0  # the loop's thread: spans ended elsewhere are handed to it
-        self._pending: list[Any] = []  # SDK spans ended in this step of the loop (``arrive``)
+        self._unreadable = 0  # SDK spans whose reading raised (logged once)
 
     # -- the TrialService protocol ------------------------------------------------------------
 
@@ -122,7 +123,6 @@ class TraceService(Receiver):
 
     async def settle(self) -> None:
         """Wait (briefly) for exports being read right now: their spans belong to the checks."""
-        self._flush()
         if self._listeners is None and self._hub is None:
             return  # a Python agent's: every span it ended is folded in now, none is on its way
         await asyncio.sleep(0)
@@ -134,12 +134,10 @@ class TraceService(Receiver):
                 pass
 
     def seal(self) -> None:
-        self._flush()  # spans ended before the checks ran are the trial's, even if not yet folded
         self._open = False
 
     async def stop(self) -> None:
         self._open = False
-        self._flush()  # counted as late
         if self._listeners is not None:
             self._listeners.close()
         if self._hub is not None:
@@ -187,23 +185,49 @@ class TraceService(Receiver):
                     answered.set()
 
     def arrive(self, span: Any) -> None:
-        """An SDK span of this trial's Python agent, just ended (``_inprocess``), kept as it is:
-        the spans ended in one step of the loop become events together, in a callback queued
-        behind the first of them, so ahead of whatever the agent's return wakes (the loop runs
-        callbacks in order), and the turn that made them holds them when it settles."""
+        """An SDK span of this trial's Python agent, just ended (``_inprocess``): its events are
+        the trial's at once, so in the turn that made it while that turn runs. Ended in a sync
+        agent's thread, it is read there and its events handed to the loop in order, ahead of
+        the agent's return (which reaches the loop the same way, later)."""
         if threading.get_ident() != self._thread:
-            # A sync agent's thread: handed to the loop in order, ahead of its return.
-            self.take([from_sdk(span)])
+            events = self._read(span)
+            if events is not None and self._loop is not None:
+                try:
+                    self._loop.call_soon_threadsafe(self._arrived, events)
+                except RuntimeError:  # the loop is closed: the trial is long over
+                    pass
             return
-        pending = self._pending
-        pending.append(span)
-        if len(pending) == 1 and self._loop is not None:
-            self._loop.call_soon(self._flush)
+        if not self._open:
+            self._late += 1  # not read: it would be kept nowhere
+            return
+        events = self._read(span)
+        if events is not None:
+            self._arrived(events)
 
-    def _flush(self) -> None:
-        spans, self._pending = self._pending, []
-        if spans:
-            self._fold([from_sdk(span) for span in spans])
+    def _read(self, span: Any) -> list[Event] | None:
+        try:
+            return sdk_events(span)
+        except Exception as exc:  # the agent's own code ended the span: never fail it
+            self._unreadable += 1
+            if self._unreadable == 1:
+                self._log(f"traces: a span of this process could not be read: {type(exc).__name__}: {exc}")
+            return None
+
+    def _arrived(self, events: list[Event]) -> None:
+        """One SDK span's events, on the loop."""
+        ctx = self._ctx
+        if ctx is None:
+            return
+        if not self._open:
+            self._late += 1
+            return
+        if self._kept >= MAX_SPANS:
+            self._over += 1
+            return
+        self._kept += 1
+        record = ctx.record
+        for event in events:
+            record(event)
 
     def _fold(self, spans: list[Span]) -> None:
         ctx = self._ctx
