@@ -122,6 +122,14 @@ class TrialState:
         for session in self.sessions:
             await session._close()
 
+    def release(self) -> None:
+        """The trial is decided: cut the sessions' references back to this state and to their
+        turns, so all of it is freed by reference counting rather than by the cyclic collector."""
+        for session in self.sessions:
+            session._active = None
+        self.sessions.clear()
+        self.turns.clear()  # each points back here (the failures it may still expect)
+
 
 class LiveTurn:
     """A turn that may still be running: observe it, cancel it, then take its ``result()``."""
