@@ -104,7 +104,15 @@ class TrialState:
             if admitted is None:
                 return
             event = admitted
-        live = [s._active for s in self.sessions if s._active is not None and not s._active.done]
+        sessions = self.sessions
+        if len(sessions) == 1:  # the usual trial: its one session's turn, no list built per span
+            active = sessions[0]._active
+            if active is not None and not active.done:
+                active._add(event)
+            else:
+                self.record_event(event)
+            return
+        live = [s._active for s in sessions if s._active is not None and not s._active.done]
         if len(live) == 1:
             live[0]._add(event)
         else:
