@@ -1,5 +1,5 @@
-"""The event loop a run uses: uvloop's where it is installed, asyncio's when ``ANPORD_LOOP=asyncio``
-asks for it; and on either, time lost to another trial's stall never counts against a deadline
+"""The event loop a run uses: asyncio's, uvloop's when ``ANPORD_LOOP=uvloop`` asks for it and it
+is installed; and on either, time lost to another trial's stall never counts against a deadline
 that came due during it (uvloop runs due timers before the stall's heartbeat gets through)."""
 
 from __future__ import annotations
@@ -24,12 +24,13 @@ async def test(t, row):
 
 
 @pytest.mark.parametrize(("asked", "expected"), [
-    (None, "uvloop.Loop"),
+    (None, "asyncio.unix_events._UnixSelectorEventLoop"),
     ("uvloop", "uvloop.Loop"),
+    ("UVLoop ", "uvloop.Loop"),
     ("asyncio", "asyncio.unix_events._UnixSelectorEventLoop"),
-    ("no-such-loop", "uvloop.Loop"),
+    ("no-such-loop", "asyncio.unix_events._UnixSelectorEventLoop"),
 ])
-def test_a_run_uses_uvloop_unless_asked_for_asyncio(make_project: Any, asked: str | None,
+def test_a_run_uses_asyncio_unless_asked_for_uvloop(make_project: Any, asked: str | None,
                                                      expected: str) -> None:
     project = make_project({"evals/loop.eval.py": eval_file(LOOP_EVAL.format(end=END))})
     run = project.run(env={"ANPORD_LOOP": asked} if asked is not None else {"ANPORD_LOOP": ""})
