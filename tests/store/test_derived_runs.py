@@ -37,3 +37,23 @@ def test_cached_and_rerun_runs_never_become_baselines(tmp_path: Path) -> None:
     assert anpord(project, "db", "rebuild").returncode == 0
     again = as_json(anpord(project, "compare", "--json"))
     assert {c["base"]["run_id"] for c in again["cells"]} == {first.run_dir.name}
+
+
+def test_a_rebuild_finds_each_cells_first_reading_by_start_time_not_folder_name(tmp_path: Path) -> None:
+    # Two runs started in the same second are named in the order of their random suffixes, so
+    # the folder that sorts first need not be the run that started first.
+    import json
+
+    project = history_project(tmp_path / "p")
+    one, two = project.run(env={"MOOD": "bad"}), project.run()
+    assert one.run_dir is not None and two.run_dir is not None
+    named_first, named_last = sorted([one.run_dir, two.run_dir], key=lambda d: d.name)
+    # Make the run whose folder sorts first the one that started last.
+    records = {d: json.loads((d / "run.json").read_text()) for d in (named_first, named_last)}
+    records[named_first]["started_at"] = records[named_last]["started_at"] + 5
+    for d, record in records.items():
+        (d / "run.json").write_text(json.dumps(record))
+    assert anpord(project, "db", "rebuild").returncode == 0
+    doc = as_json(anpord(project, "compare", "--json"))
+    assert doc["candidate"] == named_first.name, doc  # the latest by start time
+    assert {c["base"]["run_id"] for c in doc["cells"]} == {named_last.name}

@@ -102,6 +102,9 @@ def _fill(store: Store, project_folder: Path, report: RebuildReport) -> None:
             report.runs += 1
         except UsageError as exc:
             report.problems.append(f"{run_dir.name}: skipped: {exc}")
+    # Folders are filed in name order, and two runs started in the same second are named in the
+    # order of their random suffixes: each cell's first reading is decided again by start time.
+    store.reset_baselines()
 
 
 def _replay(store: Store, sets: list[tuple[str, float]], report: RebuildReport) -> None:
@@ -138,7 +141,6 @@ def rebuild(location: StoreLocation) -> RebuildReport:
                 if host == here and run_id not in present and store.delete_run(run_id):
                     report.removed += 1
             _fill(store, folder, report)
-            store.reset_baselines()
             _replay(store, sorted(sets.items(), key=lambda s: s[1]), report)
     report.seconds = time.monotonic() - started
     return report
