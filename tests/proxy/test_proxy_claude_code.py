@@ -6,13 +6,10 @@ runs the case again with the server gone."""
 
 from __future__ import annotations
 
-import fcntl
-import os
-import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
+from npm_support import npm_program
 from project_support import eval_file
 
 from anpord.testing.model_server import ModelServer, rule, text, tool_call
@@ -22,26 +19,8 @@ KEY = "sk-ant-e2e-real-key-0123456789abcdef"
 
 
 def claude_code() -> Path:
-    """The pinned Claude Code, installed from npm into a cache folder on first use (one installer
-    at a time: a lock; into a temporary folder renamed in place, so a half install never shows)."""
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "anpord-tests"
-    target = cache / f"claude-code-{VERSION}"
-    binary = target / "node_modules" / ".bin" / "claude"
-    if binary.exists():
-        return binary
-    cache.mkdir(parents=True, exist_ok=True)
-    with open(cache / ".claude-code.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not binary.exists():
-            partial = cache / f".claude-code-{VERSION}.partial"
-            shutil.rmtree(partial, ignore_errors=True)
-            done = subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--prefix", str(partial),
-                                   f"@anthropic-ai/claude-code@{VERSION}"],
-                                  capture_output=True, text=True, timeout=900, check=False)
-            assert done.returncode == 0, f"npm install failed:\n{done.stdout}\n{done.stderr}"
-            partial.rename(target)
-    assert binary.exists(), f"{binary} missing after npm install"
-    return binary
+    """The pinned Claude Code, installed from npm on first use."""
+    return npm_program("@anthropic-ai/claude-code", VERSION, "claude-code", "node_modules/.bin/claude")
 
 
 CASE = eval_file('''

@@ -6,14 +6,11 @@ model call is a ``model.called`` event, and the trial's tokens are OpenCode's ow
 
 from __future__ import annotations
 
-import fcntl
 import json
-import os
-import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
+from npm_support import npm_program
 from project_support import eval_file
 
 from anpord.testing.model_server import ModelServer, rule, text, tool_call
@@ -23,27 +20,9 @@ KEY = "sk-ant-opencode-e2e-real-0123456789abcdef"
 
 
 def opencode() -> Path:
-    """The pinned OpenCode, installed from npm into a cache folder on first use (one installer at
-    a time; into a temporary folder renamed in place). Its platform binary is run directly: a
+    """The pinned OpenCode, installed from npm on first use. Its platform binary is run directly: a
     program of its own, no node launcher."""
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "anpord-tests"
-    target = cache / f"opencode-{VERSION}"
-    binary = target / "node_modules" / "opencode-linux-x64" / "bin" / "opencode"
-    if binary.exists():
-        return binary
-    cache.mkdir(parents=True, exist_ok=True)
-    with open(cache / ".opencode.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not binary.exists():
-            partial = cache / f".opencode-{VERSION}.partial"
-            shutil.rmtree(partial, ignore_errors=True)
-            done = subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--prefix", str(partial),
-                                   f"opencode-ai@{VERSION}"],
-                                  capture_output=True, text=True, timeout=900, check=False)
-            assert done.returncode == 0, f"npm install failed:\n{done.stdout}\n{done.stderr}"
-            partial.rename(target)
-    assert binary.exists(), f"{binary} missing after npm install"
-    return binary
+    return npm_program("opencode-ai", VERSION, "opencode", "node_modules/opencode-linux-x64/bin/opencode")
 
 
 CASE = eval_file('''
