@@ -41,6 +41,16 @@ def _by_variant(run: object) -> dict[str, list[dict[str, object]]]:
     return out
 
 
+def _down_docker(tmp_path: Path) -> tuple[Path, Path]:
+    """A ``docker`` whose daemon is down, and the log of the arguments it is called with."""
+    calls = tmp_path / "calls.log"
+    stub = tmp_path / "bin" / "docker"
+    stub.parent.mkdir()
+    stub.write_text(DOWN_DOCKER.format(calls=calls))
+    stub.chmod(0o755)
+    return stub, calls
+
+
 def _assert_not_started(run: object, reason: str, hooks: Path) -> None:
     boxed = _by_variant(run)["boxed"]
     assert len(boxed) == 3, boxed
@@ -70,11 +80,7 @@ def test_no_container_cli_voids_the_docker_variants_trials_before_any_starts(
 def test_a_docker_daemon_that_is_down_is_probed_once_and_voids_those_trials_with_the_fix(
     make_project: Callable[..., Project], tmp_path: Path
 ) -> None:
-    calls = tmp_path / "calls.log"
-    stub = tmp_path / "bin" / "docker"
-    stub.parent.mkdir()
-    stub.write_text(DOWN_DOCKER.format(calls=calls))
-    stub.chmod(0o755)
+    stub, calls = _down_docker(tmp_path)
     project = make_project(CASES, config=CONFIG)
     hooks = tmp_path / "hooks.log"
     run = project.run(timeout=120, env={"ANPORD_CONTAINER_CLI": str(stub), "HOOKS_LOG": str(hooks)})
@@ -90,11 +96,7 @@ def test_a_docker_daemon_that_is_down_is_probed_once_and_voids_those_trials_with
 def test_a_run_without_docker_variants_never_runs_a_container_cli(
     make_project: Callable[..., Project], tmp_path: Path
 ) -> None:
-    calls = tmp_path / "calls.log"
-    stub = tmp_path / "bin" / "docker"
-    stub.parent.mkdir()
-    stub.write_text(DOWN_DOCKER.format(calls=calls))
-    stub.chmod(0o755)
+    stub, calls = _down_docker(tmp_path)
     project = make_project(CASES, config=CONFIG)
     run = project.run("--variant", "here", timeout=120, env={"ANPORD_CONTAINER_CLI": str(stub)})
     assert run.code == 0, run.output
