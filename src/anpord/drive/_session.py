@@ -104,15 +104,7 @@ class TrialState:
             if admitted is None:
                 return
             event = admitted
-        sessions = self.sessions
-        if len(sessions) == 1:  # the usual trial: its one session's turn, no list built per span
-            active = sessions[0]._active
-            if active is not None and not active.done:
-                active._add(event)
-            else:
-                self.record_event(event)
-            return
-        live = [s._active for s in sessions if s._active is not None and not s._active.done]
+        live = [s._active for s in self.sessions if s._active is not None and not s._active.done]
         if len(live) == 1:
             live[0]._add(event)
         else:
@@ -307,11 +299,7 @@ class Session(ScopedAssertions):
 
     def _on_event(self, event: Event) -> None:
         self.events.append(event)
-        state = self.state
-        # state.record_event, inlined: every event of every turn passes here.
-        state.events.append(event)
-        if state.watch is not None:
-            state.watch(event)
+        self.state.record_event(event)
         if event.type == SESSION_FAILED:
             self._failed = True
         elif event.type == INPUT_REQUESTED:

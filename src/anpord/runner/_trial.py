@@ -588,8 +588,6 @@ def _redactor(values: tuple[str, ...]) -> Callable[[str], str]:
 def trial_redactor(variant: Variant) -> Callable[[str], str]:
     """What the trial's values are redacted with before a cut shortens them (a preview, a clipped
     ``actual``): its variant's declared secrets, as the run's writers redact them."""
-    if not variant.secrets:
-        return _redactor(())  # the usual case: key-shaped strings only
     return _redactor(tuple(os.environ[n] for n in variant.secrets if os.environ.get(n)))
 
 
