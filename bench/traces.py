@@ -22,6 +22,13 @@ Figures (printed, not asserted):
    library only) that loads its HTTP client and its export of ``--spans`` spans (OTLP/protobuf)
    in every run, as an instrumented agent does, and POSTs the export to its trial's receiver when
    it has one; traced vs untraced, local sandbox. Target: ≤ 1.3×.
+4. **HTTP agents**: the same count of trials of an HTTP agent, ``anpord serve`` of the Python
+   agent above in a process of its own, whose spans continue each turn's ``traceparent``; traced,
+   the server exports them with the SDK's ``BatchSpanProcessor`` and OTLP/HTTP exporter
+   (``OTEL_BSP_SCHEDULE_DELAY=--bsp-delay`` ms) to anpord's receiver on a free port, and each turn
+   waits until a span of its own has arrived; untraced, the same server makes the same spans with
+   no exporter. The runner's wall and its own process's CPU (the server's is not counted), so the
+   ratio holds the wait for the server's batches as well as the receiving. Target: ≤ 1.3×.
 
 Each run is a fresh child process, so one scenario's imports and caches never help another; the
 traced and untraced runs alternate ``--repeat`` times and each side's fastest counts (``_trials``).
@@ -51,6 +58,10 @@ from opentelemetry import trace
 if os.environ.get("BENCH_SDK"):  # the agent sets up the SDK itself, as an instrumented agent does
     from opentelemetry.sdk.trace import TracerProvider
     trace.set_tracer_provider(TracerProvider())
+    if os.environ.get("BENCH_EXPORT"):  # a served agent exporting to OTEL_EXPORTER_OTLP_*
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+        from opentelemetry.sdk.trace.export import BatchSpanProcessor
+        trace.get_tracer_provider().add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
 
 tracer = trace.get_tracer("bench")
 SPANS = {spans}
@@ -116,8 +127,10 @@ def _export_body(spans: int) -> bytes:
     return req.SerializeToString()
 
 
-def _child_run(kind: str, traced: bool, n: int, spans: int, conc: int) -> dict[str, Any]:
+def _child_run(kind: str, traced: bool, n: int, spans: int, conc: int, bsp_delay: int = 0) -> dict[str, Any]:
     options = ", traces='otlp'" if traced else ""
+    if kind == "http":
+        return _http_run(traced, n, spans, conc, bsp_delay)
     if kind == "python":
         files: dict[str, str | bytes] = {"bench_agents/__init__.py": "",
                                          "bench_agents/agent.py": PY_AGENT.format(spans=spans)}
@@ -129,6 +142,53 @@ def _child_run(kind: str, traced: bool, n: int, spans: int, conc: int) -> dict[s
                          harness=f"command:{python} -I -S {{folder}}/agent.py {{folder}}/export.bin",
                          files={"agent.py": CMD_AGENT, "export.bin": _export_body(spans)})
     result = run_project(folder, b'"source":"trace"')
+    result["traced_events"] = result.pop("marked")
+    return result
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _http_run(traced: bool, n: int, spans: int, conc: int, bsp_delay: int) -> dict[str, Any]:
+    """``anpord serve`` of ``PY_AGENT`` in its own process, driven through the HTTP harness."""
+    import subprocess
+    import urllib.request
+
+    served = Path(tempfile.mkdtemp(prefix="anpord-bench-traces-served-"))
+    (served / "bench_agents").mkdir()
+    (served / "bench_agents" / "__init__.py").write_text("")
+    (served / "bench_agents" / "agent.py").write_text(PY_AGENT.format(spans=spans))
+    port, traces_port = _free_port(), _free_port()
+    env = dict(os.environ, BENCH_SDK="1", PYTHONPATH=os.pathsep.join([str(served), os.environ.get("PYTHONPATH", "")]))
+    if traced:
+        env.update(BENCH_EXPORT="1", OTEL_BSP_SCHEDULE_DELAY=str(bsp_delay),
+                   OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=f"http://127.0.0.1:{traces_port}/v1/traces")
+    server = subprocess.Popen([sys.executable, "-m", "anpord", "serve", "bench_agents.agent:agent",
+                               "--port", str(port)], cwd=served, env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                urllib.request.urlopen(url + "/v1/info", timeout=1).close()
+                break
+            except OSError:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    raise SystemExit(f"anpord serve did not start:\n{server.stderr.read().decode()[-3000:]}")
+                time.sleep(0.05)
+        options = f", traces='otlp', options={{'traces_port': {traces_port}}}" if traced else ""
+        folder = project("anpord-bench-traces-http-", n=n, conc=conc, options=options, harness=url)
+        result = run_project(folder, b'"source":"trace"')
+    finally:
+        server.terminate()
+        server.wait(10)
+        shutil.rmtree(served, ignore_errors=True)
     result["traced_events"] = result.pop("marked")
     return result
 
@@ -162,8 +222,10 @@ def _child_setup(setups: int) -> dict[str, Any]:
 
 
 def main() -> None:
-    ap = arguments(__doc__ or "", ["setup", "python", "command"])
+    ap = arguments(__doc__ or "", ["setup", "python", "command", "http"])
     ap.add_argument("--spans", type=int, default=20)
+    ap.add_argument("--bsp-delay", type=int, default=20,
+                    help="the HTTP agent's OTEL_BSP_SCHEDULE_DELAY, in ms (default 20)")
     args = ap.parse_args()
     if args.child:
         kind, *rest = args.child
@@ -180,10 +242,12 @@ def main() -> None:
         print(f"receiver set-up + stop per trial: mean {s['mean_ms']:.3f} ms, p50 {s['p50_ms']:.3f} ms, "
               f"p99 {s['p99_ms']:.3f} ms (target <= {TARGET_SETUP_MS} ms: {ok}); "
               f"unix socket for a closed network adds {s['unix_mean_ms']:.3f} ms")
-    for kind in ("python", "command"):
+    for kind in ("python", "command", "http"):
         if args.only not in (None, kind):
             continue
         common = [str(args.trials), str(args.spans), str(args.concurrency)]
+        if kind == "http":
+            common.append(str(args.bsp_delay))
         sdk = {"BENCH_SDK": "1"}
         plain, traced = paired(lambda: spawn(__file__, kind, "plain", *common, env=sdk),
                                lambda: spawn(__file__, kind, "traced", *common, env=sdk), args.repeat)
