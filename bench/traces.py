@@ -156,38 +156,39 @@ def _free_port() -> int:
 
 def _http_run(traced: bool, n: int, spans: int, conc: int, bsp_delay: int) -> dict[str, Any]:
     """``anpord serve`` of ``PY_AGENT`` in its own process, driven through the HTTP harness."""
+    import re
     import subprocess
-    import urllib.request
 
     served = Path(tempfile.mkdtemp(prefix="anpord-bench-traces-served-"))
     (served / "bench_agents").mkdir()
     (served / "bench_agents" / "__init__.py").write_text("")
     (served / "bench_agents" / "agent.py").write_text(PY_AGENT.format(spans=spans))
-    port, traces_port = _free_port(), _free_port()
-    env = dict(os.environ, BENCH_SDK="1", PYTHONPATH=os.pathsep.join([str(served), os.environ.get("PYTHONPATH", "")]))
+    traces_port = _free_port()
+    env = dict(os.environ, BENCH_SDK="1",
+               PYTHONPATH=os.pathsep.join(filter(None, [str(served), os.environ.get("PYTHONPATH")])))
     if traced:
         env.update(BENCH_EXPORT="1", OTEL_BSP_SCHEDULE_DELAY=str(bsp_delay),
                    OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=f"http://127.0.0.1:{traces_port}/v1/traces")
+    # A file, not a pipe: nothing drains the server's stderr while the run goes on.
+    errors = open(served / "serve.err", "w+b")
+    # Port 0: the server picks a free one and prints its URL once it listens.
     server = subprocess.Popen([sys.executable, "-m", "anpord", "serve", "bench_agents.agent:agent",
-                               "--port", str(port)], cwd=served, env=env,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    url = f"http://127.0.0.1:{port}"
+                               "--port", "0"], cwd=served, env=env, text=True,
+                              stdout=subprocess.PIPE, stderr=errors)
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                urllib.request.urlopen(url + "/v1/info", timeout=1).close()
-                break
-            except OSError:
-                if server.poll() is not None or time.monotonic() > deadline:
-                    raise SystemExit(f"anpord serve did not start:\n{server.stderr.read().decode()[-3000:]}")
-                time.sleep(0.05)
+        assert server.stdout is not None
+        match = re.search(r" at (http://\S+)", server.stdout.readline())
+        if match is None:
+            errors.seek(0)
+            raise SystemExit(f"anpord serve did not start:\n{errors.read().decode()[-3000:]}")
+        url = match.group(1)
         options = f", traces='otlp', options={{'traces_port': {traces_port}}}" if traced else ""
         folder = project("anpord-bench-traces-http-", n=n, conc=conc, options=options, harness=url)
         result = run_project(folder, b'"source":"trace"')
     finally:
         server.terminate()
         server.wait(10)
+        errors.close()
         shutil.rmtree(served, ignore_errors=True)
     result["traced_events"] = result.pop("marked")
     return result
