@@ -5,7 +5,7 @@ services and the packages that implement them, so neither imports the other.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -39,6 +39,9 @@ class ServiceContext:
     record: Callable[[Event], None]  # adds an event to the trial's record (see ``deliver``)
     key: tuple[str, str, int] | None = None  # (case, variant, trial index)
     replay: str | None = None  # ``--replay RUN``: the run folder the model proxy answers from
+    # Events made later, in one batch (``deliver_later``): a service with many arrivals in hand
+    # (a trace's spans) makes and records them together. Without it, ``record`` each at once.
+    record_later: Callable[[Callable[[], Sequence[Event]]], None] | None = None
 
 
 class TrialService(Protocol):

@@ -391,3 +391,38 @@ def test_a_span_that_cannot_be_read_is_logged_and_the_agent_goes_on(make_project
     ''')
     assert any("traces: a span of this process could not be read" in log for log in line["logs"]), line["logs"]
     assert [e["name"] for e in run.events("one") if e.get("source") == "trace"] == ["fine", "fine"]
+
+
+INTERLEAVED = '''
+from opentelemetry import trace
+
+tracer = trace.get_tracer("interleaved")
+
+
+async def agent(turn):
+    with tracer.start_as_current_span("execute_tool before", attributes={"gen_ai.operation.name": "execute_tool"}):
+        pass
+    turn.usage(input_tokens=3, output_tokens=1)  # an event of the agent's own, between two spans
+    with tracer.start_as_current_span("execute_tool after", attributes={"gen_ai.operation.name": "execute_tool"}):
+        pass
+    return "done"
+'''
+
+
+def test_spans_keep_their_place_among_the_agents_own_events(make_project: Any) -> None:
+    """Spans ended on the loop are read in batches: each still lands where it ended, before the
+    agent's next event and before the turn's end, in the turn's events and in the record."""
+    run, _ = _one_trial(make_project, "interleaved", INTERLEAVED, '''
+        @define_eval
+        async def test(t):
+            turn = await t.send("go")
+            kinds = [(e.type, e.data.get("name")) for e in turn.events
+                     if e.type in ("tool.called", "usage", "turn.completed")]
+            t.check(kinds, equals([("tool.called", "before"), ("usage", None), ("tool.called", "after"),
+                                   ("turn.completed", None)]))
+            t.check("end", equals("end")).label("reached the end")
+    ''')
+    order = [(e["type"], e.get("name")) for e in run.events("one")
+             if e["type"] in ("tool.called", "tool.result", "usage", "turn.completed")]
+    assert order == [("tool.called", "before"), ("tool.result", "before"), ("usage", None),
+                     ("tool.called", "after"), ("tool.result", "after"), ("turn.completed", None)]

@@ -9,7 +9,7 @@ parts below the driver and testable without it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from ..events import Event
@@ -36,4 +36,9 @@ class TrialLog(Protocol):
     def record_arrival(self, event: Event) -> None:
         """An event from outside the harness (a span): into the running turn when exactly one
         runs, else into the trial's log."""
+        ...
+
+    def record_later(self, produce: Callable[[], Sequence[Event]]) -> None:
+        """Arrivals to make into events later (``produce()``), recorded as ``record_arrival``
+        records them, before any later event of the trial and by the loop's next turn."""
         ...

@@ -87,28 +87,65 @@ class TrialState:
         # Decides what of the agent's and the services' events is recorded, and how: one event
         # per MCP call when a CLI's stream and a mock both report it (mocks/_dedupe).
         self.admit: Callable[[Event], Event | None] | None = None
+        self._later: list[Callable[[], Sequence[Event]]] = []  # see record_later
 
     def record_event(self, event: Event) -> None:
         """Add an event to the trial's log from outside any turn (a judge, a tool mock): it is
         in ``t.events``, run-level checks and the artifacts, but in no session's events."""
-        self.events.append(event)
-        if self.watch is not None:
-            self.watch(event)
+        if self._later:
+            self.flush_later()
+        self._logged((event,))
+
+    def _logged(self, events: Sequence[Event]) -> None:
+        self.events.extend(events)
+        watch = self.watch
+        if watch is not None:
+            for event in events:
+                watch(event)
 
     def record_arrival(self, event: Event) -> None:
         """An event that arrived from outside the harness while the trial runs (a trace span):
         into the running turn when exactly one is running, so that turn's and its session's
         checks see it too; otherwise into the trial's log, as ``record_event``."""
-        if self.admit is not None:
-            admitted = self.admit(event)
-            if admitted is None:
+        if self._later:
+            self.flush_later()
+        self._arrived((event,))
+
+    def record_later(self, produce: Callable[[], Sequence[Event]]) -> None:
+        """Arrivals a service holds but has not made into events yet (the spans a Python agent
+        ended): ``produce()`` makes them, and they are recorded as ``record_arrival`` would, in
+        one batch, before any later event of the trial is, and by the loop's next turn at the
+        latest. Where they land and in what order is what recording each at once would give;
+        the batch costs one look-up of the running turn instead of one per event."""
+        if not self._later:
+            try:
+                asyncio.get_running_loop().call_soon(self.flush_later)
+            except RuntimeError:  # no loop runs here: nothing comes later to wait for
+                self._later.append(produce)
+                self.flush_later()
                 return
-            event = admitted
+        self._later.append(produce)
+
+    def flush_later(self) -> None:
+        """Record what ``record_later`` holds, now."""
+        while self._later:
+            later, self._later = self._later, []
+            for produce in later:
+                events = produce()
+                if events:
+                    self._arrived(events)
+
+    def _arrived(self, events: Sequence[Event]) -> None:
+        admit = self.admit
+        if admit is not None:
+            events = [e for e in map(admit, events) if e is not None]
+            if not events:
+                return
         live = [s._active for s in self.sessions if s._active is not None and not s._active.done]
         if len(live) == 1:
-            live[0]._add(event)
+            live[0]._add_all(events)
         else:
-            self.record_event(event)
+            self._logged(events)
 
     def expect_failure(self, turn: Turn) -> None:
         self.agent_failures.pop(id(turn), None)
@@ -129,6 +166,13 @@ class TrialState:
             session._active = None
         self.sessions.clear()
         self.turns.clear()  # each points back here (the failures it may still expect)
+
+
+def _in_session(event: Event, session_id: str) -> Event:
+    if type(event.data) is dict:  # a fresh dict each event: filled in place
+        event.data["session_id"] = session_id
+        return event
+    return Event(event.type, {**event.data, "session_id": session_id}, event.ts)
 
 
 class LiveTurn:
@@ -177,13 +221,21 @@ class LiveTurn:
         self._add(event)
 
     def _add(self, event: Event) -> None:
+        state = self.session.state
+        if state._later:  # arrivals held for later come first: they happened first
+            state.flush_later()
         if "session_id" not in event.data:
-            if type(event.data) is dict:  # a fresh dict each event: fill it in place
-                event.data["session_id"] = self.session_id
-            else:
-                event = Event(event.type, {**event.data, "session_id": self.session_id}, event.ts)
-        self.events.append(event)
-        self.session._on_event(event)
+            event = _in_session(event, self.session_id)
+        self._record((event,))
+
+    def _add_all(self, events: Sequence[Event]) -> None:
+        """Arrivals (``TrialState.record_arrival``), in one batch."""
+        session_id = self.session_id
+        self._record([e if "session_id" in e.data else _in_session(e, session_id) for e in events])
+
+    def _record(self, events: Sequence[Event]) -> None:
+        self.events.extend(events)
+        self.session._on_events(events)
         if self._changed is not None:
             self._changed.set()
 
@@ -298,15 +350,22 @@ class Session(ScopedAssertions):
         return self._hs
 
     def _on_event(self, event: Event) -> None:
-        self.events.append(event)
-        self.state.record_event(event)
-        if event.type == SESSION_FAILED:
-            self._failed = True
-        elif event.type == INPUT_REQUESTED:
-            req = InputRequest.from_event(event)
-            self._pending[req.request_id] = req
-        elif event.type == INPUT_RESOLVED:
-            self._pending.pop(str(event.data.get("request_id")), None)
+        if self.state._later:
+            self.state.flush_later()
+        self._on_events((event,))
+
+    def _on_events(self, events: Sequence[Event]) -> None:
+        self.events.extend(events)
+        self.state._logged(events)
+        for event in events:
+            kind = event.type
+            if kind == SESSION_FAILED:
+                self._failed = True
+            elif kind == INPUT_REQUESTED:
+                req = InputRequest.from_event(event)
+                self._pending[req.request_id] = req
+            elif kind == INPUT_RESOLVED:
+                self._pending.pop(str(event.data.get("request_id")), None)
 
     def _settled(self, turn: Turn) -> None:
         self.turns.append(turn)

@@ -198,13 +198,6 @@ def _is_model_outage(exc: BaseException) -> bool:
     return models is not None and isinstance(exc, models.ModelError)
 
 
-def _traced() -> bool:
-    """Whether the running trial collects this process's spans (``traces="otlp"``). Only looked
-    up when the traces package is loaded, as a trial with traces has it."""
-    receiver = sys.modules.get("anpord.traces._receiver")
-    return receiver is not None and receiver.CURRENT_TRACE.get() is not None
-
-
 async def _call_hook(agent: Any, name: str) -> None:
     # The agent is user code, not a protocol object: its hooks are optional.
     hook = getattr(agent, name, None)
@@ -304,14 +297,10 @@ class PythonSession:
                 mocks=self.ctx.extra.get("mocks"),
                 model_proxy=self.ctx.extra.get("model_proxy"),
             )
-            if _traced():
-                # Its spans are folded in by a loop callback queued as they end, which must run
-                # before the turn settles: the agent goes in a task, behind that callback.
-                self._task = asyncio.ensure_future(self._guarded(turn))
-            else:
-                # Started now: an agent that answers without waiting costs no task of its own.
-                trial = getattr(asyncio.current_task(), "_anpord_trial", None)
-                self._task = start_eagerly(self._guarded(turn), trial)
+            # Started now: an agent that answers without waiting costs no task of its own. (Its
+            # spans, when traced, are recorded before the turn's next event: TrialState.record_later.)
+            trial = getattr(asyncio.current_task(), "_anpord_trial", None)
+            self._task = start_eagerly(self._guarded(turn), trial)
         return await self._settle()
 
     @contains_exits

@@ -9,33 +9,70 @@ Python function as a tool; ``run_tool_loop`` is the agent loop the ``openai:`` h
 
 from __future__ import annotations
 
-from ._agent import ChatAgent, MaxStepsExceeded, chat_agent
-from ._cache import CacheScope, RequestCache, request_key
-from ._client import DEFAULT_BASE_URL, DEFAULT_MAX_CONNECTIONS, DEFAULT_TIMEOUT, ChatClient
-from ._errors import (
-    MalformedResponseError,
-    ModelConnectionError,
-    ModelError,
-    ModelTimeoutError,
-    ProviderError,
-    RateLimitedError,
-)
-from ._loop import DEFAULT_MAX_STEPS, LoopResult, LoopSettings, run_tool_loop
-from ._messages import user_message
-from ._pool import ModelClients
-from ._pricing import (
-    PRICES_CHECKED,
-    Price,
-    cost_of,
-    parse_pricing,
-    price_for,
-    register_price,
-    token_cost,
-)
-from ._retry import RetryPolicy, retry_after_seconds
-from ._schema import SchemaError, schema_for
-from ._tools import Tool, ToolArgumentsError, ToolSet, as_tool, load_tools, tool
-from ._types import ChatResponse, Choice, ToolCall, Usage, json_schema_format, parse_completion
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._agent import ChatAgent, MaxStepsExceeded, chat_agent
+    from ._cache import CacheScope, RequestCache, request_key
+    from ._client import DEFAULT_BASE_URL, DEFAULT_MAX_CONNECTIONS, DEFAULT_TIMEOUT, ChatClient
+    from ._errors import (
+        MalformedResponseError,
+        ModelConnectionError,
+        ModelError,
+        ModelTimeoutError,
+        ProviderError,
+        RateLimitedError,
+    )
+    from ._loop import DEFAULT_MAX_STEPS, LoopResult, LoopSettings, run_tool_loop
+    from ._messages import user_message
+    from ._pool import ModelClients
+    from ._pricing import (
+        PRICES_CHECKED,
+        Price,
+        cost_of,
+        parse_pricing,
+        price_for,
+        register_price,
+        token_cost,
+    )
+    from ._retry import RetryPolicy, retry_after_seconds
+    from ._schema import SchemaError, schema_for
+    from ._tools import Tool, ToolArgumentsError, ToolSet, as_tool, load_tools, tool
+    from ._types import ChatResponse, Choice, ToolCall, Usage, json_schema_format, parse_completion
+
+# Each public name's module, imported when the name is first used: a part that needs only the
+# price table (``_pricing``) does not pay for the client, the tool loop and their imports.
+_HOMES = {name: home for home, names in {
+    "._agent": ("ChatAgent", "MaxStepsExceeded", "chat_agent"),
+    "._cache": ("CacheScope", "RequestCache", "request_key"),
+    "._client": ("DEFAULT_BASE_URL", "DEFAULT_MAX_CONNECTIONS", "DEFAULT_TIMEOUT", "ChatClient"),
+    "._errors": ("MalformedResponseError", "ModelConnectionError", "ModelError", "ModelTimeoutError",
+                 "ProviderError", "RateLimitedError"),
+    "._loop": ("DEFAULT_MAX_STEPS", "LoopResult", "LoopSettings", "run_tool_loop"),
+    "._messages": ("user_message",),
+    "._pool": ("ModelClients",),
+    "._pricing": ("PRICES_CHECKED", "Price", "cost_of", "parse_pricing", "price_for", "register_price",
+                  "token_cost"),
+    "._retry": ("RetryPolicy", "retry_after_seconds"),
+    "._schema": ("SchemaError", "schema_for"),
+    "._tools": ("Tool", "ToolArgumentsError", "ToolSet", "as_tool", "load_tools", "tool"),
+    "._types": ("ChatResponse", "Choice", "ToolCall", "Usage", "json_schema_format", "parse_completion"),
+}.items() for name in names}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(home, __name__), name)
+    globals()[name] = value  # once: later look-ups find it without coming here
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
 
 __all__ = [
     "DEFAULT_BASE_URL",

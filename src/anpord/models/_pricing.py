@@ -120,10 +120,15 @@ def price_for(model: str | None, overrides: Mapping[str, Price] | None = None) -
     """The price of ``model``: the overrides, then registered prices, then the built-in table."""
     if not model:
         return None
-    for name in (model, _SNAPSHOT.sub("", model)):
-        for table in (overrides or {}, _registered, _BUILTIN):
-            if name in table:
-                return table[name]
+    tables = (overrides, _registered, _BUILTIN) if overrides else (_registered, _BUILTIN)
+    for table in tables:
+        if model in table:
+            return table[model]
+    bare = _SNAPSHOT.sub("", model)  # only when the name as given has no price: a regex costs
+    if bare != model:
+        for table in tables:
+            if bare in table:
+                return table[bare]
     return None
 
 

@@ -12,7 +12,7 @@ service's ports that way and closes them with their connections.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from ..authoring._config import Variant
     from ..assertions import TrialLog
 
-__all__ = ["ServiceContext", "TrialService", "TrialServices", "close_run_services", "deliver",
+__all__ = ["ServiceContext", "TrialService", "TrialServices", "close_run_services", "deliver", "deliver_later",
            "hold_run_services", "wants_services"]
 
 
@@ -36,6 +36,15 @@ def deliver(state: TrialLog | None, event: Event, early: list[Event]) -> None:
         early.append(event)
     else:
         state.record_arrival(event)
+
+
+def deliver_later(state: TrialLog | None, produce: Callable[[], Sequence[Event]], early: list[Event]) -> None:
+    """A service's events made later (``TrialLog.record_later``); before the trial's state
+    exists, made now and kept in ``early``."""
+    if state is None:
+        early.extend(produce())
+    else:
+        state.record_later(produce)
 
 
 def hold_run_services() -> None:

@@ -38,7 +38,7 @@ from ._deadlines import Deadlines
 from .._contain import CURRENT_EXITS, ExitLog, TaskExited, contains_exits
 from ._limits import Breach, LimitWatcher
 from ._rewrite import CURRENT_RECORDER
-from ._services import ServiceContext, TrialServices, deliver, wants_services
+from ._services import ServiceContext, TrialServices, deliver, deliver_later, wants_services
 from .._loop import IGNORED_CANCELLATION
 from ._validate import SandboxHolder, ValidateError, run_declarative
 from ._verdict import decide_verdict
@@ -238,6 +238,7 @@ class _Trial:
                 variant=self.spec.variant, label=self.label, sandbox=instance, log=self.log,
                 record=lambda event: deliver(self.state, event, self._early),
                 key=self.spec.key, replay=self.spec.replay,
+                record_later=lambda produce: deliver_later(self.state, produce, self._early),
             ))
 
     def _harness_context(self, instance: SandboxInstance | None) -> HarnessContext:

@@ -68,10 +68,16 @@ def _router_class() -> type:
                 sink = self._open.get(parent.span_id)
                 if sink is None:
                     return
-            self._open[_span_id(span)] = sink
+            try:  # the SDK's field: ``context`` is a Python property, called twice a span
+                self._open[span._context.span_id] = sink
+            except AttributeError:
+                self._open[span.context.span_id] = sink
 
         def on_end(self, span: Any) -> None:
-            sink = self._open.pop(_span_id(span), None)
+            try:
+                sink = self._open.pop(span._context.span_id, None)
+            except AttributeError:
+                sink = self._open.pop(span.context.span_id, None)
             if sink is not None:
                 sink.arrive(span)
 
@@ -82,13 +88,6 @@ def _router_class() -> type:
             return True
 
     return Router
-
-
-def _span_id(span: Any) -> int:
-    try:
-        return span._context.span_id  # type: ignore[no-any-return]  # ``context`` is a Python property
-    except AttributeError:
-        return span.context.span_id  # type: ignore[no-any-return]
 
 
 def _plain(value: Any) -> Any:

@@ -48,10 +48,11 @@ class TraceService(Receiver):
 
     def __init__(self) -> None:
         super().__init__()
-        self.trial_id = secrets.token_hex(8)
-        # The trial's W3C trace id: agent servers anpord only talks to (HTTP agents) are sent it
-        # in ``traceparent``, and their spans come back in it (see _hub).
-        self.trace_id = secrets.token_hex(16)
+        # The trial's id (its spans' resource attribute) and its W3C trace id: agent servers
+        # anpord only talks to (HTTP agents) are sent it in ``traceparent``, and their spans come
+        # back in it (see _hub). One draw from the system's random source for both.
+        ids = secrets.token_hex(24)
+        self.trial_id, self.trace_id = ids[:16], ids[16:]
         self._hub: Hub | None = None
         self._parents: dict[str, asyncio.Event] = {}  # traceparent span ids sent, by whether answered
         self.port = 0
@@ -65,6 +66,7 @@ class TraceService(Receiver):
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread = 0  # the loop's thread: spans ended elsewhere are handed to it
         self._unreadable = 0  # SDK spans whose reading raised (logged once)
+        self._held: list[Any] = []  # SDK spans ended on the loop, not read yet (see arrive)
 
     # -- the TrialService protocol ------------------------------------------------------------
 
@@ -124,7 +126,11 @@ class TraceService(Receiver):
     async def settle(self) -> None:
         """Wait (briefly) for exports being read right now: their spans belong to the checks."""
         if self._listeners is None and self._hub is None:
-            return  # a Python agent's: every span it ended is folded in now, none is on its way
+            # A Python agent's: every span it ended is in hand, none is on its way. Held ones
+            # are recorded at the loop's next turn, which this waits for.
+            if self._held:
+                await asyncio.sleep(0)
+            return
         await asyncio.sleep(0)
         if self._busy:
             self._idle = self._idle or asyncio.Event()
@@ -138,6 +144,9 @@ class TraceService(Receiver):
 
     async def stop(self) -> None:
         self._open = False
+        if self._held:  # never recorded: the trial ended before the loop turned
+            self._late += len(self._held)
+            self._held = []
         if self._listeners is not None:
             self._listeners.close()
         if self._hub is not None:
@@ -185,10 +194,12 @@ class TraceService(Receiver):
                     answered.set()
 
     def arrive(self, span: Any) -> None:
-        """An SDK span of this trial's Python agent, just ended (``_inprocess``): its events are
-        the trial's at once, so in the turn that made it while that turn runs. Ended in a sync
-        agent's thread, it is read there and its events handed to the loop in order, ahead of
-        the agent's return (which reaches the loop the same way, later)."""
+        """An SDK span of this trial's Python agent, just ended (``_inprocess``). On the loop's
+        thread it is held, and the spans held are read into events together when the trial
+        records its next event, or at the loop's next turn (``ServiceContext.record_later``):
+        in the turn that made them, in the order they ended, as if each had been recorded at
+        once. Ended in a sync agent's thread, it is read there and its events handed to the
+        loop in order, ahead of the agent's return (which reaches the loop the same way, later)."""
         if threading.get_ident() != self._thread:
             events = self._read(span)
             if events is not None and self._loop is not None:
@@ -200,9 +211,36 @@ class TraceService(Receiver):
         if not self._open:
             self._late += 1  # not read: it would be kept nowhere
             return
-        events = self._read(span)
-        if events is not None:
-            self._arrived(events)
+        ctx = self._ctx
+        if ctx is None:
+            return
+        if ctx.record_later is None:
+            events = self._read(span)
+            if events is not None:
+                self._arrived(events)
+            return
+        if not self._held:
+            ctx.record_later(self._held_events)
+        self._held.append(span)
+
+    def _held_events(self) -> list[Event]:
+        """The held spans' events, oldest first (``record_later``'s producer)."""
+        held, self._held = self._held, []
+        if not self._open:  # the trial's checks ran before they were read
+            self._late += len(held)
+            return []
+        room = MAX_SPANS - self._kept
+        if len(held) > room:
+            self._over += len(held) - max(room, 0)
+            held = held[:max(room, 0)]
+        events: list[Event] = []
+        read = self._read
+        for span in held:
+            made = read(span)
+            if made is not None:
+                events += made
+        self._kept += len(held)
+        return events
 
     def _read(self, span: Any) -> list[Event] | None:
         try:
