@@ -24,6 +24,8 @@ _BOUNDS = {"input_tokens": MAX_TOKENS, "output_tokens": MAX_TOKENS, "cost": MAX_
 
 def valid_number(key: str, value: Any) -> bool:
     """Whether ``value`` is a plausible ``key`` (``input_tokens``, ``output_tokens``, ``cost``)."""
+    if type(value) is int:  # the usual count, checked without the float (every trial's usage)
+        return 0 <= value <= _BOUNDS.get(key, MAX_TOKENS)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return False
     try:
