@@ -263,3 +263,43 @@ def test_spans_past_the_trials_limit_are_counted_not_kept(monkeypatch: pytest.Mo
     events, logs = asyncio.run(main())
     assert [e.data["name"] for e in events] == ["s0.0", "s0.1", "s1.0"]
     assert "traces: 1 span(s) past the trial's 3 not kept" in logs
+
+
+def test_a_python_agents_spans_past_the_limit_are_counted_not_held(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Spans made in this process are held until the trial records them in one batch: an agent
+    ending spans without end holds no more than MAX_SPANS, kept in the order they ended."""
+    from opentelemetry import trace
+
+    from anpord.traces import _service
+
+    monkeypatch.setattr(_service, "MAX_SPANS", 3)
+
+    async def main() -> tuple[list[Event], list[int], list[str]]:
+        events: list[Event] = []
+        batches: list[int] = []
+        logs: list[str] = []
+        pending: list[Any] = []
+
+        def record_later(produce: Any) -> None:  # as the trial's state does: recorded later
+            pending.append(produce)
+
+        service = TraceService()
+        await service.start(ServiceContext(Variant(harness="python:agents.x:agent", traces="otlp"),
+                                           "case v #0", None, logs.append, events.append,
+                                           record_later=record_later))
+        tracer = trace.get_tracer("held")
+        for i in range(5):
+            with tracer.start_as_current_span(f"s{i}"):
+                pass
+        assert not events  # held, not read yet
+        for produce in pending:
+            made = produce()
+            batches.append(len(made))
+            events.extend(made)
+        await service.stop()
+        return events, batches, logs
+
+    events, batches, logs = asyncio.run(main())
+    assert [e.data["name"] for e in events] == ["s0", "s1", "s2"]
+    assert batches == [3]
+    assert "traces: 2 span(s) past the trial's 3 not kept" in logs

@@ -219,6 +219,9 @@ class TraceService(Receiver):
             if events is not None:
                 self._arrived(events)
             return
+        if self._kept + len(self._held) >= MAX_SPANS:
+            self._over += 1  # not held: an agent ending spans in a loop must not grow the runner
+            return
         if not self._held:
             ctx.record_later(self._held_events)
         self._held.append(span)
@@ -229,10 +232,6 @@ class TraceService(Receiver):
         if not self._open:  # the trial's checks ran before they were read
             self._late += len(held)
             return []
-        room = MAX_SPANS - self._kept
-        if len(held) > room:
-            self._over += len(held) - max(room, 0)
-            held = held[:max(room, 0)]
         events: list[Event] = []
         read = self._read
         for span in held:
