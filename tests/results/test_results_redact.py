@@ -328,3 +328,22 @@ def test_each_line_of_a_multi_line_secret_is_redacted() -> None:
     redact = Redactor([key])
     assert [redact(line) for line in key.splitlines()] == ["[REDACTED]"] * 3 + ["ab", "[REDACTED]"]
     assert redact(key) == "[REDACTED]\n"
+
+
+def test_a_key_prefix_is_found_wherever_it_is_however_often_its_anchor_byte_comes() -> None:
+    """The prefix search looks where one byte of the prefix is (``-`` of ``sk-``), a few places,
+    then searches plainly: found exactly when the prefix is there, near the start, past many
+    anchors, or not at all."""
+    import random
+
+    from anpord.results._redact import _at, _has_key_prefix_bytes
+
+    rng = random.Random(7)
+    for _ in range(20_000):
+        data = bytes(rng.choice(b"sk-xo_A") for _ in range(rng.randint(0, 40)))
+        for needle, anchor in ((b"sk-", 2), (b"xox", 0)):
+            for tries in (1, 3, 32):
+                assert _at(data, needle, anchor, tries) == (needle in data), (data, needle, tries)
+    many = b"a-" * 100  # more anchors than tries: the plain search decides
+    assert _has_key_prefix_bytes(many + b"sk-") and not _has_key_prefix_bytes(many + b"sk")
+    assert _has_key_prefix_bytes(b"sk-") and _has_key_prefix_bytes(b'{"k":"xoxb-1"}')

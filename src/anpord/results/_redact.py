@@ -60,13 +60,28 @@ def _has_key_prefix_bytes(data: bytes) -> bool:
     trial's record. A search for one byte is a ``memchr``, twenty times faster than one for
     several: each prefix is looked for only where a character of it is there — ``-`` for ``sk-``,
     ``x`` for ``xox``, ``A`` for ``AKIA`` and ``AIza``, ``_`` for the GitHub tokens — and most
-    records lack all but the last. The six GitHub token prefixes are one pattern, which the
-    regex engine scans for by its first letter."""
-    if (b"-" in data and b"sk-" in data) or (b"x" in data and b"xox" in data):
+    records lack all but the last, or hold it a few times (``_at``). The six GitHub token
+    prefixes are one pattern, which the regex engine scans for by its first letter."""
+    if _at(data, b"sk-", 2) or _at(data, b"xox", 0):
         return True
     if b"A" in data and (b"AKIA" in data or b"AIza" in data):
         return True
     return b"_" in data and _GITHUB_PREFIXES.search(data) is not None
+
+
+def _at(data: bytes, needle: bytes, anchor: int, tries: int = 32) -> bool:
+    """Whether ``needle`` is in ``data``, looked for where its byte at ``anchor`` is (``-`` of
+    ``sk-``): one ``memchr`` a place, where a search for the whole needle reads every byte
+    (a trial's record of 10 kB: 1 µs against 5). Past ``tries`` places, the plain search."""
+    byte = needle[anchor:anchor + 1]
+    i = data.find(byte)
+    for _ in range(tries):
+        if i < 0:
+            return False
+        if i >= anchor and data.startswith(needle, i - anchor):
+            return True
+        i = data.find(byte, i + 1)
+    return i >= 0 and needle in data
 
 
 _GITHUB_PREFIXES = re.compile(rb"g(?:h[pousr]_|ithub_pat_)")
