@@ -34,6 +34,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from _against import Side, compiled
+
 HERE = Path(__file__).resolve().parents[1]
 
 AGENT = """
@@ -111,7 +113,8 @@ def _child(n: int, artifacts: bool, history: bool) -> dict[str, Any]:
 
 
 def _run_child(tree: Path, n: int, artifacts: bool, history: bool) -> dict[str, Any]:
-    env = {**os.environ, "PYTHONPATH": str(tree / "src")}
+    # Its modules read from a bytecode cache, as an installed package's are (see _against).
+    env = Side(str(tree), tree).child_env()
     cmd = [sys.executable, __file__, "--child", "--cases", str(n)]
     cmd += [] if artifacts else ["--no-artifacts"]
     cmd += [] if history else ["--no-history"]
@@ -125,6 +128,8 @@ def _run_child(tree: Path, n: int, artifacts: bool, history: bool) -> dict[str, 
 
 
 def ab(trees: list[Path], n: int, rounds: int, artifacts: bool, history: bool) -> None:
+    for tree in trees:
+        compiled(Side(str(tree), tree))
     cpu: dict[Path, list[float]] = {t: [] for t in trees}
     wall: dict[Path, list[float]] = {t: [] for t in trees}
     for r in range(rounds):

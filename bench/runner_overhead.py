@@ -46,8 +46,8 @@ from pathlib import Path
 from collections.abc import Callable
 from typing import Any
 
-from _against import (Side, Unsupported, add_arguments, describe, fastest, heading, interleaved, least, row,
-                      sides)
+from _against import (Side, Unsupported, add_arguments, compiled, describe, fastest, heading, interleaved, least,
+                      row, sides)
 
 TARGET_TRIALS_PER_S = 5000.0
 TARGET_PARKED_MB = 150.0
@@ -290,7 +290,7 @@ def _loop_check(side: Side) -> None:
 
 def _single(args: argparse.Namespace) -> int:
     """One tree, one run of each scenario: the figures against their targets."""
-    side = Side("cur", Path(__file__).resolve().parents[1])
+    side = compiled(Side("cur", Path(__file__).resolve().parents[1]))
     print(
         f"python {sys.version.split()[0]}, {os.cpu_count()} cpus, pinned to one core per scenario"
     )

@@ -319,22 +319,42 @@ def baseline_cells(db: Db, project: str, pk: int) -> list[dict[str, Any]]:
 FLAKE_HISTORY = 20  # the runs a flaky cell's own variation is read from
 
 
+# Earlier readings of run ``?``'s cells that measured the same thing (case content, harness,
+# model), from the last ``?`` runs of project ``?`` that count as history (the parameters:
+# pk, pk, project, limit).
+_HISTORY = (
+    "FROM cells "
+    "JOIN runs ON runs.id = cells.run_pk "
+    "JOIN cells cand ON cand.case_id = cells.case_id AND cand.variant = cells.variant "
+    # Null-safe: a cell with no model (or hash) matches one with none.
+    "AND COALESCE(cand.case_hash, '') = COALESCE(cells.case_hash, '') "
+    "AND COALESCE(cand.harness, '') = COALESCE(cells.harness, '') "
+    "AND COALESCE(cand.model, '') = COALESCE(cells.model, '') "
+    f"WHERE cand.run_pk = ? AND cells.run_pk <> ? AND {MEASURES_HISTORY} AND runs.id IN "
+    f"(SELECT id FROM runs WHERE project = ? AND {MEASURES_HISTORY} "
+    "ORDER BY started_at DESC LIMIT ?)"
+)
+
+
 def history_cells(db: Db, project: str, pk: int, limit: int = FLAKE_HISTORY) -> list[dict[str, Any]]:
     """Earlier readings of run ``pk``'s cells that measured the same thing (case content,
-    harness, model), from the last ``limit`` runs that count as history, with their run ids."""
-    return db.all(
-        f"SELECT {_CELL_SELECT}, runs.run_id FROM cells "
-        "JOIN runs ON runs.id = cells.run_pk "
-        "JOIN cells cand ON cand.case_id = cells.case_id AND cand.variant = cells.variant "
-        # Null-safe: a cell with no model (or hash) matches one with none.
-        "AND COALESCE(cand.case_hash, '') = COALESCE(cells.case_hash, '') "
-        "AND COALESCE(cand.harness, '') = COALESCE(cells.harness, '') "
-        "AND COALESCE(cand.model, '') = COALESCE(cells.model, '') "
-        f"WHERE cand.run_pk = ? AND cells.run_pk <> ? AND {MEASURES_HISTORY} AND runs.id IN "
-        f"(SELECT id FROM runs WHERE project = ? AND {MEASURES_HISTORY} "
-        "ORDER BY started_at DESC LIMIT ?)",
-        (pk, pk, project, limit),
-    )
+    harness, model), from the last ``limit`` runs that count as history, with their run ids —
+    of the cells one of whose readings was flaky (its trials disagreed) only: no other cell is
+    judged against its history (``_compare.flaky_bases``), and a suite's history is its runs
+    times its cells, which a run's end would otherwise read whole."""
+    params = (pk, pk, project, limit)
+    flaky = {
+        (m["case_id"], m["variant"])
+        for m in db.all(
+            f"SELECT DISTINCT cells.case_id, cells.variant {_HISTORY} "
+            "AND cells.trials > 0 AND cells.deterministic = ?",
+            (*params, False),
+        )
+    }
+    if not flaky:
+        return []
+    rows = db.all(f"SELECT {_CELL_SELECT}, runs.run_id {_HISTORY}", params)
+    return [m for m in rows if (m["case_id"], m["variant"]) in flaky]
 
 
 def compare_with_baselines(
