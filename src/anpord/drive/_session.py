@@ -94,7 +94,9 @@ class TrialState:
         in ``t.events``, run-level checks and the artifacts, but in no session's events."""
         if self._later:
             self.flush_later()
-        self._logged((event,))
+        self.events.append(event)
+        if self.watch is not None:
+            self.watch(event)
 
     def _logged(self, events: Sequence[Event]) -> None:
         self.events.extend(events)
@@ -168,6 +170,10 @@ class TrialState:
         self.turns.clear()  # each points back here (the failures it may still expect)
 
 
+# The events a session keeps track of, besides recording them.
+_SESSION_SIGNALS = frozenset({SESSION_FAILED, INPUT_REQUESTED, INPUT_RESOLVED})
+
+
 def _in_session(event: Event, session_id: str) -> Event:
     if type(event.data) is dict:  # a fresh dict each event: filled in place
         event.data["session_id"] = session_id
@@ -221,19 +227,20 @@ class LiveTurn:
         self._add(event)
 
     def _add(self, event: Event) -> None:
-        state = self.session.state
-        if state._later:  # arrivals held for later come first: they happened first
-            state.flush_later()
+        session = self.session
+        if session.state._later:  # arrivals held for later go first: they happened first
+            session.state.flush_later()
         if "session_id" not in event.data:
             event = _in_session(event, self.session_id)
-        self._record((event,))
+        self.events.append(event)
+        session._on_event(event)
+        if self._changed is not None:
+            self._changed.set()
 
     def _add_all(self, events: Sequence[Event]) -> None:
         """Arrivals (``TrialState.record_arrival``), in one batch."""
         session_id = self.session_id
-        self._record([e if "session_id" in e.data else _in_session(e, session_id) for e in events])
-
-    def _record(self, events: Sequence[Event]) -> None:
+        events = [e if "session_id" in e.data else _in_session(e, session_id) for e in events]
         self.events.extend(events)
         self.session._on_events(events)
         if self._changed is not None:
@@ -350,22 +357,30 @@ class Session(ScopedAssertions):
         return self._hs
 
     def _on_event(self, event: Event) -> None:
-        if self.state._later:
-            self.state.flush_later()
-        self._on_events((event,))
+        state = self.state
+        if state._later:  # an event of the session's own (its end): after the arrivals held
+            state.flush_later()
+        self.events.append(event)
+        state.record_event(event)
+        if event.type in _SESSION_SIGNALS:
+            self._signal(event)
 
     def _on_events(self, events: Sequence[Event]) -> None:
         self.events.extend(events)
         self.state._logged(events)
         for event in events:
-            kind = event.type
-            if kind == SESSION_FAILED:
-                self._failed = True
-            elif kind == INPUT_REQUESTED:
-                req = InputRequest.from_event(event)
-                self._pending[req.request_id] = req
-            elif kind == INPUT_RESOLVED:
-                self._pending.pop(str(event.data.get("request_id")), None)
+            if event.type in _SESSION_SIGNALS:
+                self._signal(event)
+
+    def _signal(self, event: Event) -> None:
+        kind = event.type
+        if kind == SESSION_FAILED:
+            self._failed = True
+        elif kind == INPUT_REQUESTED:
+            req = InputRequest.from_event(event)
+            self._pending[req.request_id] = req
+        elif kind == INPUT_RESOLVED:
+            self._pending.pop(str(event.data.get("request_id")), None)
 
     def _settled(self, turn: Turn) -> None:
         self.turns.append(turn)
