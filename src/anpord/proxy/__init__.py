@@ -1,8 +1,9 @@
 """The model proxy: each trial's own endpoint for the agent's model calls (docs/model-proxy.md).
 
 ``Variant(model_proxy=True)`` (the default for the coding-agent harnesses) gives each trial its
-own address on the run's one proxy server (``_server``); the agent's model variables point at it,
-its real credentials stay here, and each call is a ``model.called`` event. ``--replay RUN``
+own address on the run's one proxy server, a process of its own (``_server`` starts it,
+``_process`` is it); the agent's model variables point at it, its real credentials stay with the
+proxy, and each call is a ``model.called`` event. ``--replay RUN``
 answers from a run's recorded calls instead.
 """
 

@@ -51,6 +51,15 @@ class ReplayCalls:
         self.used = [False] * len(self.calls)
         self.asked = 0
 
+    @classmethod
+    def of(cls, run: str, key: tuple[str, str, int], calls: list[Mapping[str, Any]]) -> ReplayCalls:
+        """The calls as the run read them (the proxy's process is handed them, not the run's folder)."""
+        out = cls.__new__(cls)
+        out.run, out.key, out.calls = run, key, list(calls)
+        out.used = [False] * len(out.calls)
+        out.asked = 0
+        return out
+
     def take(self, request_key: str) -> Mapping[str, Any] | None:
         self.asked += 1
         for i, call in enumerate(self.calls):

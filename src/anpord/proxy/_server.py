@@ -1,81 +1,39 @@
-"""The one model-proxy server every proxied trial of a run is served by.
+"""The run's side of its one model-proxy process (``_process``): started with the first proxied
+trial, closed when the run ends.
 
-A trial's proxy used to be a server of its own: a socket, a listener and a client session per
-trial, and a new connection for each trial's first call. Now each event loop (a run, a worker)
-has one ``ProxyServer``, started on the first proxied trial's start and closed when the run ends
+Each event loop (a run, a worker) has one ``ProxyServer``: it binds the listening socket on
+``127.0.0.1`` (so a trial's address is known at once), starts ``python -m anpord.proxy._process``
+with it and one end of a control channel (``_channel``), and closes it when the run ends
 (``close_shared``, from the executor's tear-down) — or, outside a run, once its last trial has
-stopped. Its upstream connections (one aiohttp session) are kept for its life.
-
-How a request finds its trial:
-
-- **the address**: each trial is told its own, ``http://127.0.0.1:PORT/trial/<token>`` (every SDK
-  appends its API path to the base URL it is given), and the token routes the request. A token
-  no running trial holds (its trial has ended) is refused ``403``; so is a request outside any
-  trial's address.
-- **the connection**, in a sandbox whose network is closed: the trial gets a unix socket of its
-  own, bridged in on the proxy's port (``sandboxes._bridge``). What arrives there is that trial's,
-  whatever address it names; another trial's token is refused.
-- **its stand-in keys**: a request carrying a stand-in of another trial (or of an ended one) is
-  refused, so a stand-in is worth nothing outside the trial it was made for.
+stopped. The process answers the trials' model calls on a core of its own; what it records comes
+back over the channel and is handed to the trial it belongs to (``ModelProxyService.received``).
+The process exits when the channel closes, so it never outlives the run, whatever ended it.
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
-import re
+import itertools
+import os
 import socket
+import subprocess
+import sys
 import weakref
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from aiohttp import ClientSession, web
+from ._channel import Channel, open_channel
 
-__all__ = ["BODY_LIMIT", "ProxiedTrial", "ProxyServer", "STAND_IN", "TRIAL_PREFIX", "acquire",
-           "close_shared", "hold_shared"]
+__all__ = ["ProxyServer", "TRIAL_PREFIX", "Receiver", "acquire", "close_shared", "hold_shared"]
 
-BODY_LIMIT = 256 << 20  # a request body (a long conversation with images) the proxy accepts
-TRIAL_PREFIX = "/trial/"  # a trial's address: <server>/trial/<token>
-# A stand-in key as the proxy makes them (see ModelProxyService): found in a request's headers or
-# query, it must be one of the request's own trial.
-STAND_IN = re.compile(r"anpord-proxy-[0-9a-f]{32}")
-_STAND_IN_MARK = "anpord-proxy-"
-# How long closing waits for a request still being answered. Short: the server closes once its
-# trials' programs are gone, so what is still open is abandoned — and aiohttp waits this long for
-# every idle kept-alive connection too (a run's end, a trial's end, would each take it).
-SHUTDOWN_WAIT = 0.05
+TRIAL_PREFIX = "/trial/"  # a trial's address: <server>/trial/<token> (``_process``)
+CLOSE_WAIT = 5.0  # seconds the process is given to exit once told to, before it is killed
 
 
-class ProxiedTrial(Protocol):
-    """What the server needs of a trial it routes to (``ModelProxyService`` is one)."""
+class Receiver(Protocol):
+    """What the server hands a trial's messages to (``ModelProxyService`` is one)."""
 
-    label: str
-    stand_ins: frozenset[str]
-
-    async def answer(self, request: web.BaseRequest, path: str) -> web.StreamResponse: ...
-
-    def refused(self, message: str) -> None: ...
-
-
-def _refusal(message: str, status: int = 403) -> web.StreamResponse:
-    from aiohttp import web
-
-    kind = "permission_error" if status == 403 else "not_found"
-    # OpenAI's error shape and Anthropic's ("type": "error") at once: every SDK shows the message.
-    return web.json_response({"type": "error", "error": {"type": kind, "message": f"anpord model proxy: {message}"}},
-                             status=status)
-
-
-class _Pinned:
-    """A trial's own unix socket and the server answering on it (its connections end with it)."""
-
-    def __init__(self, server: web.Server, listener: asyncio.AbstractServer):
-        self.server, self.listener = server, listener
-
-    async def close(self) -> None:
-        self.listener.close()
-        await self.server.shutdown(SHUTDOWN_WAIT)
+    def received(self, message: dict[str, Any]) -> None: ...
 
 
 class ProxyServer:
@@ -83,55 +41,56 @@ class ProxyServer:
         self.loop = loop
         self.port = 0
         self.url = ""
-        self._tokens: dict[str, ProxiedTrial] = {}
-        self._pinned: dict[int, _Pinned] = {}  # id(trial) → its unix socket
-        self._server: web.Server | None = None
-        self._listener: asyncio.AbstractServer | None = None
-        self._session: ClientSession | None = None
+        self._receivers: dict[str, Receiver] = {}
+        self._acks: dict[int, asyncio.Future[dict[str, Any]]] = {}
+        self._ids = itertools.count(1)
+        self._channel: Channel | None = None
+        self._process: subprocess.Popen[bytes] | None = None
         self.users = 0  # trials started and not yet stopped
         self.held = False  # a run keeps it open between trials (hold_shared)
         self.closed = False
 
     # -- life -----------------------------------------------------------------------------------
 
-    def _web_server(self, handler: Any) -> web.Server:
-        from aiohttp import web
-
-        loop = self.loop
-
-        def request(message: Any, payload: Any, protocol: Any, writer: Any, task: Any) -> web.BaseRequest:
-            return web.BaseRequest(message, payload, protocol, writer, task, loop, client_max_size=BODY_LIMIT)
-
-        # aiohttp's low-level server (no application, router or runner). handler_cancellation: an
-        # agent that gives up (its own timeout) ends the upstream call too.
-        return web.Server(handler, request_factory=request, handler_cancellation=True)
-
     async def start(self) -> None:
-        self._server = server = self._web_server(self._dispatch)
         tcp = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        tcp.bind(("127.0.0.1", 0))
-        tcp.listen(1024)
-        tcp.setblocking(False)
-        self.port = tcp.getsockname()[1]
-        self.url = f"http://127.0.0.1:{self.port}"
-        self._listener = await self.loop.create_server(server, sock=tcp)
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            tcp.bind(("127.0.0.1", 0))
+            tcp.listen(1024)
+            self.port = tcp.getsockname()[1]
+            self.url = f"http://127.0.0.1:{self.port}"
+            env = dict(os.environ)
+            # The process imports this installation's anpord, wherever the run found it.
+            here = str(Path(__file__).resolve().parents[2])
+            env["PYTHONPATH"] = os.pathsep.join(filter(None, [here, env.get("PYTHONPATH")]))
+            self._process = subprocess.Popen(
+                [sys.executable, "-m", "anpord.proxy._process", str(tcp.fileno()), str(theirs.fileno())],
+                pass_fds=(tcp.fileno(), theirs.fileno()), stdin=subprocess.DEVNULL, env=env)
+        finally:
+            tcp.close()  # the process holds it now: once it exits, nothing listens
+            theirs.close()
+        ours.setblocking(False)
+        self._channel = await open_channel(ours, self._message)
 
     async def close(self) -> None:
         self.closed = True
         if _SERVERS.get(self.loop) is self:
             del _SERVERS[self.loop]
-        pinned, self._pinned = list(self._pinned.values()), {}
-        for p in pinned:
-            await p.close()
-        if self._listener is not None:
-            self._listener.close()
-            self._listener = None
-        if self._server is not None:
-            await self._server.shutdown(SHUTDOWN_WAIT)
-            self._server = None
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
+        channel, self._channel = self._channel, None
+        if channel is not None:
+            channel.close()  # the process exits when its end reads the close
+        process, self._process = self._process, None
+        if process is not None:
+            try:
+                await asyncio.wait_for(self.loop.run_in_executor(None, process.wait), CLOSE_WAIT)
+            except asyncio.TimeoutError:
+                process.kill()
+                await self.loop.run_in_executor(None, process.wait)
+        for future in self._acks.values():
+            if not future.done():
+                future.set_result({"error": "the model proxy's process has ended"})
+        self._acks.clear()
 
     async def release(self) -> None:
         """A trial has stopped: the last one out closes the server, unless a run holds it."""
@@ -141,83 +100,67 @@ class ProxyServer:
 
     # -- trials ---------------------------------------------------------------------------------
 
-    def register(self, token: str, trial: ProxiedTrial) -> str:
-        """``trial`` answers at ``<url>/trial/<token>`` from now on; returns that address."""
-        self._tokens[token] = trial
+    async def register(self, token: str, trial: Receiver, config: dict[str, Any], pin: Path | None = None) -> str:
+        """``trial`` answers at ``<url>/trial/<token>`` from now on (and, with ``pin``, at the unix
+        socket there, bridged into its sandbox); returns that address."""
+        channel = self._live()
+        self._receivers[token] = trial
+        message = {"op": "add", "token": token, **config}
+        if pin is None:
+            channel.send(message)
+            await channel.flushed()  # in the process's socket buffer before the agent can call
+        else:
+            message["pin"] = str(pin)
+            answer = await self._ask(message)  # the socket exists before the sandbox starts
+            if answer.get("error"):
+                self._receivers.pop(token, None)
+                raise RuntimeError(f"model proxy: {answer['error']}")
         return f"{self.url}{TRIAL_PREFIX}{token}"
 
-    async def unregister(self, token: str, trial: ProxiedTrial) -> None:
+    async def unregister(self, token: str) -> None:
         """The trial has ended: its address is refused from now on, its own socket closed."""
-        if self._tokens.get(token) is trial:
-            del self._tokens[token]
-        pinned = self._pinned.pop(id(trial), None)
-        if pinned is not None:
-            await pinned.close()
+        self._receivers.pop(token, None)
+        channel = self._channel
+        if channel is not None and channel.open:
+            channel.send({"op": "drop", "token": token})
+            await channel.flushed()
 
-    async def pin(self, trial: ProxiedTrial, path: Path) -> None:
-        """A unix socket at ``path`` (bridged into the trial's sandbox): what arrives there is the trial's."""
-        from ..sandboxes._bridge import bind_unix
+    async def caught_up(self) -> None:
+        """Every record the process has sent so far has reached its trial."""
+        if self._channel is not None:
+            await self._channel.caught_up()
 
-        server = self._web_server(functools.partial(self._dispatch, pinned=trial))
-        listener = await self.loop.create_unix_server(server, sock=bind_unix(path))
-        self._pinned[id(trial)] = _Pinned(server, listener)
+    async def settle(self, token: str) -> None:
+        """The trial's calls still being answered have finished (or been given their moment)."""
+        if self._channel is not None and self._channel.open:
+            await self._ask({"op": "settle", "token": token})
 
-    def client(self) -> ClientSession:
-        """The session to the upstreams, shared by every trial: connections are kept alive across
-        trials (a trial's first call needs no new one)."""
-        session = self._session
-        if session is None or session.closed:
-            import aiohttp
+    def _live(self) -> Channel:
+        channel = self._channel
+        if channel is None or not channel.open:
+            code = self._process.poll() if self._process is not None else None
+            raise RuntimeError("the model proxy's process has ended" + (f" (exit code {code})" if code is not None else ""))
+        return channel
 
-            # No total or read timeout of the proxy's own: the agent's client keeps its timeouts,
-            # and when it gives up the handler is cancelled, closing this request.
-            session = self._session = aiohttp.ClientSession(
-                auto_decompress=False,  # an encoded answer passes through as it came
-                timeout=aiohttp.ClientTimeout(total=None, sock_connect=60),
-                connector=aiohttp.TCPConnector(limit=0, force_close=False),
-            )
-        return session
+    async def _ask(self, message: dict[str, Any]) -> dict[str, Any]:
+        channel = self._live()
+        message["id"] = ident = next(self._ids)
+        future = self._acks[ident] = self.loop.create_future()
+        channel.send(message)
+        closed = channel.closed
+        await asyncio.wait([future, closed], return_when=asyncio.FIRST_COMPLETED)
+        self._acks.pop(ident, None)
+        return future.result() if future.done() else {"error": "the model proxy's process has ended"}
 
-    # -- routing --------------------------------------------------------------------------------
-
-    async def _dispatch(self, request: web.BaseRequest, pinned: ProxiedTrial | None = None) -> web.StreamResponse:
-        path = request.path
-        trial = pinned
-        if path.startswith(TRIAL_PREFIX):
-            token, _, rest = path[len(TRIAL_PREFIX):].partition("/")
-            owner = self._tokens.get(token)
-            if owner is None:
-                message = (f"{TRIAL_PREFIX}{token[:8]}… is no running trial's address: its trial has ended "
-                           "(or it never was one)")
-                if pinned is not None:
-                    pinned.refused(message)
-                return _refusal(message)
-            if pinned is not None and owner is not pinned:
-                message = "a request to another trial's address: each trial reaches only its own"
-                pinned.refused(message)
-                return _refusal(message)
-            trial, path = owner, "/" + rest
-        elif trial is None:
-            return _refusal(f"{request.method} {path}: requests go to a trial's own address, "
-                            f"{self.url}{TRIAL_PREFIX}<token> (its ANPORD_MODEL_PROXY_URL)", status=404)
-        foreign = _foreign_stand_in(request, trial)
-        if foreign is not None:
-            message = (f"a stand-in key ({foreign[:21]}…) that is not this trial's: a stand-in is "
-                       "accepted only from the trial it was made for, while it runs")
-            trial.refused(message)
-            return _refusal(message)
-        return await trial.answer(request, path)
-
-
-def _foreign_stand_in(request: web.BaseRequest, trial: ProxiedTrial) -> str | None:
-    """A stand-in key in the request's headers or query that is not ``trial``'s, or None."""
-    own = trial.stand_ins
-    for text in (*request.headers.values(), request.query_string):
-        if _STAND_IN_MARK in text:
-            for found in STAND_IN.findall(text):
-                if found not in own:
-                    return found
-    return None
+    def _message(self, message: dict[str, Any]) -> None:
+        if message["op"] == "ack":
+            future = self._acks.get(message.get("id") or 0)
+            if future is not None and not future.done():
+                future.set_result(message)
+            return
+        receiver = self._receivers.get(message.get("token") or "")
+        if receiver is not None:
+            receiver.received(message)
 
 
 # -- one server per event loop ---------------------------------------------------------------------

@@ -1,0 +1,300 @@
+"""One trial as the proxy process serves it: what arrives at the trial's address is answered by
+its provider's API (``_providers``), forwarded to the trial's upstream — the body as sent, the
+answer back as it arrives, chunk by chunk, status and headers as the upstream gave them — or,
+under ``--replay``, from the recording. Stand-ins are swapped for the real credentials on the way
+out; each call becomes a ``model.called`` record (redacted, priced) sent to the run.
+
+A trial is made from the run's ``add`` message (``ProxiedTrial.from_message``); what it reports
+goes back through ``report``: ``{"op": "event", "data": …}`` for a call (sent before a plain
+answer is handed over, so the run has it when the agent has its answer), ``{"op": "began"}``
+before a stream's first byte (its record follows it), ``{"op": "log"}``, ``{"op": "void"}``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from .._errors import exception_line
+from ._providers import SERVED, Route, route_of
+from ._record import call_record, request_key
+
+if TYPE_CHECKING:
+    from aiohttp import ClientSession, web
+
+    from ._replay import ReplayCalls
+
+__all__ = ["NO_KEY", "ProxiedTrial", "SETTLE_WAIT"]
+
+# Request headers never forwarded: hop-by-hop, or set again for the upstream connection.
+# Accept-Encoding goes too: the upstream then answers uncompressed, which the record can read.
+_REQUEST_DROPPED = frozenset({"host", "connection", "keep-alive", "proxy-authorization", "proxy-connection",
+                              "te", "trailer", "transfer-encoding", "upgrade", "content-length",
+                              "accept-encoding"})
+_RESPONSE_DROPPED = frozenset({"connection", "keep-alive", "transfer-encoding", "trailer", "upgrade",
+                               "content-length", "date", "server"})
+# The headers a key travels in (OpenAI's, Anthropic's, Gemini's): one holding only NO_KEY is dropped.
+_KEY_HEADERS = frozenset({"authorization", "x-api-key", "x-goog-api-key"})
+SETTLE_WAIT = 2.0  # seconds a settle waits for calls still being answered
+_WHOLE_LIMIT = 8 << 20  # a plain answer up to this size is read whole and sent in one write
+# What ``ProxyHandle.api_key`` gives for a provider the trial has no key for (an SDK insists on
+# one): the proxy forwards the request without it, as the agent would have sent it.
+NO_KEY = "anpord-proxy-no-key"
+
+Report = Callable[[dict[str, Any]], None]
+ENDS_WAIT = 0.5  # seconds an upstream stream is given to end once its agent has hung up
+
+
+async def _ends(upstream: Any) -> bool:
+    """Whether the upstream's answer ends, with nothing more, within ``ENDS_WAIT``."""
+    try:
+        return await asyncio.wait_for(upstream.content.read(), ENDS_WAIT) == b""
+    except (asyncio.TimeoutError, Exception):  # noqa: BLE001 - it did not end cleanly
+        return False
+
+
+class ProxiedTrial:
+    def __init__(self, token: str, label: str, report: Report, flushed: Callable[[], Awaitable[None]],
+                 client: Callable[[], ClientSession], *,
+                 upstreams: Mapping[str, str], real: Mapping[str, str], paths: Mapping[str, str],
+                 prices: Any = None, replay: ReplayCalls | None = None):
+        from ..results._redact import Redactor
+
+        self.token, self.label = token, label
+        self._report, self._flushed, self._client = report, flushed, client
+        self._upstreams, self._real, self._paths = dict(upstreams), dict(real), dict(paths)
+        self._prices = prices
+        self.replay = replay
+        self.stand_ins: frozenset[str] = frozenset(real)
+        self._redact = Redactor(list(self._real.values()))
+        self._voided = False
+        self.busy: set[asyncio.Task[Any]] = set()  # handlers still answering (and recording)
+        self._streaming: set[asyncio.Task[Any]] = set()  # of those, the ones the run was told began
+
+    @classmethod
+    def from_message(cls, message: Mapping[str, Any], report: Report, flushed: Callable[[], Awaitable[None]],
+                     client: Callable[[], ClientSession]) -> ProxiedTrial:
+        replay = None
+        if message.get("replay") is not None:
+            from ._replay import ReplayCalls
+
+            run, key = message["replay"]["run"], tuple(message["replay"]["key"])
+            replay = ReplayCalls.of(run, key, message["replay"]["calls"])  # type: ignore[arg-type]
+        prices = None
+        if message.get("prices"):
+            from ..models._pricing import parse_pricing
+
+            prices = parse_pricing(message["prices"])
+        token = message["token"]
+
+        def tagged(out: dict[str, Any]) -> None:
+            out["token"] = token
+            report(out)
+
+        trial = cls(token, message.get("label", ""), tagged, flushed, client, upstreams=message["upstreams"],
+                    real=message["real"], paths=message.get("paths") or {}, prices=prices, replay=replay)
+        trial.stand_ins = frozenset(message.get("stand_ins") or trial.stand_ins)
+        return trial
+
+    def refused(self, message: str) -> None:
+        self._report({"op": "log", "message": f"model proxy: refused: {message}"})
+
+    async def settled(self) -> None:
+        busy = [t for t in self.busy if not t.done()]
+        if busy:
+            await asyncio.wait(busy, timeout=SETTLE_WAIT)
+
+    def _swap(self, text: str) -> str:
+        """``text`` with each stand-in replaced by the real credential (a header, a query)."""
+        for stand_in, real in self._real.items():
+            if stand_in in text:
+                text = text.replace(stand_in, real)
+        return text
+
+    async def answer(self, request: web.BaseRequest, path: str) -> web.StreamResponse:
+        task = asyncio.current_task()
+        if task is not None:
+            self.busy.add(task)
+        try:
+            response = await self._answer(request, path)
+            # A plain answer's record goes before the answer: the run holds it once the agent has it.
+            await self._flushed()
+            return response
+        finally:
+            if task is not None:
+                self.busy.discard(task)
+                if task in self._streaming:
+                    self._streaming.discard(task)
+                    self._report({"op": "ended"})
+
+    async def _begin(self, response: web.StreamResponse, request: web.BaseRequest) -> None:
+        """A stream's head goes out: the run is told first, so its settle waits for the record."""
+        task = asyncio.current_task()
+        if task is not None and task not in self._streaming:
+            self._streaming.add(task)
+            self._report({"op": "began"})
+            await self._flushed()
+        await response.prepare(request)
+
+    async def _answer(self, request: web.BaseRequest, path: str) -> web.StreamResponse:
+        from aiohttp import web
+
+        headers = {k.lower(): v for k, v in request.headers.items()}
+        route = route_of(request.method, path, headers)
+        if route is None:
+            return web.json_response({"error": {
+                "type": "not_found",
+                "message": f"anpord model proxy: nothing is served at {request.method} {path}; "
+                           f"served: {SERVED}"}}, status=404)
+        body = await request.read()
+        started = time.monotonic()
+        key = request_key(request.method, path, body, self._paths)
+        if self.replay is not None:
+            return await self._replayed(request, path, route, body, key, started)
+        return await self._forward(request, path, route, body, key, started)
+
+    def _out_headers(self, request: web.BaseRequest) -> dict[str, str]:
+        """The headers sent on: stand-ins swapped for the real keys; a key header holding only
+        ``NO_KEY`` (an SDK's placeholder where the trial has no key) left out."""
+        out: dict[str, str] = {}
+        for k, v in request.headers.items():
+            lower = k.lower()
+            if lower in _REQUEST_DROPPED:
+                continue
+            if lower in _KEY_HEADERS and NO_KEY in v and v.removeprefix("Bearer ").strip() == NO_KEY:
+                continue
+            out[k] = self._swap(v)
+        return out
+
+    async def _forward(self, request: web.BaseRequest, path: str, route: Route, body: bytes, key: str,
+                       started: float) -> web.StreamResponse:
+        import aiohttp
+        from aiohttp import web
+
+        query = self._swap(request.query_string)
+        url = self._upstreams[route.provider] + route.upstream_path + (f"?{query}" if query else "")
+        out_headers = self._out_headers(request)
+        kept = bytearray()
+        response: web.StreamResponse | None = None
+        status, error, first = 0, None, None
+        whole = False  # answered in one piece: a plain answer of known length
+        ended = False  # a stream's last bytes are out
+        try:
+            async with self._client().request(request.method, url, data=body or None, headers=out_headers,
+                                                     allow_redirects=False) as upstream:
+                status = upstream.status
+                length = upstream.content_length
+                whole = length is not None and length <= _WHOLE_LIMIT and \
+                    "event-stream" not in upstream.headers.get("Content-Type", "")
+                headers = [(k, v) for k, v in upstream.headers.items() if k.lower() not in _RESPONSE_DROPPED]
+                if whole:
+                    # Read, then sent in one write: the same bytes, and a system call less per call
+                    # than headers and body apart (what most of the proxy's time goes to).
+                    first = time.monotonic() - started
+                    kept += await upstream.read()
+                    response = web.Response(status=status, reason=upstream.reason, body=bytes(kept))
+                    for k, v in headers:
+                        response.headers.add(k, v)
+                else:
+                    response = web.StreamResponse(status=status, reason=upstream.reason)
+                    for k, v in headers:
+                        response.headers.add(k, v)
+                    if length is not None:
+                        response.content_length = length
+                    await self._begin(response, request)
+                    try:
+                        # Each piece goes on as it arrives: a stream reaches the agent event by event.
+                        async for chunk in upstream.content.iter_any():
+                            if first is None:
+                                first = time.monotonic() - started
+                            await response.write(chunk)
+                            kept += chunk
+                        await response.write_eof()
+                    except (asyncio.CancelledError, ConnectionError, aiohttp.ClientConnectionResetError) as exc:
+                        # The agent hung up. A client that has its stream's last event may well
+                        # (an SDK stops there): it had the whole answer if the upstream's ends now.
+                        if not await _ends(upstream):
+                            raise
+                        ended = True
+                        if isinstance(exc, asyncio.CancelledError):
+                            raise
+                    ended = True
+        except (aiohttp.ClientConnectorError, aiohttp.ServerDisconnectedError, aiohttp.ClientOSError) as exc:
+            error = f"upstream {self._upstreams[route.provider]} unreachable: {exception_line(exc)}"
+        except aiohttp.ClientError as exc:
+            error = f"upstream {self._upstreams[route.provider]}: {exception_line(exc)}"
+        except asyncio.CancelledError:
+            if ended:  # the agent had the whole answer and hung up
+                self._record(route, request, path, body, key, status, kept, started, first, None,
+                             content_type=response.headers.get("Content-Type") if response is not None else None)
+            else:
+                self._record(route, request, path, body, key, status or 499, kept, started, first,
+                             "the agent closed the connection before the answer was complete")
+            raise
+        if error is not None:
+            self._record(route, request, path, body, key, status or 502, kept, started, first, error)
+            if response is not None and response.prepared or whole:
+                # Part of the answer is out (or its head came, and it broke off): cut the
+                # connection, as the upstream's own failure would.
+                if request.transport is not None:
+                    request.transport.close()
+                return response if response is not None else web.Response(status=502)
+            return web.json_response({"error": {"type": "upstream_unreachable",
+                                                "message": f"anpord model proxy: {error}"}}, status=502)
+        self._record(route, request, path, body, key, status, kept, started, first, None,
+                     content_type=response.headers.get("Content-Type") if response is not None else None)
+        assert response is not None
+        return response
+
+    async def _replayed(self, request: web.BaseRequest, path: str, route: Route, body: bytes, key: str,
+                        started: float) -> web.StreamResponse:
+        from aiohttp import web
+
+        assert self.replay is not None
+        call = self.replay.take(key)
+        if call is None:
+            what = self.replay.describe(route, request.method, path, body)
+            if not self._voided:
+                self._voided = True
+                self._report({"op": "void", "reason": what})
+            # 400, not a 5xx: a client retries those, and the answer will not change.
+            self._record(route, request, path, body, key, 400, bytearray(), started, None, what)
+            return web.json_response({"type": "error", "error": {"type": "invalid_request_error",
+                                                                 "message": f"anpord model proxy: {what}"}}, status=400)
+        answer = call.get("response") or {}
+        text = str(answer.get("body") or "")
+        ctype = str(answer.get("content_type") or "application/json")
+        response = web.StreamResponse(status=int(call.get("http_status") or 200))
+        response.headers["Content-Type"] = ctype
+        await self._begin(response, request)
+        # A recorded stream goes out event by event, as it came.
+        pieces = text.split("\n\n") if "event-stream" in ctype else [text]
+        for i, piece in enumerate(pieces):
+            if piece or i < len(pieces) - 1:
+                await response.write((piece + ("\n\n" if i < len(pieces) - 1 else "")).encode())
+        await response.write_eof()
+        data = bytearray(text.encode())
+        self._record(route, request, path, body, key, int(call.get("http_status") or 200), data, started, None, None,
+                     content_type=ctype, replayed=True)
+        return response
+
+    # -- recording ------------------------------------------------------------------------------
+
+    def _record(self, route: Route, request: web.BaseRequest, path: str, body: bytes, key: str, status: int,
+                answer: bytearray,
+                started: float, first: float | None, error: str | None, *, content_type: str | None = None,
+                replayed: bool = False) -> None:
+        data = call_record(route, request.method, path, body, key, status, bytes(answer), content_type,
+                           latency=time.monotonic() - started, first_byte=first, error=error,
+                           redact=self._redact, upstream=None if replayed else self._upstreams[route.provider],
+                           prices=self._prices)
+        if replayed:
+            data["replayed"] = True
+        out: dict[str, Any] = {"op": "event", "data": data}
+        if error:
+            out["log"] = f"model proxy: {route.provider} {path}: {error}"
+        self._report(out)
+
+

@@ -1,0 +1,131 @@
+"""The model proxy answers in a process of its own, which never outlives the run: killed, stopped
+with Ctrl-C, or ended normally, the run takes it along. What it records still reaches the trial
+(a plain answer's record before the answer; a stream's once it has ended)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from proxy_support import Loop, Upstream
+
+from anpord.authoring._config import Variant
+from anpord.events import Event
+from anpord.proxy._service import ModelProxyService
+from anpord.runner._services import ServiceContext
+
+SRC = Path(__file__).resolve().parents[2] / "src"
+
+# A run in miniature: one proxied trial started on a loop, the proxy's pid printed, then waiting
+# to be killed (or interrupted).
+HOLDER = textwrap.dedent("""
+    import asyncio, sys
+    from anpord.authoring._config import Variant
+    from anpord.proxy import hold_shared_server
+    from anpord.proxy._server import acquire
+    from anpord.proxy._service import ModelProxyService
+    from anpord.runner._services import ServiceContext
+
+    async def main():
+        hold_shared_server()
+        service = ModelProxyService()
+        variant = Variant(harness="command:x", model_proxy=True, env={"OPENAI_BASE_URL": "http://127.0.0.1:9/v1"})
+        await service.start(ServiceContext(variant=variant, label="c v #0", sandbox=None,
+                                           log=print, record=print))
+        server = await acquire()
+        print(server._process.pid, flush=True)
+        await asyncio.sleep(3600)
+
+    asyncio.run(main())
+""")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def _gone_within(pid: int, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if not _alive(pid):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def _holder() -> tuple[subprocess.Popen[str], int]:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(SRC), os.environ.get("PYTHONPATH")])))
+    proc = subprocess.Popen([sys.executable, "-c", HOLDER], stdout=subprocess.PIPE, text=True, env=env,
+                            start_new_session=True)
+    assert proc.stdout is not None
+    pid = int(proc.stdout.readline())
+    assert pid != proc.pid and _alive(pid)
+    return proc, pid
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads /proc")
+def test_the_proxy_process_dies_with_a_killed_run() -> None:
+    proc, pid = _holder()
+    try:
+        proc.kill()  # no tear-down at all: the kernel closes the channel
+        proc.wait(10)
+        assert _gone_within(pid, 10), "the proxy's process outlived its run"
+    finally:
+        if _alive(pid):
+            os.kill(pid, signal.SIGKILL)
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads /proc")
+def test_ctrl_c_reaches_the_run_and_the_proxy_process_ends_with_it() -> None:
+    proc, pid = _holder()
+    try:
+        os.killpg(proc.pid, signal.SIGINT)  # the terminal's Ctrl-C: the whole process group
+        proc.wait(10)
+        assert _gone_within(pid, 10), "the proxy's process outlived its interrupted run"
+    finally:
+        if _alive(pid):
+            os.kill(pid, signal.SIGKILL)
+        if proc.poll() is None:
+            proc.kill()
+
+
+def test_each_call_plain_or_streamed_is_recorded_in_its_trial_once_settled() -> None:
+    import json
+    import urllib.request
+
+    loop = Loop()
+    upstream = Upstream(gap=0.05)
+    loop.run(upstream.start())
+    events: list[Event] = []
+    service = ModelProxyService()
+    variant = Variant(harness="command:x", model_proxy=True, env={"OPENAI_BASE_URL": upstream.url + "/v1"})
+    try:
+        loop.run(service.start(ServiceContext(variant=variant, label="c v #0", sandbox=None, log=lambda m: None,
+                                              record=events.append)))
+        assert service.handle is not None
+        url = service.handle.base_url("openai") + "/chat/completions"
+        body = {"model": "gpt-4.1-mini", "messages": [{"role": "user", "content": "hi"}]}
+        for stream in (False, True):
+            req = urllib.request.Request(url, json.dumps({**body, "stream": stream}).encode(),
+                                         {"Content-Type": "application/json"})
+            with urllib.request.urlopen(req, timeout=10) as r:
+                r.read()
+            loop.run(service.settle())
+        calls = [e.data for e in events if e.type == "model.called"]
+        assert [c["stream"] for c in calls] == [False, True], calls
+        assert calls[1]["output_tokens"] == len(upstream.reply.split())
+        assert all(c["status"] == "completed" and c["source"] == "proxy" for c in calls)
+    finally:
+        loop.run(service.stop())
+        loop.run(upstream.stop())
+        loop.close()
