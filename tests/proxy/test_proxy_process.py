@@ -129,3 +129,61 @@ def test_each_call_plain_or_streamed_is_recorded_in_its_trial_once_settled() -> 
         loop.run(service.stop())
         loop.run(upstream.stop())
         loop.close()
+
+
+def test_a_proxy_process_that_dies_mid_run_is_replaced_for_the_trials_after() -> None:
+    """Killed (out of memory, a stray kill): the trials it was answering lose their calls, as
+    with any server gone; the next trial starts a new process and is proxied again."""
+    import json
+    import urllib.request
+
+    from anpord.proxy._server import acquire, close_shared, hold_shared
+
+    loop = Loop()
+    upstream = Upstream(gap=0.0)
+    loop.run(upstream.start())
+    events: list[Event] = []
+    variant = Variant(harness="command:x", model_proxy=True, env={"OPENAI_BASE_URL": upstream.url + "/v1"})
+
+    async def held() -> None:
+        hold_shared()
+
+    async def pid() -> int:
+        server = await acquire()
+        server.users -= 1  # only looked at
+        assert server._process is not None
+        return server._process.pid
+
+    def call(service: ModelProxyService) -> int:
+        assert service.handle is not None
+        req = urllib.request.Request(service.handle.base_url("openai") + "/chat/completions",
+                                     json.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}]}).encode(),
+                                     {"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=10) as r:
+            r.read()
+            return int(r.status)
+
+    def trial() -> ModelProxyService:
+        service = ModelProxyService()
+        loop.run(service.start(ServiceContext(variant=variant, label="c v #0", sandbox=None, log=lambda m: None,
+                                              record=events.append)))
+        return service
+
+    try:
+        loop.run(held())
+        first = trial()
+        assert call(first) == 200
+        dead = loop.run(pid())
+        os.kill(dead, signal.SIGKILL)
+        assert _gone_within(dead, 10)
+        loop.run(first.stop())
+        second = trial()  # not refused for the dead one: a new process answers
+        assert call(second) == 200
+        loop.run(second.settle())
+        assert loop.run(pid()) != dead
+        loop.run(second.stop())
+        assert len([e for e in events if e.type == "model.called"]) == 2
+    finally:
+        loop.run(close_shared())
+        loop.run(upstream.stop())
+        loop.close()

@@ -135,6 +135,11 @@ class ProxyServer:
         if self._channel is not None and self._channel.open:
             await self._ask({"op": "settle", "token": token})
 
+    @property
+    def running(self) -> bool:
+        """Whether its process is there to answer: its channel, open once started, still is."""
+        return self._channel is not None and self._channel.open
+
     def _live(self) -> Channel:
         channel = self._channel
         if channel is None or not channel.open:
@@ -172,9 +177,15 @@ _HELD: weakref.WeakSet[asyncio.AbstractEventLoop] = weakref.WeakSet()
 
 
 async def acquire() -> ProxyServer:
-    """The running loop's server (started on first use), counted as used until ``release()``."""
+    """The running loop's server (started on first use), counted as used until ``release()``.
+    One whose process has ended (killed, out of memory) is closed and a new one started: the
+    calls it was answering failed as they would with any server gone, the trials after them
+    are proxied again."""
     loop = asyncio.get_running_loop()
     server = _SERVERS.get(loop)
+    while server is not None and not server.closed and not server.running:
+        await server.close()  # reaps its process; no longer the loop's
+        server = _SERVERS.get(loop)
     if server is None or server.closed:
         starting = _STARTING.get(loop)
         if starting is None:
