@@ -13,6 +13,8 @@ from __future__ import annotations
 import array
 import asyncio
 import fcntl
+import re
+import secrets
 import socket
 import termios
 from collections.abc import Callable
@@ -20,7 +22,17 @@ from typing import Any
 
 import orjson
 
-__all__ = ["Channel", "open_channel"]
+__all__ = ["STAND_IN", "STAND_IN_MARK", "TRIAL_PREFIX", "Channel", "new_stand_in", "open_channel"]
+
+# What both ends agree on besides the messages. A trial's address: <server>/trial/<token>. A
+# stand-in key: the run makes them, the process finds them in a request's headers and query.
+TRIAL_PREFIX = "/trial/"
+STAND_IN_MARK = "anpord-proxy-"
+STAND_IN = re.compile(STAND_IN_MARK + "[0-9a-f]{32}")
+
+
+def new_stand_in() -> str:
+    return f"{STAND_IN_MARK}{secrets.token_hex(16)}"
 
 
 class Channel(asyncio.Protocol):

@@ -29,27 +29,21 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import re
 import signal
 import socket
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._channel import Channel, open_channel
+from ._channel import STAND_IN, STAND_IN_MARK, TRIAL_PREFIX, Channel, open_channel
 from ._forwarding import ProxiedTrial
 
 if TYPE_CHECKING:
     from aiohttp import ClientSession, web
 
-__all__ = ["BODY_LIMIT", "STAND_IN", "TRIAL_PREFIX", "main"]
+__all__ = ["BODY_LIMIT", "main"]
 
 BODY_LIMIT = 256 << 20  # a request body (a long conversation with images) the proxy accepts
-TRIAL_PREFIX = "/trial/"  # a trial's address: <server>/trial/<token>
-# A stand-in key as the proxy makes them (see ModelProxyService): found in a request's headers or
-# query, it must be one of the request's own trial.
-STAND_IN = re.compile(r"anpord-proxy-[0-9a-f]{32}")
-_STAND_IN_MARK = "anpord-proxy-"
 # How long closing waits for a request still being answered. Short: a trial's socket closes
 # once its programs are gone, so what is still open is abandoned — and aiohttp waits this long
 # for every idle kept-alive connection too.
@@ -222,10 +216,11 @@ class ProxyProcess:
 
 
 def _foreign_stand_in(request: web.BaseRequest, trial: ProxiedTrial) -> str | None:
-    """A stand-in key in the request's headers or query that is not ``trial``'s, or None."""
+    """A stand-in key (``_channel.STAND_IN``) in the request's headers or query that is not
+    ``trial``'s, or None: a stand-in is accepted only from its own trial."""
     own = trial.stand_ins
     for text in (*request.headers.values(), request.query_string):
-        if _STAND_IN_MARK in text:
+        if STAND_IN_MARK in text:
             for found in STAND_IN.findall(text):
                 if found not in own:
                     return found

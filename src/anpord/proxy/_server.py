@@ -22,11 +22,10 @@ import weakref
 from pathlib import Path
 from typing import Any, Protocol
 
-from ._channel import Channel, open_channel
+from ._channel import TRIAL_PREFIX, Channel, open_channel
 
-__all__ = ["ProxyServer", "TRIAL_PREFIX", "Receiver", "acquire", "close_shared", "hold_shared"]
+__all__ = ["ProxyServer", "Receiver", "acquire", "close_shared", "hold_shared"]
 
-TRIAL_PREFIX = "/trial/"  # a trial's address: <server>/trial/<token> (``_process``)
 CLOSE_WAIT = 5.0  # seconds the process is given to exit once told to, before it is killed
 
 

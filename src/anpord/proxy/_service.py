@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..events import MODEL_CALLED, Event
+from ._channel import new_stand_in
 from ._forwarding import NO_KEY
 from ._providers import BASE_URL_VARIABLES, DEFAULT_UPSTREAMS, KEY_VARIABLES
 
@@ -70,10 +71,6 @@ class ProxyHandle:
         return next((self.env[n] for n in _PROVIDER_KEYS[provider] if n in self.env), NO_KEY)
 
 
-def _stand_in() -> str:
-    return f"anpord-proxy-{secrets.token_hex(16)}"  # the form _server.STAND_IN finds
-
-
 class ModelProxyService:
     name = "model_proxy"
     needs_sandbox = False
@@ -114,10 +111,10 @@ class ModelProxyService:
             # In a sandbox, only what the trial was given; without one, what the harness would read.
             value = trial_env.get(name) if ctx.sandbox is not None else trial_env.get(name) or os.environ.get(name)
             if value:
-                stand_ins[name] = _stand_in()
+                stand_ins[name] = new_stand_in()
                 real[stand_ins[name]] = value
             elif self.replay is not None:
-                stand_ins[name] = _stand_in()  # a replay needs no key: the stand-in signs the CLI in
+                stand_ins[name] = new_stand_in()  # a replay needs no key: the stand-in signs the CLI in
         self.stand_ins = frozenset(stand_ins.values())
         paths: dict[str, str] = {}  # the trial's folders → how a request key writes them
         if ctx.sandbox is not None:
