@@ -36,7 +36,7 @@ def test_the_same_request_twice_gets_each_recorded_answer_in_turn(monkeypatch: p
     assert len(recorded) == 3 and streamed == "second answer "
     key = ("case", "v", 0)
     monkeypatch.setitem(_replay._LOADED, "/recorded/run", {key: recorded})
-    replay = ReplayCalls("run-1", "/recorded/run", key)
+    replay = ReplayCalls.read("run-1", "/recorded/run", key)
     with running({"OPENAI_BASE_URL": "{upstream}/v1"}, replay=replay) as (_, up, proxy):
         client = _client(proxy)
         answers = [client.chat.completions.create(model="m", messages=ASK).choices[0].message.content

@@ -81,7 +81,7 @@ class ProxiedTrial:
             from ._replay import ReplayCalls
 
             run, key = message["replay"]["run"], tuple(message["replay"]["key"])
-            replay = ReplayCalls.of(run, key, message["replay"]["calls"])  # type: ignore[arg-type]
+            replay = ReplayCalls(run, key, message["replay"]["calls"])  # type: ignore[arg-type]
         prices = None
         if message.get("prices"):
             from ..models._pricing import parse_pricing

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -45,20 +45,17 @@ def recorded_calls(run_dir: str) -> dict[tuple[str, str, int], list[Mapping[str,
 class ReplayCalls:
     """One trial's recorded calls, taken as the trial's requests come."""
 
-    def __init__(self, run: str, run_dir: str, key: tuple[str, str, int]):
+    def __init__(self, run: str, key: tuple[str, str, int], calls: Sequence[Mapping[str, Any]]):
         self.run, self.key = run, key
-        self.calls = list(recorded_calls(run_dir).get(key, ()))
+        self.calls = list(calls)
         self.used = [False] * len(self.calls)
         self.asked = 0
 
     @classmethod
-    def of(cls, run: str, key: tuple[str, str, int], calls: list[Mapping[str, Any]]) -> ReplayCalls:
-        """The calls as the run read them (the proxy's process is handed them, not the run's folder)."""
-        out = cls.__new__(cls)
-        out.run, out.key, out.calls = run, key, list(calls)
-        out.used = [False] * len(out.calls)
-        out.asked = 0
-        return out
+    def read(cls, run: str, run_dir: str, key: tuple[str, str, int]) -> ReplayCalls:
+        """Trial ``key``'s calls as run ``run`` (in ``run_dir``) recorded them. The proxy's
+        process is handed the calls the run read, not the run's folder."""
+        return cls(run, key, recorded_calls(run_dir).get(key, ()))
 
     def take(self, request_key: str) -> Mapping[str, Any] | None:
         self.asked += 1

@@ -118,7 +118,7 @@ class TrialServices:
 
             for service in self.services:
                 if service.name == "model_proxy":
-                    service.replay = ReplayCalls(Path(ctx.replay).name, ctx.replay, ctx.key)  # type: ignore[attr-defined]
+                    service.replay = ReplayCalls.read(Path(ctx.replay).name, ctx.replay, ctx.key)  # type: ignore[attr-defined]
         for service in self.services:
             await service.start(ctx)
             self._started.append(service)
