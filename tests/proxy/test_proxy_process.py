@@ -137,6 +137,9 @@ def test_a_proxy_process_that_dies_mid_run_is_replaced_for_the_trials_after() ->
     import json
     import urllib.request
 
+    import asyncio
+
+    from anpord.proxy import _server
     from anpord.proxy._server import acquire, close_shared, hold_shared
 
     loop = Loop()
@@ -153,6 +156,11 @@ def test_a_proxy_process_that_dies_mid_run_is_replaced_for_the_trials_after() ->
         server.users -= 1  # only looked at
         assert server._process is not None
         return server._process.pid
+
+    async def noticed() -> None:  # the run has read the channel's end, as it does when its process dies
+        server = _server._SERVERS[asyncio.get_running_loop()]
+        assert server._channel is not None
+        await asyncio.wait_for(asyncio.shield(server._channel.closed), 10)
 
     def call(service: ModelProxyService) -> int:
         assert service.handle is not None
@@ -176,6 +184,7 @@ def test_a_proxy_process_that_dies_mid_run_is_replaced_for_the_trials_after() ->
         dead = loop.run(pid())
         os.kill(dead, signal.SIGKILL)
         assert _gone_within(dead, 10)
+        loop.run(noticed())
         loop.run(first.stop())
         second = trial()  # not refused for the dead one: a new process answers
         assert call(second) == 200
