@@ -210,10 +210,8 @@ class OpenAIHarness:
             return OpenAISession(ctx, session_id, resolved)
         # Variant(model_proxy=True): this trial's calls go to its own proxy address, which
         # forwards them, over the variant's connection pool (the proxy server is the run's one).
-        from dataclasses import replace
-
         client = resolved.client.via(proxy.base_url("openai"), proxy.api_key("openai"))
-        return OpenAISession(ctx, session_id, replace(resolved, client=client))
+        return OpenAISession(ctx, session_id, _Resolved(resolved.settings, resolved.tools, client))
 
 
 def _cache_scope(ctx: HarnessContext) -> CacheScope | None:

@@ -10,9 +10,9 @@ aiohttp is imported on first request, never at import time: the CLI starts witho
 from __future__ import annotations
 
 import asyncio
-import copy
 import json
 import os
+import re
 import weakref
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import replace
@@ -41,6 +41,7 @@ DEFAULT_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_TIMEOUT = 120.0
 DEFAULT_MAX_CONNECTIONS = 100
 CHAT_PATH = "/chat/completions"
+_NETLOC = re.compile(r"https?://([^/?#]*)")
 
 
 class _LoopState:
@@ -143,9 +144,11 @@ class ChatClient:
         ``api_key`` instead (a model proxy's per-trial address and stand-in key): a trial's
         client costs no session and no connection of its own. Closing it leaves the pool open;
         closing this client closes the pool."""
-        other = copy.copy(self)  # shares _loops: the same session and slots on each loop
+        other = object.__new__(type(self))
+        other.__dict__.update(self.__dict__)  # shares _loops: the same session and slots on each loop
         other.base_url = base_url.rstrip("/")
-        other.host = urlsplit(base_url).netloc
+        found = _NETLOC.match(base_url)  # what urlsplit calls the netloc, at a fraction of its cost
+        other.host = found.group(1) if found else urlsplit(base_url).netloc
         other._headers = {k: v for k, v in self._headers.items() if k != "Authorization"}
         if api_key:
             other._headers["Authorization"] = f"Bearer {api_key}"
