@@ -196,3 +196,106 @@ def test_a_proxy_process_that_dies_mid_run_is_replaced_for_the_trials_after() ->
         loop.run(close_shared())
         loop.run(upstream.stop())
         loop.close()
+
+
+def test_a_process_started_before_the_loop_is_the_one_the_first_trial_uses() -> None:
+    """``start_early`` (the CLI calls it once the config is read) starts the process while the
+    run still loads; the first proxied trial adopts it instead of starting its own."""
+    from anpord.proxy import _server
+    from anpord.proxy._server import acquire, close_shared, hold_shared, start_early
+
+    start_early()
+    early = _server._EARLY[0].process
+    loop = Loop()
+    upstream = Upstream(gap=0.0)
+    loop.run(upstream.start())
+    events: list[Event] = []
+    variant = Variant(harness="command:x", model_proxy=True, env={"OPENAI_BASE_URL": upstream.url + "/v1"})
+
+    async def started() -> ModelProxyService:
+        hold_shared()
+        service = ModelProxyService()
+        await service.start(ServiceContext(variant=variant, label="c v #0", sandbox=None, log=lambda m: None,
+                                           record=events.append))
+        server = await acquire()
+        server.users -= 1  # only looked at
+        assert server._process is early, "the trial started a process of its own"
+        return service
+
+    try:
+        service = loop.run(started())
+        assert not _server._EARLY
+        assert service.handle is not None
+        status, _ = _post_chat(service.handle.base_url("openai"))
+        assert status == 200
+        loop.run(service.settle())
+        assert [e.data["status"] for e in events if e.type == "model.called"] == ["completed"]
+        loop.run(service.stop())
+    finally:
+        loop.run(close_shared())
+        loop.run(upstream.stop())
+        loop.close()
+    assert early.poll() is not None  # the run's end ended it
+
+
+def test_an_early_process_no_trial_used_ends_with_the_run() -> None:
+    from anpord.proxy import _server
+    from anpord.proxy._server import discard_early, start_early
+
+    start_early()
+    start_early()  # one at most
+    assert len(_server._EARLY) == 1
+    early = _server._EARLY[0].process
+    discard_early()
+    assert early.returncode is not None and not _server._EARLY
+
+
+def test_trials_added_and_dropped_without_a_call_never_block_the_run() -> None:
+    """A trial's add and drop go on the channel the process reads before each request (and every
+    QUIET_READ seconds): thousands of trials that never call their model — more than the socket
+    holds — still start and stop, and the next trial's call is answered."""
+    from anpord.proxy._server import close_shared, hold_shared
+
+    loop = Loop()
+    upstream = Upstream(gap=0.0)
+    loop.run(upstream.start())
+    events: list[Event] = []
+    variant = Variant(harness="command:x", model_proxy=True,
+                      env={"OPENAI_BASE_URL": upstream.url + "/v1", "OPENAI_API_KEY": "sk-quiet-" + "q" * 40})
+
+    async def many(n: int) -> None:
+        hold_shared()
+        for _ in range(n):
+            service = ModelProxyService()
+            await service.start(ServiceContext(variant=variant, label="c v #0", sandbox=None, log=lambda m: None,
+                                               record=events.append))
+            await service.stop()
+
+    try:
+        loop.run(many(6000), timeout=120)  # ~1.5 MB of adds and drops, past the socket's buffer
+        last = ModelProxyService()
+        loop.run(last.start(ServiceContext(variant=variant, label="c v #1", sandbox=None, log=lambda m: None,
+                                           record=events.append)))
+        assert last.handle is not None
+        status, _ = _post_chat(last.handle.base_url("openai"), last.handle.api_key("openai"))
+        assert status == 200
+        loop.run(last.settle())
+        assert [e.data["status"] for e in events if e.type == "model.called"] == ["completed"]
+        assert upstream.seen[-1]["headers"]["authorization"] == "Bearer sk-quiet-" + "q" * 40
+        loop.run(last.stop())
+    finally:
+        loop.run(close_shared())
+        loop.run(upstream.stop())
+        loop.close()
+
+
+def _post_chat(base_url: str, key: str | None = None) -> tuple[int, bytes]:
+    import json
+    import urllib.request
+
+    headers = {"Content-Type": "application/json", **({"Authorization": f"Bearer {key}"} if key else {})}
+    req = urllib.request.Request(base_url + "/chat/completions",
+                                 json.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}]}).encode(),
+                                 headers)
+    with urllib.request.urlopen(req, timeout=10) as r:
+        return int(r.status), r.read()

@@ -243,6 +243,12 @@ def _run(args: argparse.Namespace, fail_on: str, out: TextIO) -> int:
     try:
         project = find_project(args.targets)
         _sweep(project.folder)
+        if not args.list and (args.executor or project.config.executor) == "local":
+            from ..runner._services import start_run_services_early
+
+            # What the configured variants' trials share (the model proxy's process, ~0.2 s to
+            # be ready) starts while the cases load; the run adopts it, or ends it unused.
+            start_run_services_early(project.config.variants)
         from ..runner import RunOptions, build_plan, executor_for
 
         opts = RunOptions(
@@ -284,6 +290,9 @@ def _run(args: argparse.Namespace, fail_on: str, out: TextIO) -> int:
             print(line, file=sys.stderr)
         executor = executor_for(plan, opts)  # a cluster that cannot be used: exit 2, nothing written
     except UsageError as exc:
+        from ..runner._services import discard_early_run_services
+
+        discard_early_run_services()
         if args.json:
             # A CI step parsing stdout gets a document saying why, not an empty stream.
             out.write(json.dumps({"error": str(exc), "exit_code": 2}, ensure_ascii=False) + "\n")

@@ -12,7 +12,8 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-__all__ = ["PROXIED_HARNESSES", "close_shared_server", "coding_cli", "hold_shared_server", "wants_proxy"]
+__all__ = ["PROXIED_HARNESSES", "close_shared_server", "coding_cli", "discard_early_server", "hold_shared_server",
+           "start_shared_server_early", "wants_proxy"]
 
 # Harnesses whose trials get a proxy unless the variant says model_proxy=False.
 PROXIED_HARNESSES = frozenset({"claude", "codex", "gemini", "opencode"})
@@ -38,6 +39,21 @@ def hold_shared_server() -> None:
     from ._server import hold_shared
 
     hold_shared()
+
+
+def start_shared_server_early() -> None:
+    """A run with proxied trials is about to start in this process: its proxy's process starts
+    now, and the run's first proxied trial adopts it (``_server.start_early``)."""
+    from ._server import start_early
+
+    start_early()
+
+
+def discard_early_server() -> None:
+    """The run has ended: a process ``start_shared_server_early`` started and no trial adopted exits."""
+    from ._server import discard_early
+
+    discard_early()
 
 
 async def close_shared_server() -> None:

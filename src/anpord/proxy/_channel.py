@@ -1,5 +1,5 @@
 """The control channel between a run and its model-proxy process: one unix stream socket, a JSON
-object a line each way.
+object a line each way; and a quiet one, from the run to the process only (``QuietReader``).
 
 Order is what makes it cheap: neither end waits for the other's acknowledgement of what it
 wrote. A message written before an HTTP request was sent is in the reader's socket buffer by
@@ -22,13 +22,19 @@ from typing import Any
 
 import orjson
 
-__all__ = ["STAND_IN", "STAND_IN_MARK", "TRIAL_PREFIX", "Channel", "new_stand_in", "open_channel"]
+__all__ = ["QUIET_READ", "STAND_IN", "STAND_IN_MARK", "TRIAL_PREFIX", "Channel", "QuietReader", "new_stand_in",
+           "open_channel"]
 
 # What both ends agree on besides the messages. A trial's address: <server>/trial/<token>. A
 # stand-in key: the run makes them, the process finds them in a request's headers and query.
 TRIAL_PREFIX = "/trial/"
 STAND_IN_MARK = "anpord-proxy-"
 STAND_IN = re.compile(STAND_IN_MARK + "[0-9a-f]{32}")
+
+
+# Seconds between the proxy process's readings of the quiet channel when no request comes (what it
+# holds is otherwise read before each request).
+QUIET_READ = 0.05
 
 
 def new_stand_in() -> str:
@@ -108,3 +114,40 @@ async def open_channel(sock: socket.socket, handle: Callable[[dict[str, Any]], N
     loop = asyncio.get_running_loop()
     _, channel = await loop.connect_accepted_socket(lambda: Channel(handle), sock=sock)
     return channel
+
+
+class QuietReader:
+    """The process's end of the quiet channel: what the run sends that matters only once a request
+    is to be routed (a trial added or dropped, a variant's configuration). The process never
+    waits on it, and so the run's writing wakes nothing: on a virtual machine, waking a process
+    that sleeps on another CPU costs the writer an interrupt between CPUs, several times what the
+    write itself costs, and the run would pay it twice a trial. The process reads what is there
+    before it routes each request (``drain``), which a message written before the request was
+    sent always is, and every ``QUIET_READ`` seconds, so the socket's buffer never fills."""
+
+    def __init__(self, sock: socket.socket, handle: Callable[[dict[str, Any]], None]):
+        sock.setblocking(False)
+        self._sock, self._handle = sock, handle
+        self._partial = b""
+        self.closed = False
+
+    def drain(self) -> None:
+        while not self.closed:
+            try:
+                data = self._sock.recv(1 << 16)
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:
+                data = b""
+            if not data:  # the run has closed it (its main channel says the rest)
+                self.closed = True
+                self._sock.close()
+                return
+            *lines, self._partial = (self._partial + data).split(b"\n")
+            for line in lines:
+                self._handle(orjson.loads(line))
+
+    async def keep_reading(self) -> None:
+        while not self.closed:
+            await asyncio.sleep(QUIET_READ)
+            self.drain()

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
     from ._replay import ReplayCalls
 
-__all__ = ["NO_KEY", "ProxiedTrial", "SETTLE_WAIT"]
+__all__ = ["NO_KEY", "ProxiedTrial", "SETTLE_WAIT", "Shared"]
 
 # Request headers never forwarded: hop-by-hop, or set again for the upstream connection.
 # Accept-Encoding goes too: the upstream then answers uncompressed, which the record can read.
@@ -55,48 +55,64 @@ async def _ends(upstream: Any) -> bool:
         return False
 
 
-class ProxiedTrial:
-    def __init__(self, token: str, label: str, report: Report, flushed: Callable[[], Awaitable[None]],
-                 client: Callable[[], ClientSession], *,
-                 upstreams: Mapping[str, str], real: Mapping[str, str], paths: Mapping[str, str],
-                 prices: Any = None, replay: ReplayCalls | None = None):
+class Shared:
+    """What the trials of one variant share (the run's ``share`` message, or a sandboxed trial's
+    own ``add``): the upstreams by provider, the credentials the proxy keeps by variable, the
+    variant's prices, and what redacts those credentials from a record."""
+
+    def __init__(self, upstreams: Mapping[str, str], real: Mapping[str, str], prices: Any = None):
         from ..results._redact import Redactor
 
+        self.upstreams, self.real = dict(upstreams), dict(real)
+        self.prices = None
+        if prices:
+            from ..models._pricing import parse_pricing
+
+            self.prices = parse_pricing(prices)
+        self.redact = Redactor(list(self.real.values()))
+
+    @classmethod
+    def from_message(cls, message: Mapping[str, Any]) -> Shared:
+        return cls(message["upstreams"], message["real"], message.get("prices"))
+
+
+class ProxiedTrial:
+    def __init__(self, token: str, label: str, report: Report, flushed: Callable[[], Awaitable[None]],
+                 client: Callable[[], ClientSession], shared: Shared, stand_ins: Mapping[str, str], *,
+                 paths: Mapping[str, str] | None = None, replay: ReplayCalls | None = None):
         self.token, self.label = token, label
         self._report, self._flushed, self._client = report, flushed, client
-        self._upstreams, self._real, self._paths = dict(upstreams), dict(real), dict(paths)
-        self._prices = prices
+        self._upstreams, self._paths = shared.upstreams, dict(paths or {})
+        # stand-in → the real credential it is swapped for (a replay's stand-ins may have none)
+        self._real = {stand_in: shared.real[name] for name, stand_in in stand_ins.items() if name in shared.real}
+        self._prices = shared.prices
+        self._redact = shared.redact
         self.replay = replay
-        self.stand_ins: frozenset[str] = frozenset(real)
-        self._redact = Redactor(list(self._real.values()))
+        self.stand_ins: frozenset[str] = frozenset(stand_ins.values())
         self._voided = False
         self.busy: set[asyncio.Task[Any]] = set()  # handlers still answering (and recording)
         self._streaming: set[asyncio.Task[Any]] = set()  # of those, the ones the run was told began
 
     @classmethod
-    def from_message(cls, message: Mapping[str, Any], report: Report, flushed: Callable[[], Awaitable[None]],
-                     client: Callable[[], ClientSession]) -> ProxiedTrial:
+    def from_message(cls, message: Mapping[str, Any], shared: Shared | None, report: Report,
+                     flushed: Callable[[], Awaitable[None]], client: Callable[[], ClientSession]) -> ProxiedTrial:
+        """The trial an ``add`` message describes; ``shared``, what its ``shared`` id names (None:
+        the message holds it)."""
         replay = None
         if message.get("replay") is not None:
             from ._replay import ReplayCalls
 
             run, key = message["replay"]["run"], tuple(message["replay"]["key"])
             replay = ReplayCalls(run, key, message["replay"]["calls"])  # type: ignore[arg-type]
-        prices = None
-        if message.get("prices"):
-            from ..models._pricing import parse_pricing
-
-            prices = parse_pricing(message["prices"])
         token = message["token"]
 
         def tagged(out: dict[str, Any]) -> None:
             out["token"] = token
             report(out)
 
-        trial = cls(token, message.get("label", ""), tagged, flushed, client, upstreams=message["upstreams"],
-                    real=message["real"], paths=message.get("paths") or {}, prices=prices, replay=replay)
-        trial.stand_ins = frozenset(message.get("stand_ins") or trial.stand_ins)
-        return trial
+        return cls(token, message.get("label", ""), tagged, flushed, client,
+                   shared if shared is not None else Shared.from_message(message), message["stand_ins"],
+                   paths=message.get("paths"), replay=replay)
 
     def refused(self, message: str) -> None:
         self._report({"op": "log", "message": f"model proxy: refused: {message}"})

@@ -1,16 +1,18 @@
 """The model proxy's own process: the run's one HTTP server for every proxied trial, on a core of
 its own, so the run's event loop spends nothing on parsing, forwarding and recording calls.
 
-    python -m anpord.proxy._process LISTEN_FD CONTROL_FD
+    python -m anpord.proxy._process LISTEN_FD CONTROL_FD QUIET_FD
 
-It is started by the run (``_server.ProxyServer``) with its first proxied trial, handed the
-listening TCP socket (bound by the run, so the trial's address is known before this process has
-started) and one end of the control channel (``_channel``). From the run: ``add`` (a trial's
-token, upstreams, credentials, folders, prices, replay calls, and the unix socket to answer on
-when its sandbox closes the network), ``drop``, ``settle`` and ``close``; to the run: each call's
-record and what the trial's log says (``_forwarding``). It imports aiohttp and the few modules
-that make a record, not the runner. It ignores Ctrl-C (the run ends it) and exits when the
-channel closes, however the run ended.
+It is started by the run (``_server``: once the config is read, or with the first proxied trial),
+handed the listening TCP socket (bound by the run, so a trial's address is known before this
+process has started) and one end of each of two channels (``_channel``). On the control channel,
+from the run: a sandboxed trial's ``add`` (with the unix socket to answer on when its sandbox
+closes the network, acknowledged), ``settle`` and ``close``; to the run: each call's record and
+what the trial's log says (``_forwarding``). On the quiet channel, read before each request and
+never waited on: ``share`` (a variant's upstreams, credentials and prices, once a run), ``add``
+(a trial's token, stand-ins, the shared configuration it names or its own, folders, replay calls)
+and ``drop``. It imports aiohttp and the few modules that make a record, not the runner. It
+ignores Ctrl-C (the run ends it) and exits when the control channel closes, however the run ended.
 
 How a request finds its trial:
 
@@ -35,8 +37,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._channel import STAND_IN, STAND_IN_MARK, TRIAL_PREFIX, Channel, open_channel
-from ._forwarding import ProxiedTrial
+from ._channel import STAND_IN, STAND_IN_MARK, TRIAL_PREFIX, Channel, QuietReader, open_channel
+from ._forwarding import ProxiedTrial, Shared
 
 if TYPE_CHECKING:
     from aiohttp import ClientSession, web
@@ -76,10 +78,13 @@ class ProxyProcess:
         self._listen = listen
         self.url = "http://127.0.0.1:%d" % listen.getsockname()[1]
         self._trials: dict[str, ProxiedTrial] = {}
+        # What trials of one variant share, by the run's id (or why it could not be made).
+        self._shared: dict[int, Shared | str] = {}
         self._pinned: dict[str, _Pinned] = {}  # token → its unix socket
         self._server: web.Server | None = None
         self._session: ClientSession | None = None
         self.channel: Channel | None = None
+        self.quiet: QuietReader | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
 
     def _web_server(self, handler: Any) -> web.Server:
@@ -94,8 +99,10 @@ class ProxyProcess:
         # agent that gives up (its own timeout) ends the upstream call too.
         return web.Server(handler, request_factory=request, handler_cancellation=True)
 
-    async def serve(self, control: socket.socket) -> None:
+    async def serve(self, control: socket.socket, quiet: socket.socket) -> None:
         self.channel = await open_channel(control, self._message)
+        self.quiet = QuietReader(quiet, self._message)
+        self._spawn(self.quiet.keep_reading())
         self._server = server = self._web_server(self._dispatch)
         listener = await self.loop.create_server(server, sock=self._listen)
         await self.channel.closed  # the run has ended (or closed us)
@@ -129,6 +136,11 @@ class ProxyProcess:
         op = message["op"]
         if op == "add":
             self._add(message)
+        elif op == "share":
+            try:
+                self._shared[message["id"]] = Shared.from_message(message)
+            except Exception as exc:  # noqa: BLE001 - each trial naming it fails its start, saying why
+                self._shared[message["id"]] = f"{type(exc).__name__}: {exc}"
         elif op == "drop":
             self._trials.pop(message["token"], None)  # refused from the next request on
             pinned = self._pinned.pop(message["token"], None)
@@ -155,7 +167,13 @@ class ProxyProcess:
     def _add(self, message: dict[str, Any]) -> None:
         token = message["token"]
         try:
-            trial = ProxiedTrial.from_message(message, self._send, self._flushed, self.client)
+            shared = None
+            if "shared" in message:
+                found = self._shared.get(message["shared"])
+                if not isinstance(found, Shared):
+                    raise LookupError(f"the variant's proxy configuration: {found or 'never sent'}")
+                shared = found
+            trial = ProxiedTrial.from_message(message, shared, self._send, self._flushed, self.client)
         except Exception as exc:  # noqa: BLE001 - said to the run, which fails the trial's start
             self._send({"op": "ack", "id": message.get("id"), "error": f"{type(exc).__name__}: {exc}"})
             return
@@ -186,7 +204,9 @@ class ProxyProcess:
 
     async def _dispatch(self, request: web.BaseRequest, pinned: ProxiedTrial | None = None) -> web.StreamResponse:
         if self.channel is not None:
-            await self.channel.caught_up()  # a trial added (or dropped) before this request was sent is known
+            await self.channel.caught_up()  # a trial pinned before this request was sent is known
+        if self.quiet is not None:
+            self.quiet.drain()  # so is one added or dropped
         path = request.path
         trial = pinned
         if path.startswith(TRIAL_PREFIX):
@@ -227,12 +247,12 @@ def _foreign_stand_in(request: web.BaseRequest, trial: ProxiedTrial) -> str | No
     return None
 
 
-async def _main(listen_fd: int, control_fd: int) -> None:
+async def _main(listen_fd: int, control_fd: int, quiet_fd: int) -> None:
     listen = socket.socket(fileno=listen_fd)
     listen.setblocking(False)
     control = socket.socket(fileno=control_fd)
     control.setblocking(False)
-    await ProxyProcess(listen).serve(control)
+    await ProxyProcess(listen).serve(control, socket.socket(fileno=quiet_fd))
 
 
 def main(argv: list[str]) -> None:
@@ -245,7 +265,7 @@ def main(argv: list[str]) -> None:
         runner: Any = uvloop.run
     except ImportError:
         runner = asyncio.run
-    runner(_main(int(argv[0]), int(argv[1])))
+    runner(_main(int(argv[0]), int(argv[1]), int(argv[2])))
 
 
 if __name__ == "__main__":

@@ -1,13 +1,14 @@
-"""The run's side of its one model-proxy process (``_process``): started with the first proxied
-trial, closed when the run ends.
+"""The run's side of its one model-proxy process (``_process``): started before the run's loop
+(``start_early``) or with the first proxied trial, closed when the run ends.
 
 Each event loop (a run, a worker) has one ``ProxyServer``: it binds the listening socket on
 ``127.0.0.1`` (so a trial's address is known at once), starts ``python -m anpord.proxy._process``
-with it and one end of a control channel (``_channel``), and closes it when the run ends
-(``close_shared``, from the executor's tear-down) — or, outside a run, once its last trial has
-stopped. The process answers the trials' model calls on a core of its own; what it records comes
-back over the channel and is handed to the trial it belongs to (``ModelProxyService.received``).
-The process exits when the channel closes, so it never outlives the run, whatever ended it.
+with it and one end of a control channel and of a quiet one (``_channel``) — or adopts the
+process ``start_early`` started —, and closes it when the run ends (``close_shared``, from the
+executor's tear-down) — or, outside a run, once its last trial has stopped. The process answers
+the trials' model calls on a core of its own; what it records comes back over the control channel
+and is handed to the trial it belongs to (``ModelProxyService.received``). The process exits
+when the control channel closes, so it never outlives the run, whatever ended it.
 """
 
 from __future__ import annotations
@@ -20,19 +21,83 @@ import subprocess
 import sys
 import weakref
 from pathlib import Path
+from collections.abc import Callable, Hashable
 from typing import Any, Protocol
 
 from ._channel import TRIAL_PREFIX, Channel, open_channel
 
-__all__ = ["ProxyServer", "Receiver", "acquire", "close_shared", "hold_shared"]
+__all__ = ["ProxyServer", "Receiver", "acquire", "close_shared", "discard_early", "hold_shared", "start_early"]
 
-CLOSE_WAIT = 5.0  # seconds the process is given to exit once told to, before it is killed
+CLOSE_WAIT = 5.0  # seconds the process is given to exit once terminated, before it is killed
 
 
 class Receiver(Protocol):
     """What the server hands a trial's messages to (``ModelProxyService`` is one)."""
 
     def received(self, message: dict[str, Any]) -> None: ...
+
+
+class _Spawned:
+    """The proxy's process, started, with the run's ends of its channels not yet read by any loop."""
+
+    def __init__(self, port: int, process: subprocess.Popen[bytes], control: socket.socket, quiet: socket.socket):
+        self.port, self.process, self.control, self.quiet = port, process, control, quiet
+
+    @classmethod
+    def spawn(cls) -> _Spawned:
+        tcp = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        quiet, quiet_theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        passed = (tcp.fileno(), theirs.fileno(), quiet_theirs.fileno())
+        try:
+            tcp.bind(("127.0.0.1", 0))
+            tcp.listen(1024)
+            env = dict(os.environ)
+            # The process imports this installation's anpord, wherever the run found it.
+            here = str(Path(__file__).resolve().parents[2])
+            env["PYTHONPATH"] = os.pathsep.join(filter(None, [here, env.get("PYTHONPATH")]))
+            process = subprocess.Popen([sys.executable, "-m", "anpord.proxy._process", *map(str, passed)],
+                                       pass_fds=passed, stdin=subprocess.DEVNULL, env=env)
+            port = tcp.getsockname()[1]
+        except BaseException:
+            ours.close()
+            quiet.close()
+            raise
+        finally:
+            tcp.close()  # the process holds it now: once it exits, nothing listens
+            theirs.close()
+            quiet_theirs.close()
+        ours.setblocking(False)
+        quiet.setblocking(False)
+        return cls(port, process, ours, quiet)
+
+    def discard(self) -> None:
+        """Never used by a trial: nothing it holds is lost."""
+        self.control.close()
+        self.quiet.close()
+        self.process.kill()
+        self.process.wait()
+
+
+# A process started before the run's loop (``start_early``), for its first ProxyServer to adopt.
+_EARLY: list[_Spawned] = []
+
+
+def start_early() -> None:
+    """Start the proxy's process now, before the run's loop exists: the first proxied trial then
+    finds it ready instead of waiting the ~0.2 s it takes to import its HTTP server."""
+    if not _EARLY:
+        _EARLY.append(_Spawned.spawn())
+
+
+def discard_early() -> None:
+    """The run has ended without adopting the process ``start_early`` started: it exits."""
+    while _EARLY:
+        _EARLY.pop().discard()
+
+
+def _take_early() -> _Spawned | None:
+    return _EARLY.pop() if _EARLY else None
 
 
 class ProxyServer:
@@ -42,8 +107,12 @@ class ProxyServer:
         self.url = ""
         self._receivers: dict[str, Receiver] = {}
         self._acks: dict[int, asyncio.Future[dict[str, Any]]] = {}
+        self._shared: dict[Hashable, tuple[dict[str, Any], int]] = {}
         self._ids = itertools.count(1)
         self._channel: Channel | None = None
+        # What the process reads only before it routes a request (_channel.QuietReader): adds,
+        # drops and shared configurations, written without waking it.
+        self._quiet: Channel | None = None
         self._process: subprocess.Popen[bytes] | None = None
         self.users = 0  # trials started and not yet stopped
         self.held = False  # a run keeps it open between trials (hold_shared)
@@ -52,35 +121,28 @@ class ProxyServer:
     # -- life -----------------------------------------------------------------------------------
 
     async def start(self) -> None:
-        tcp = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            tcp.bind(("127.0.0.1", 0))
-            tcp.listen(1024)
-            self.port = tcp.getsockname()[1]
-            self.url = f"http://127.0.0.1:{self.port}"
-            env = dict(os.environ)
-            # The process imports this installation's anpord, wherever the run found it.
-            here = str(Path(__file__).resolve().parents[2])
-            env["PYTHONPATH"] = os.pathsep.join(filter(None, [here, env.get("PYTHONPATH")]))
-            self._process = subprocess.Popen(
-                [sys.executable, "-m", "anpord.proxy._process", str(tcp.fileno()), str(theirs.fileno())],
-                pass_fds=(tcp.fileno(), theirs.fileno()), stdin=subprocess.DEVNULL, env=env)
-        finally:
-            tcp.close()  # the process holds it now: once it exits, nothing listens
-            theirs.close()
-        ours.setblocking(False)
-        self._channel = await open_channel(ours, self._message)
+        spawned = _take_early() or _Spawned.spawn()
+        self.port, self._process = spawned.port, spawned.process
+        self.url = f"http://127.0.0.1:{self.port}"
+        self._channel = await open_channel(spawned.control, self._message)
+        self._quiet = await open_channel(spawned.quiet, _nothing)
 
     async def close(self) -> None:
         self.closed = True
         if _SERVERS.get(self.loop) is self:
             del _SERVERS[self.loop]
         channel, self._channel = self._channel, None
+        if self._quiet is not None:
+            self._quiet.close()
+            self._quiet = None
         if channel is not None:
             channel.close()  # the process exits when its end reads the close
         process, self._process = self._process, None
         if process is not None:
+            # Its trials have stopped and what it recorded for them has been read: nothing it
+            # holds is still wanted, and an orderly exit (its servers and sessions closed, its
+            # interpreter's own end) would keep the run waiting a tenth of a second.
+            process.terminate()
             try:
                 await asyncio.wait_for(self.loop.run_in_executor(None, process.wait), CLOSE_WAIT)
             except asyncio.TimeoutError:
@@ -102,12 +164,14 @@ class ProxyServer:
     async def register(self, token: str, trial: Receiver, config: dict[str, Any], pin: Path | None = None) -> str:
         """``trial`` answers at ``<url>/trial/<token>`` from now on (and, with ``pin``, at the unix
         socket there, bridged into its sandbox); returns that address."""
-        channel = self._live()
+        self._live()
         self._receivers[token] = trial
         message = {"op": "add", "token": token, **config}
         if pin is None:
-            channel.send(message)
-            await channel.flushed()  # in the process's socket buffer before the agent can call
+            quiet = self._quiet
+            assert quiet is not None
+            quiet.send(message)
+            await quiet.flushed()  # in the process's socket buffer before the agent can call
         else:
             message["pin"] = str(pin)
             answer = await self._ask(message)  # the socket exists before the sandbox starts
@@ -116,13 +180,27 @@ class ProxyServer:
                 raise RuntimeError(f"model proxy: {answer['error']}")
         return f"{self.url}{TRIAL_PREFIX}{token}"
 
+    def shared(self, key: Hashable, build: Callable[[], dict[str, Any]]) -> tuple[dict[str, Any], int]:
+        """Part of an ``add`` that many trials share (a variant's upstreams, credentials and
+        prices): built and sent to the process once, under the id returned, which each trial's
+        ``register`` config names as ``shared``."""
+        found = self._shared.get(key)
+        if found is None:
+            config = build()
+            ident = len(self._shared) + 1
+            self._live()
+            assert self._quiet is not None
+            self._quiet.send({"op": "share", "id": ident, **config})  # before the adds naming it
+            found = self._shared[key] = (config, ident)
+        return found
+
     async def unregister(self, token: str) -> None:
         """The trial has ended: its address is refused from now on, its own socket closed."""
         self._receivers.pop(token, None)
-        channel = self._channel
-        if channel is not None and channel.open:
-            channel.send({"op": "drop", "token": token})
-            await channel.flushed()
+        quiet = self._quiet
+        if quiet is not None and quiet.open and self.running:
+            quiet.send({"op": "drop", "token": token})
+            await quiet.flushed()  # refused from the next request on
 
     async def caught_up(self) -> None:
         """Every record the process has sent so far has reached its trial."""
@@ -165,6 +243,10 @@ class ProxyServer:
         receiver = self._receivers.get(message.get("token") or "")
         if receiver is not None:
             receiver.received(message)
+
+
+def _nothing(message: dict[str, Any]) -> None:
+    """What the process sends on the quiet channel: nothing (it only reads it)."""
 
 
 # -- one server per event loop ---------------------------------------------------------------------

@@ -24,14 +24,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..events import MODEL_CALLED, Event
+from . import coding_cli
 from ._channel import new_stand_in
 from ._forwarding import NO_KEY
 from ._providers import BASE_URL_VARIABLES, DEFAULT_UPSTREAMS, KEY_VARIABLES
 
+from ._server import ProxyServer, acquire
+
 if TYPE_CHECKING:
     from .._service_protocol import ServiceContext
     from ._replay import ReplayCalls
-    from ._server import ProxyServer
 
 __all__ = ["NO_KEY", "ModelProxyService", "ProxyHandle"]
 
@@ -93,48 +95,38 @@ class ModelProxyService:
     # -- the TrialService protocol ------------------------------------------------------------
 
     async def start(self, ctx: ServiceContext) -> None:
-        from ._server import acquire
-
         self._ctx = ctx
         self.label = ctx.label
-        trial_env = ctx.sandbox.environment() if ctx.sandbox is not None else dict(ctx.variant.env)
-        upstreams: dict[str, str] = {}
-        for provider, names in BASE_URL_VARIABLES.items():
-            found = next((v for n in names if (v := trial_env.get(n) or os.environ.get(n))), None)
-            upstreams[provider] = (found or DEFAULT_UPSTREAMS[provider]).rstrip("/")
-        chosen = ctx.variant.options.get("base_url") if (ctx.variant.harness or "").startswith("openai") else None
-        if isinstance(chosen, str) and chosen:  # the openai harness's own option
-            upstreams["openai"] = chosen.rstrip("/")
-        stand_ins: dict[str, str] = {}
-        real: dict[str, str] = {}  # stand-in → real credential
-        for name in KEY_VARIABLES:
-            # In a sandbox, only what the trial was given; without one, what the harness would read.
-            value = trial_env.get(name) if ctx.sandbox is not None else trial_env.get(name) or os.environ.get(name)
-            if value:
-                stand_ins[name] = new_stand_in()
-                real[stand_ins[name]] = value
-            elif self.replay is not None:
-                stand_ins[name] = new_stand_in()  # a replay needs no key: the stand-in signs the CLI in
+        # The run's one proxy process, started by its first proxied trial: this trial is an address on it.
+        self._server = server = await acquire()
+        sandbox = ctx.sandbox
+        config: dict[str, Any] = {"label": ctx.label}
+        if sandbox is None:
+            # What every trial of the variant shares — upstreams, credentials, prices — is read
+            # and sent once a run; the trial names it.
+            variant = ctx.variant
+            shared, config["shared"] = server.shared(_variant_key(variant), lambda: _variant_config(variant, None))
+        else:  # the sandbox's own environment: the trial's
+            config.update(shared := _variant_config(ctx.variant, sandbox))
+        credentials: dict[str, str] = shared["real"]
+        stand_ins = {name: new_stand_in() for name in credentials}
+        if self.replay is not None:  # a replay needs no key: a stand-in signs the CLI in
+            stand_ins.update((name, new_stand_in()) for name in KEY_VARIABLES if name not in stand_ins)
         self.stand_ins = frozenset(stand_ins.values())
-        paths: dict[str, str] = {}  # the trial's folders → how a request key writes them
-        if ctx.sandbox is not None:
-            workspace, home = ctx.sandbox.workspace, ctx.sandbox.home
-            paths = {str(workspace): "<workspace>", str(home): "<home>"}
+        config["stand_ins"] = stand_ins
+        if sandbox is not None:
+            workspace, home = sandbox.workspace, sandbox.home
+            paths = {str(workspace): "<workspace>", str(home): "<home>"}  # how a request key writes them
             if workspace.parent == home.parent and len(workspace.parent.name) >= 8:
                 # The trial's own folder name, however a CLI spells a path holding it (Claude
                 # Code names a project folder after the workspace, each non-alphanumeric as "-").
                 name = workspace.parent.name
                 paths[name] = paths[re.sub(r"[^A-Za-z0-9]", "-", name)] = "<trial>"
-        config: dict[str, Any] = {"label": ctx.label, "upstreams": upstreams, "real": real,
-                                  "stand_ins": sorted(self.stand_ins), "paths": paths,
-                                  "prices": _prices(ctx.variant)}
+            config["paths"] = paths
         if self.replay is not None:
             config["replay"] = {"run": self.replay.run, "key": list(self.replay.key), "calls": self.replay.calls}
 
-        # The run's one proxy process, started by its first proxied trial: this trial is an address on it.
-        self._server = server = await acquire()
         self._token = secrets.token_hex(16)
-        sandbox = ctx.sandbox
         pin = None
         if sandbox is not None and sandbox.loopback_bridged:
             pin = self._files() / f".proxy-{server.port}.sock"
@@ -144,10 +136,8 @@ class ModelProxyService:
         full = {**stand_ins, "ANPORD_MODEL_PROXY_URL": url, "OPENAI_BASE_URL": f"{url}/v1",
                 "ANTHROPIC_BASE_URL": url, "GOOGLE_GEMINI_BASE_URL": url, "GEMINI_BASE_URL": url}
         self.handle = ProxyHandle(url, full)
-        from . import coding_cli
-
         if coding_cli(ctx.variant) is None:
-            self._env = dict(full)  # every program of the trial calls its model through the proxy
+            self._env = full  # every program of the trial calls its model through the proxy
         else:
             # A coding harness points its CLI at the proxy turn by turn (_clis). A replay has no
             # real key to keep: its stand-ins sign the CLI in.
@@ -214,6 +204,34 @@ class ModelProxyService:
         elif op == "void" and self.void_reason is None:
             self.void_reason = message["reason"]
             ctx.log(f"model proxy: {message['reason']}")
+
+
+def _variant_key(variant: Any) -> tuple[Any, ...]:
+    """What ``_variant_config`` reads of a variant (the run's environment is the same for all)."""
+    options = variant.options
+    pricing = options.get("pricing")
+    return (variant.harness, variant.model, tuple(variant.env.items()), options.get("base_url"),
+            None if pricing is None else repr(pricing))
+
+
+def _variant_config(variant: Any, sandbox: Any) -> dict[str, Any]:
+    """What the proxy needs of a trial's variant: its upstreams, the credentials it keeps (by
+    variable) and its prices. In a sandbox, the credentials are only what the trial was given;
+    without one, what the harness would read (the run's environment too)."""
+    trial_env = sandbox.environment() if sandbox is not None else variant.env
+    upstreams: dict[str, str] = {}
+    for provider, names in BASE_URL_VARIABLES.items():
+        found = next((v for n in names if (v := trial_env.get(n) or os.environ.get(n))), None)
+        upstreams[provider] = (found or DEFAULT_UPSTREAMS[provider]).rstrip("/")
+    chosen = variant.options.get("base_url") if (variant.harness or "").startswith("openai") else None
+    if isinstance(chosen, str) and chosen:  # the openai harness's own option
+        upstreams["openai"] = chosen.rstrip("/")
+    real: dict[str, str] = {}
+    for name in KEY_VARIABLES:
+        value = trial_env.get(name) if sandbox is not None else trial_env.get(name) or os.environ.get(name)
+        if value:
+            real[name] = value
+    return {"upstreams": upstreams, "real": real, "prices": _prices(variant)}
 
 
 def _prices(variant: Any) -> dict[str, dict[str, Any]] | None:

@@ -32,6 +32,7 @@ from ._capture import captured_output
 from ._executor import Executor
 from .._loop import run_bounded
 from ._planning import FAIL_ON, Plan, RunOptions, build_plan, trial_seed
+from ._services import discard_early_run_services, start_run_services_early
 from ._spec import TrialSpec
 from ._unawaited import unawaited_calls_fail
 
@@ -769,6 +770,16 @@ def execute(plan: Plan, opts: RunOptions, reporters: Sequence[Any], *,
     same run folder."""
     if executor is None:
         executor = executor_for(plan, opts)
+    if executor is None:  # the local pool: the trials' shared services run in this process
+        start_run_services_early(c.variant for c in plan.cells)
+    try:
+        return _execute(plan, opts, reporters, executor, resume)
+    finally:
+        discard_early_run_services()
+
+
+def _execute(plan: Plan, opts: RunOptions, reporters: Sequence[Any], executor: Executor | None,
+             resume: Any) -> RunResult:
     run = _Run(plan, opts, reporters, executor, resume)
     with _Signals(run.on_first_signal, run.on_second_signal) as signals, _gc_for_a_run():
         run.start_writer()

@@ -12,7 +12,8 @@ service's ports that way and closes them with their connections.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import sys
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,7 +27,8 @@ if TYPE_CHECKING:
     from ..assertions import TrialLog
 
 __all__ = ["ServiceContext", "TrialService", "TrialServices", "close_run_services", "deliver", "deliver_later",
-           "hold_run_services", "wants_services"]
+           "discard_early_run_services", "hold_run_services", "start_run_services_early",
+           "wants_services"]
 
 
 def deliver(state: TrialLog | None, event: Event, early: list[Event]) -> None:
@@ -53,6 +55,23 @@ def hold_run_services() -> None:
     from ..proxy import hold_shared_server
 
     hold_shared_server()
+
+
+def start_run_services_early(variants: Iterable[Variant]) -> None:
+    """A run about to start in this process: start now the shared services its trials will need,
+    while the run still loads (the model proxy's process takes ~0.2 s to be ready)."""
+    if any(wants_proxy(v) for v in variants):
+        from ..proxy import start_shared_server_early
+
+        start_shared_server_early()
+
+
+def discard_early_run_services() -> None:
+    """The run has ended: what ``start_run_services_early`` started and no trial used ends too."""
+    if "anpord.proxy._server" in sys.modules:
+        from ..proxy import discard_early_server
+
+        discard_early_server()
 
 
 async def close_run_services() -> None:
