@@ -346,6 +346,9 @@ class HttpSession:
         mocks = mocks_payload(self.ctx.extra.get("mocks"))
         if mocks:
             body["mocks"] = mocks
+        proxy = self.ctx.extra.get("model_proxy")
+        if proxy is not None:  # Variant(model_proxy=True): the trial's address and stand-ins
+            body["model_proxy"] = {"url": proxy.url, "env": dict(proxy.env)}
         try:
             async with self.harness.control().post(base + SESSIONS_PATH, json=body) as resp:
                 if resp.status not in (200, 201):

@@ -169,8 +169,9 @@ class _Routes:
         # A workspace is a folder on the client's machine: meaningful only when it exists here.
         workspace = Path(folder) if folder and Path(folder).is_dir() else None
         mocks = _mocks(body)
+        proxy = _model_proxy(body)
         try:
-            session = self.table.create(sid, model, workspace, mocks)
+            session = self.table.create(sid, model, workspace, mocks, proxy)
         except SessionExists:
             return _error(409, "session_exists", f"session {sid!r} exists already")
         return web.json_response({"session_id": session.session_id}, status=201)
@@ -338,6 +339,21 @@ def _mocks(body: Any) -> dict[str, Any]:
                                mcp_server=server if isinstance(server, dict) else None,
                                path=entry.get("path") if isinstance(entry.get("path"), str) else None)
     return out
+
+
+def _model_proxy(body: Any) -> Any:
+    """The session's model proxy (``{"url", "env"}``, the client's trial's address and the
+    variables pointing at it) as the agent's ``turn.model_proxy`` holds it, or None."""
+    raw = body.get("model_proxy") if isinstance(body, dict) else None
+    if raw is None:
+        return None
+    env = raw.get("env") if isinstance(raw, dict) else None
+    if not (isinstance(raw, dict) and isinstance(raw.get("url"), str) and isinstance(env, dict)
+            and all(isinstance(k, str) and isinstance(v, str) for k, v in env.items())):
+        raise _BadRequest("'model_proxy' must be an object with a 'url' and an 'env' of variable names to strings")
+    from ..proxy._service import ProxyHandle
+
+    return ProxyHandle(raw["url"], env)
 
 
 def create_app(

@@ -60,6 +60,7 @@ class ServedSession:
         workspace: Path | None,
         log: Callable[[str], None],
         mocks: dict[str, Any] | None = None,
+        model_proxy: Any = None,
     ):
         self.session_id = session_id
         self.busy = False
@@ -79,7 +80,7 @@ class ServedSession:
             trial_id=session_id,
             max_concurrency=SYNC_AGENT_THREADS,
             served_workspace=workspace,
-            extra={"mocks": mocks} if mocks else {},  # the client's trial's mocks: turn.mocks
+            extra=_extra(mocks, model_proxy),
         )
         self.python = PythonSession(harness, self.ctx, session_id)
 
@@ -168,12 +169,12 @@ class SessionTable:
 
     def create(
         self, session_id: str | None, model: str | None, workspace: Path | None,
-        mocks: dict[str, Any] | None = None,
+        mocks: dict[str, Any] | None = None, model_proxy: Any = None,
     ) -> ServedSession:
         sid = session_id or f"ses_{uuid.uuid4().hex[:12]}"
         if sid in self.sessions:
             raise SessionExists(sid)
-        session = ServedSession(self.harness, sid, model, workspace, self.log, mocks)
+        session = ServedSession(self.harness, sid, model, workspace, self.log, mocks, model_proxy)
         self.sessions[sid] = session
         return session
 
@@ -201,3 +202,14 @@ class SessionTable:
         for sid in stale:
             await self.close(sid)
         return len(stale)
+
+
+def _extra(mocks: dict[str, Any] | None, model_proxy: Any) -> dict[str, Any]:
+    """What the client's trial gave the session, as the agent finds it: ``turn.mocks``,
+    ``turn.model_proxy``."""
+    extra: dict[str, Any] = {}
+    if mocks:
+        extra["mocks"] = mocks
+    if model_proxy is not None:
+        extra["model_proxy"] = model_proxy
+    return extra
