@@ -299,3 +299,57 @@ def _post_chat(base_url: str, key: str | None = None) -> tuple[int, bytes]:
                                  headers)
     with urllib.request.urlopen(req, timeout=10) as r:
         return int(r.status), r.read()
+
+
+def test_a_trial_starting_the_moment_its_proxy_died_gets_a_new_one() -> None:
+    """The process dies and a trial starts before the run's loop has read the end of its channel
+    (the loop is held busy meanwhile): the trial is proxied by a new process, not registered on
+    the dead one, whose calls would all fail."""
+    from anpord.proxy._server import acquire, close_shared, hold_shared
+
+    loop = Loop()
+    upstream = Upstream(gap=0.0)
+    loop.run(upstream.start())
+    events: list[Event] = []
+    variant = Variant(harness="command:x", model_proxy=True, env={"OPENAI_BASE_URL": upstream.url + "/v1"})
+
+    def context() -> ServiceContext:
+        return ServiceContext(variant=variant, label="c v #0", sandbox=None, log=lambda m: None, record=events.append)
+
+    async def first() -> ModelProxyService:
+        hold_shared()
+        service = ModelProxyService()
+        await service.start(context())
+        return service
+
+    async def kill_then_start() -> tuple[int, int, ModelProxyService]:
+        server = await acquire()
+        server.users -= 1  # only looked at
+        assert server._process is not None
+        dead = server._process.pid
+        os.kill(dead, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while _alive(dead) and time.monotonic() < deadline:
+            time.sleep(0.01)  # blocking on purpose: the loop reads nothing meanwhile
+        service = ModelProxyService()
+        await service.start(context())
+        now = await acquire()
+        now.users -= 1
+        assert now._process is not None
+        return dead, now._process.pid, service
+
+    try:
+        before = loop.run(first())
+        dead, pid, after = loop.run(kill_then_start())
+        assert pid != dead
+        assert after.handle is not None
+        status, _ = _post_chat(after.handle.base_url("openai"))
+        assert status == 200
+        loop.run(after.settle())
+        assert [e.data["status"] for e in events if e.type == "model.called"] == ["completed"]
+        loop.run(after.stop())
+        loop.run(before.stop())
+    finally:
+        loop.run(close_shared())
+        loop.run(upstream.stop())
+        loop.close()

@@ -15,6 +15,7 @@ import asyncio
 import fcntl
 import re
 import secrets
+import select
 import socket
 import termios
 from collections.abc import Callable
@@ -35,6 +36,7 @@ STAND_IN = re.compile(STAND_IN_MARK + "[0-9a-f]{32}")
 # Seconds between the proxy process's readings of the quiet channel when no request comes (what it
 # holds is otherwise read before each request).
 QUIET_READ = 0.05
+_HUNG_UP = select.POLLRDHUP | select.POLLHUP | select.POLLERR
 
 
 def new_stand_in() -> str:
@@ -47,6 +49,7 @@ class Channel(asyncio.Protocol):
         self._partial = b""
         self._transport: asyncio.Transport | None = None
         self._fd = -1
+        self._poll: select.poll | None = None
         self._arrived: list[asyncio.Future[None]] = []
         self.closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
@@ -55,6 +58,8 @@ class Channel(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._transport = transport  # type: ignore[assignment]  # uvloop's is one, not a subclass
         self._fd = transport.get_extra_info("socket").fileno()
+        self._poll = select.poll()
+        self._poll.register(self._fd, select.POLLRDHUP)
 
     def data_received(self, data: bytes) -> None:
         *lines, self._partial = (self._partial + data).split(b"\n")
@@ -77,6 +82,13 @@ class Channel(asyncio.Protocol):
     @property
     def open(self) -> bool:
         return self._transport is not None and not self._transport.is_closing()
+
+    def hung_up(self) -> bool:
+        """Whether the other end has closed its end — known as soon as it has, before the loop
+        has read the end of the stream (a process killed a moment ago)."""
+        if self._transport is None or self._poll is None:
+            return True
+        return any(events & _HUNG_UP for _, events in self._poll.poll(0))
 
     def send(self, message: dict[str, Any]) -> None:
         if self._transport is not None:

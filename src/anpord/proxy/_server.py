@@ -214,8 +214,9 @@ class ProxyServer:
 
     @property
     def running(self) -> bool:
-        """Whether its process is there to answer: its channel, open once started, still is."""
-        return self._channel is not None and self._channel.open
+        """Whether its process is there to answer: its channel, open once started, still is —
+        the process has not closed its end (as it does by dying, before the loop reads that)."""
+        return self._channel is not None and self._channel.open and not self._channel.hung_up()
 
     def _live(self) -> Channel:
         channel = self._channel
