@@ -57,11 +57,10 @@ def _positive_int(key: str, value: Any) -> int:
 
 def check_trials(value: Any) -> None:
     """``trials``: a positive integer, ``"auto"`` or ``"MIN..MAX"`` (adaptive trials)."""
-    from ..stats._adaptive import parse_trials
-
     if not isinstance(value, str):
         _positive_int("trials", value)
         return
+    from ..stats._adaptive import parse_trials
     try:
         parse_trials(value)
     except ValueError as exc:

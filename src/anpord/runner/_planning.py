@@ -191,6 +191,10 @@ def _with_flags(v: Variant, opts: RunOptions) -> Variant:
 
 def _with_own_secrets(v: Variant) -> Variant:
     """A coding CLI's own key variables, when set here, pass to its trials as secrets."""
+    from ..harnesses import CODING_AGENTS
+
+    if (v.harness or "").partition(":")[0] not in CODING_AGENTS:
+        return v  # no CLI of its own (and the CLIs' modules stay unloaded)
     from ..harnesses.coding import own_secrets
 
     names = [n for n in own_secrets(v.harness, v.model) if os.environ.get(n) and n not in v.secrets]
