@@ -15,11 +15,11 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .._errors import exception_line
 from ._providers import SERVED, Route, route_of
-from ._record import call_record, request_key
+from ._record import NOT_DECODED, call_record, decoded_body, request_key
 
 if TYPE_CHECKING:
     from aiohttp import ClientSession, web
@@ -44,6 +44,13 @@ _WHOLE_LIMIT = 8 << 20  # a plain answer up to this size is read whole and sent 
 NO_KEY = "anpord-proxy-no-key"
 
 Report = Callable[[dict[str, Any]], None]
+
+
+class Asked(NamedTuple):
+    """A request's body as it came and as decoded (``_record.decoded_body``)."""
+
+    raw: bytes
+    value: Any = NOT_DECODED
 ENDS_WAIT = 0.5  # seconds an upstream stream is given to end once its agent has hung up
 
 
@@ -166,10 +173,11 @@ class ProxiedTrial:
                            f"served: {SERVED}"}}, status=404)
         body = await request.read()
         started = time.monotonic()
-        key = request_key(request.method, path, body, self._paths)
+        asked = Asked(body, decoded_body(body))  # decoded once: for its key and for its record
+        key = request_key(request.method, path, body, self._paths, decoded=asked.value)
         if self.replay is not None:
-            return await self._replayed(request, path, route, body, key, started)
-        return await self._forward(request, path, route, body, key, started)
+            return await self._replayed(request, path, route, asked, key, started)
+        return await self._forward(request, path, route, asked, key, started)
 
     def _out_headers(self, request: web.BaseRequest) -> dict[str, str]:
         """The headers sent on: stand-ins swapped for the real keys; a key header holding only
@@ -184,7 +192,7 @@ class ProxiedTrial:
             out[k] = self._swap(v)
         return out
 
-    async def _forward(self, request: web.BaseRequest, path: str, route: Route, body: bytes, key: str,
+    async def _forward(self, request: web.BaseRequest, path: str, route: Route, asked: Asked, key: str,
                        started: float) -> web.StreamResponse:
         import aiohttp
         from aiohttp import web
@@ -198,7 +206,7 @@ class ProxiedTrial:
         whole = False  # answered in one piece: a plain answer of known length
         ended = False  # a stream's last bytes are out
         try:
-            async with self._client().request(request.method, url, data=body or None, headers=out_headers,
+            async with self._client().request(request.method, url, data=asked.raw or None, headers=out_headers,
                                                      allow_redirects=False) as upstream:
                 status = upstream.status
                 length = upstream.content_length
@@ -243,14 +251,14 @@ class ProxiedTrial:
             error = f"upstream {self._upstreams[route.provider]}: {exception_line(exc)}"
         except asyncio.CancelledError:
             if ended:  # the agent had the whole answer and hung up
-                self._record(route, request, path, body, key, status, kept, started, first, None,
+                self._record(route, request, path, asked, key, status, kept, started, first, None,
                              content_type=response.headers.get("Content-Type") if response is not None else None)
             else:
-                self._record(route, request, path, body, key, status or 499, kept, started, first,
+                self._record(route, request, path, asked, key, status or 499, kept, started, first,
                              "the agent closed the connection before the answer was complete")
             raise
         if error is not None:
-            self._record(route, request, path, body, key, status or 502, kept, started, first, error)
+            self._record(route, request, path, asked, key, status or 502, kept, started, first, error)
             if response is not None and response.prepared or whole:
                 # Part of the answer is out (or its head came, and it broke off): cut the
                 # connection, as the upstream's own failure would.
@@ -259,24 +267,24 @@ class ProxiedTrial:
                 return response if response is not None else web.Response(status=502)
             return web.json_response({"error": {"type": "upstream_unreachable",
                                                 "message": f"anpord model proxy: {error}"}}, status=502)
-        self._record(route, request, path, body, key, status, kept, started, first, None,
+        self._record(route, request, path, asked, key, status, kept, started, first, None,
                      content_type=response.headers.get("Content-Type") if response is not None else None)
         assert response is not None
         return response
 
-    async def _replayed(self, request: web.BaseRequest, path: str, route: Route, body: bytes, key: str,
+    async def _replayed(self, request: web.BaseRequest, path: str, route: Route, asked: Asked, key: str,
                         started: float) -> web.StreamResponse:
         from aiohttp import web
 
         assert self.replay is not None
         call = self.replay.take(key)
         if call is None:
-            what = self.replay.describe(route, request.method, path, body)
+            what = self.replay.describe(route, request.method, path, asked.raw)
             if not self._voided:
                 self._voided = True
                 self._report({"op": "void", "reason": what})
             # 400, not a 5xx: a client retries those, and the answer will not change.
-            self._record(route, request, path, body, key, 400, bytearray(), started, None, what)
+            self._record(route, request, path, asked, key, 400, bytearray(), started, None, what)
             return web.json_response({"type": "error", "error": {"type": "invalid_request_error",
                                                                  "message": f"anpord model proxy: {what}"}}, status=400)
         answer = call.get("response") or {}
@@ -292,20 +300,20 @@ class ProxiedTrial:
                 await response.write((piece + ("\n\n" if i < len(pieces) - 1 else "")).encode())
         await response.write_eof()
         data = bytearray(text.encode())
-        self._record(route, request, path, body, key, int(call.get("http_status") or 200), data, started, None, None,
+        self._record(route, request, path, asked, key, int(call.get("http_status") or 200), data, started, None, None,
                      content_type=ctype, replayed=True)
         return response
 
     # -- recording ------------------------------------------------------------------------------
 
-    def _record(self, route: Route, request: web.BaseRequest, path: str, body: bytes, key: str, status: int,
+    def _record(self, route: Route, request: web.BaseRequest, path: str, asked: Asked, key: str, status: int,
                 answer: bytearray,
                 started: float, first: float | None, error: str | None, *, content_type: str | None = None,
                 replayed: bool = False) -> None:
-        data = call_record(route, request.method, path, body, key, status, bytes(answer), content_type,
+        data = call_record(route, request.method, path, asked.raw, key, status, bytes(answer), content_type,
                            latency=time.monotonic() - started, first_byte=first, error=error,
                            redact=self._redact, upstream=None if replayed else self._upstreams[route.provider],
-                           prices=self._prices)
+                           prices=self._prices, decoded=asked.value)
         if replayed:
             data["replayed"] = True
         out: dict[str, Any] = {"op": "event", "data": data}

@@ -10,14 +10,19 @@ from typing import Any
 
 from ._providers import Route, sse_payloads, usage_of
 
-__all__ = ["KEPT", "call_record", "request_key"]
+__all__ = ["KEPT", "NOT_DECODED", "call_record", "decoded_body", "request_key"]
 
 KEPT = 8 << 20  # characters of a request or an answer the record keeps (a replay needs them whole)
 # Request fields that differ from run to run without changing what is asked (a session id).
 _VOLATILE = ("metadata", "user", "prompt_cache_key", "safety_identifier")
 
 
-def _decoded(body: bytes) -> Any:
+# What ``decoded=`` says when the caller has not decoded the body (None is a decoded empty body).
+NOT_DECODED: Any = object()
+
+
+def decoded_body(body: bytes) -> Any:
+    """A request's or an answer's body as JSON, else as text (None when empty)."""
     if not body:
         return None
     text = body.decode("utf-8", "replace")
@@ -27,10 +32,12 @@ def _decoded(body: bytes) -> Any:
         return text
 
 
-def request_key(method: str, path: str, body: bytes, paths: Mapping[str, str]) -> str:
+def request_key(method: str, path: str, body: bytes, paths: Mapping[str, str], *,
+                decoded: Any = NOT_DECODED) -> str:
     """What identifies a request across runs: its method, path and JSON body with the trial's own
-    folders written as ``<workspace>``/``<home>`` and per-run fields left out."""
-    value = _decoded(body)
+    folders written as ``<workspace>``/``<home>`` and per-run fields left out. ``decoded``: the
+    body already decoded (``decoded_body``), left unchanged."""
+    value = decoded_body(body) if decoded is NOT_DECODED else decoded
     if isinstance(value, dict):
         value = {k: v for k, v in value.items() if k not in _VOLATILE}
     text = json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
@@ -47,18 +54,19 @@ def _clip(text: str) -> tuple[str, bool]:
 def call_record(route: Route, method: str, path: str, body: bytes, key: str, status: int, answer: bytes,
                 content_type: str | None, *, latency: float, first_byte: float | None, error: str | None,
                 redact: Callable[..., Any] | Any, upstream: str | None,
-                prices: Mapping[str, Any] | None = None) -> dict[str, Any]:
+                prices: Mapping[str, Any] | None = None, decoded: Any = NOT_DECODED) -> dict[str, Any]:
     """The ``model.called`` data of one call: provider, model, usage and cost (``prices``, the
     variant's own, before the price table), latency, status, and the request and the answer
-    (redacted of the credentials the proxy holds)."""
-    request = _decoded(body)
+    (redacted of the credentials the proxy holds). ``decoded``: the body already decoded, which
+    the record's redaction then changes in place."""
+    request = decoded_body(body) if decoded is NOT_DECODED else decoded
     streamed = bool(isinstance(request, dict) and request.get("stream")) or "stream" in path.lower() \
         or "event-stream" in (content_type or "")
     text = answer.decode("utf-8", "replace")
     if "event-stream" in (content_type or ""):
         payloads = sse_payloads(text)
     else:
-        parsed = _decoded(answer)
+        parsed = decoded_body(answer)
         payloads = [parsed] if isinstance(parsed, dict) else []
     if isinstance(request, dict) and isinstance(request.get("model"), str):
         model: str | None = request["model"]
