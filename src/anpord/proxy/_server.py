@@ -20,8 +20,8 @@ import socket
 import subprocess
 import sys
 import weakref
-from pathlib import Path
 from collections.abc import Callable, Hashable
+from pathlib import Path
 from typing import Any, Protocol
 
 from ._channel import TRIAL_PREFIX, Channel, open_channel
