@@ -30,7 +30,8 @@ CASES = {
 }
 
 
-def test_trials_vary_per_cell_and_stop_reasons_are_recorded(make_project: Any) -> None:
+def _adaptive_run(make_project: Any) -> tuple[Any, Any, dict[str, int], dict[str, Any]]:
+    """A project run with 3 fixed trials, then, one case broken, with ``--trials 2..6``."""
     project = make_project({f"evals/{name}.eval.py": eval_file(body) for name, body in CASES.items()})
     first = project.run("--json", "--trials", "3")
     assert first.code == 1, first.output
@@ -43,8 +44,19 @@ def test_trials_vary_per_cell_and_stop_reasons_are_recorded(make_project: Any) -
     for line in run.results():
         counts[line["case_id"].rsplit("/", 1)[-1]] = counts.get(line["case_id"].rsplit("/", 1)[-1], 0) + 1
     cells = {c["case_id"].rsplit("/", 1)[-1]: c for c in run.run_json()["cells"]}
-    reasons = {name: c["stop_reason"] for name, c in cells.items()}
-    assert all(2 <= n <= 6 for n in counts.values()), counts
+    return project, run, counts, cells
+
+
+def test_trials_vary_per_cell_and_stop_reasons_are_recorded(make_project: Any) -> None:
+    # Which cell the variant's sequence draws is seeded by the run's id: with an unlucky draw
+    # the sequence stays undecided and every cell takes the maximum. That is allowed, but then
+    # nothing shows the counts varying, so the run is made again (each time a new id, a new seed).
+    for _ in range(3):
+        project, run, counts, cells = _adaptive_run(make_project)
+        reasons = {name: c["stop_reason"] for name, c in cells.items()}
+        assert all(2 <= n <= 6 for n in counts.values()), counts
+        if len(set(counts.values())) > 1:
+            break
     assert len(set(counts.values())) > 1, (counts, reasons)  # not every cell took the same number
     assert counts["breaks"] > 2, (counts, reasons)  # 1 → 0: not stopped at 0/2
     assert all(r and r != "unfinished" for r in reasons.values()), reasons
