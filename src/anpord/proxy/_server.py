@@ -198,7 +198,7 @@ class ProxyServer:
         """The trial has ended: its address is refused from now on, its own socket closed."""
         self._receivers.pop(token, None)
         quiet = self._quiet
-        if quiet is not None and quiet.open and self.running:
+        if quiet is not None and quiet.open:
             quiet.send({"op": "drop", "token": token})
             await quiet.flushed()  # refused from the next request on
 
