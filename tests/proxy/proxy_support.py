@@ -81,13 +81,18 @@ def _response(model: str, text: str) -> dict[str, Any]:
 def _response_stream(model: str, words: list[str]) -> list[bytes]:
     done = _response(model, "".join(words))
     base = {**done, "status": "in_progress", "output": [], "usage": None}
+    item = done["output"][0]
     events: list[tuple[str | None, Any]] = [
-        ("response.created", {"type": "response.created", "sequence_number": 0, "response": base})]
+        ("response.created", {"type": "response.created", "sequence_number": 0, "response": base}),
+        ("response.output_item.added", {"type": "response.output_item.added", "sequence_number": 1,
+                                        "output_index": 0, "item": {**item, "status": "in_progress", "content": []}})]
     for i, w in enumerate(words):
-        events.append(("response.output_text.delta", {"type": "response.output_text.delta", "sequence_number": i + 1,
+        events.append(("response.output_text.delta", {"type": "response.output_text.delta", "sequence_number": i + 2,
                                                       "item_id": "msg_1", "output_index": 0, "content_index": 0,
                                                       "delta": w, "logprobs": []}))
-    events.append(("response.completed", {"type": "response.completed", "sequence_number": len(words) + 1,
+    events.append(("response.output_item.done", {"type": "response.output_item.done", "sequence_number": len(words) + 2,
+                                                 "output_index": 0, "item": item}))
+    events.append(("response.completed", {"type": "response.completed", "sequence_number": len(words) + 3,
                                           "response": done}))
     return _sse(events)
 

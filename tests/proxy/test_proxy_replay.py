@@ -70,3 +70,31 @@ def test_a_request_key_ignores_the_trials_folders_however_spelled() -> None:
         return request_key("POST", "/v1/messages", body.encode(), paths)
 
     assert key("/dev/shm/anpord-1-2-ab_cd") == key("/dev/shm/anpord-3-4-efgh") != key("/dev/shm/x")
+
+
+def test_a_request_key_ignores_codexs_per_run_ids_and_the_day() -> None:
+    """Codex sends its session's, thread's and turn's ids, an id and a creation time per input
+    item, and the date: none of it is what is asked, so a replay (another day, another session)
+    matches the recorded request. What the items say, and which tool result answers which call,
+    still tell requests apart."""
+    from anpord.proxy._record import request_key
+
+    def key(session: str, day: str, text: str = "say hello", call: str = "call_1") -> str:
+        body = {"model": "gpt-5", "stream": True, "prompt_cache_key": session,
+                "client_metadata": {"session_id": session, "turn_id": session + "-t"},
+                "input": [
+                    {"type": "message", "id": f"msg_{session}-1", "role": "user",
+                     "internal_chat_message_metadata_passthrough": {"create_time": hash(session) % 1000, "turn_id": session},
+                     "content": [{"type": "input_text",
+                                  "text": f"<environment_context>\n  <current_date>{day}</current_date>\n</environment_context>"}]},
+                    {"type": "message", "id": f"msg_{session}-2", "role": "user",
+                     "content": [{"type": "input_text", "text": text}]},
+                    {"type": "function_call_output", "call_id": call, "output": "ok"}]}
+        return request_key("POST", "/v1/responses", json.dumps(body).encode(), {})
+
+    recorded = key("01a23762-7d6b", "2026-12-02")
+    assert key("01a23762-bb32", "2027-01-15") == recorded
+    assert key("01a23762-bb32", "2027-01-15", text="say goodbye") != recorded
+    assert key("01a23762-bb32", "2027-01-15", call="call_2") != recorded
+    # A date the prompt itself holds is part of what is asked.
+    assert key("s", "2026-12-02", text="book 2026-12-24") != key("s", "2026-12-02", text="book 2026-12-25")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -14,7 +15,14 @@ __all__ = ["KEPT", "NOT_DECODED", "call_record", "decoded_body", "request_key"]
 
 KEPT = 8 << 20  # characters of a request or an answer the record keeps (a replay needs them whole)
 # Request fields that differ from run to run without changing what is asked (a session id).
-_VOLATILE = ("metadata", "user", "prompt_cache_key", "safety_identifier")
+# Codex also sends the session's, thread's and turn's ids (``client_metadata``).
+_VOLATILE = ("metadata", "user", "prompt_cache_key", "safety_identifier", "client_metadata")
+# The same inside each item of a Responses API ``input``: the ids and creation times Codex gives
+# the items it sends (``msg_<uuid>``); the items' content and their ``call_id`` stay.
+_VOLATILE_ITEM = ("id", "internal_chat_message_metadata_passthrough")
+# The day a CLI tells its model it is (Codex's environment context): a replay on another day
+# asks the same.
+_TODAY = re.compile(r"<current_date>\d{4}-\d{2}-\d{2}</current_date>")
 
 
 # What ``decoded=`` says when the caller has not decoded the body (None is a decoded empty body).
@@ -40,7 +48,13 @@ def request_key(method: str, path: str, body: bytes, paths: Mapping[str, str], *
     value = decoded_body(body) if decoded is NOT_DECODED else decoded
     if isinstance(value, dict):
         value = {k: v for k, v in value.items() if k not in _VOLATILE}
+        items = value.get("input")
+        if isinstance(items, list):
+            value["input"] = [{k: v for k, v in item.items() if k not in _VOLATILE_ITEM}
+                              if isinstance(item, dict) else item for item in items]
     text = json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    if "<current_date>" in text:
+        text = _TODAY.sub("<current_date>…</current_date>", text)
     for folder, name in sorted(paths.items(), key=lambda p: -len(p[0])):
         if folder:
             text = text.replace(folder, name)
