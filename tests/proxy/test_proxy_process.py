@@ -252,8 +252,9 @@ def test_an_early_process_no_trial_used_ends_with_the_run() -> None:
 
 def test_trials_added_and_dropped_without_a_call_never_block_the_run() -> None:
     """A trial's add and drop go on the channel the process reads before each request (and every
-    QUIET_READ seconds): thousands of trials that never call their model — more than the socket
-    holds — still start and stop, and the next trial's call is answered."""
+    QUIET_READ seconds, and when the run finds it full): thousands of trials that never call their
+    model — more than the socket holds — still start and stop, and the next trial's call is
+    answered."""
     from anpord.proxy._server import close_shared, hold_shared
 
     loop = Loop()

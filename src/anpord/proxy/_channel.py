@@ -135,7 +135,8 @@ class QuietReader:
     that sleeps on another CPU costs the writer an interrupt between CPUs, several times what the
     write itself costs, and the run would pay it twice a trial. The process reads what is there
     before it routes each request (``drain``), which a message written before the request was
-    sent always is, and every ``QUIET_READ`` seconds, so the socket's buffer never fills."""
+    sent always is; every ``QUIET_READ`` seconds; and when the run finds the socket's buffer full
+    (trials come and go without calling their model) and asks it to, on the control channel."""
 
     def __init__(self, sock: socket.socket, handle: Callable[[dict[str, Any]], None]):
         sock.setblocking(False)

@@ -7,7 +7,8 @@ It is started by the run (``_server``: once the config is read, or with the firs
 handed the listening TCP socket (bound by the run, so a trial's address is known before this
 process has started) and one end of each of two channels (``_channel``). On the control channel,
 from the run: a sandboxed trial's ``add`` (with the unix socket to answer on when its sandbox
-closes the network, acknowledged), ``settle`` and ``close``; to the run: each call's record and
+closes the network, acknowledged), ``settle``, ``read`` (the quiet channel is backing up) and
+``close``; to the run: each call's record and
 what the trial's log says (``_forwarding``). On the quiet channel, read before each request and
 never waited on: ``share`` (a variant's upstreams, credentials and prices, once a run), ``add``
 (a trial's token, stand-ins, the shared configuration it names or its own, folders, replay calls)
@@ -146,6 +147,8 @@ class ProxyProcess:
             pinned = self._pinned.pop(message["token"], None)
             if pinned is not None:
                 self._spawn(pinned.close())
+        elif op == "read" and self.quiet is not None:  # the run's quiet messages are backing up
+            self.quiet.drain()
         elif op == "settle":
             self._spawn(self._settle(message["token"], message["id"]))
         elif op == "close" and self.channel is not None:

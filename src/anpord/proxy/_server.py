@@ -168,10 +168,7 @@ class ProxyServer:
         self._receivers[token] = trial
         message = {"op": "add", "token": token, **config}
         if pin is None:
-            quiet = self._quiet
-            assert quiet is not None
-            quiet.send(message)
-            await quiet.flushed()  # in the process's socket buffer before the agent can call
+            await self._tell(message)  # in the process's socket buffer before the agent can call
         else:
             message["pin"] = str(pin)
             answer = await self._ask(message)  # the socket exists before the sandbox starts
@@ -197,10 +194,21 @@ class ProxyServer:
     async def unregister(self, token: str) -> None:
         """The trial has ended: its address is refused from now on, its own socket closed."""
         self._receivers.pop(token, None)
+        if self._quiet is not None and self._quiet.open:
+            await self._tell({"op": "drop", "token": token})  # refused from the next request on
+
+    async def _tell(self, message: dict[str, Any]) -> None:
+        """``message`` on the quiet channel, in the process's socket buffer on return. When the
+        buffer is full (trials came and went and no request made the process read it), the
+        process is woken to read it: the quiet channel's backlog stays a buffer's worth."""
         quiet = self._quiet
-        if quiet is not None and quiet.open:
-            quiet.send({"op": "drop", "token": token})
-            await quiet.flushed()  # refused from the next request on
+        assert quiet is not None
+        quiet.send(message)
+        if not quiet.sent():
+            channel = self._channel
+            if channel is not None and channel.open:
+                channel.send({"op": "read"})
+        await quiet.flushed()
 
     async def caught_up(self) -> None:
         """Every record the process has sent so far has reached its trial."""
