@@ -101,3 +101,41 @@ def test_without_spans_a_turn_waits_its_traces_wait_then_says_why(make_project: 
     assert run.code == 0, run.output
     logs = "\n".join(run.trial("plain")["logs"])
     assert "no span of this turn arrived within 0.2s" in logs and f"127.0.0.1:{port}" in logs, logs
+
+
+def test_anpord_serve_sends_a_traced_turns_spans_as_the_turn_ends(make_project: Any) -> None:
+    """The agent's batch exporter waits a minute between exports: ``anpord serve`` still has the
+    turn's spans out before the turn's last line, so the client finds them at once — well inside
+    a ``traces_wait`` of 3 s — instead of giving up on them. Turns ending together share flushes."""
+    port = _free_port()
+    project = make_project({
+        "agents/otel_served.py": AGENT,
+        "evals/lookup.eval.py": eval_file(f"""
+            @define_eval(each={CITIES!r}, id=lambda row: row)
+            async def test(t, city):
+                turn = await t.send(f"weather in {{city}}")
+                turn.called_tool("lookup", input={{"city": city}})
+                t.check("end", equals("end")).label("reached the end")
+        """),
+    }, config="")
+    server = serve("agents.otel_served:agent", project.folder, env={
+        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": f"http://127.0.0.1:{port}/v1/traces",
+        "OTEL_BSP_SCHEDULE_DELAY": "60000",
+    })
+    try:
+        project.write({"evals/evals.config.py": (
+            "from anpord import Variant, define_eval_config\n"
+            "config = define_eval_config(timeout=30, trials=2, max_concurrency=12, variants=[\n"
+            f"    Variant(name='served', harness={server.url!r}, traces='otlp', "
+            f"options={{'traces_port': {port}, 'traces_wait': 3}})])\n")})
+        run = project.run(timeout=120)
+    finally:
+        server.stop()
+    assert run.code == 0, run.output + server.output
+    for city in CITIES:
+        for trial in range(2):
+            assert_passed(run, f"lookup/{city.lower()}", trial)
+            logs = "\n".join(run.trial(f"lookup/{city.lower()}", trial)["logs"])
+            assert "no span of this turn arrived" not in logs, logs
+            traced = [e for e in run.events(f"lookup/{city.lower()}", trial) if e.get("source") == "trace"]
+            assert sorted(e["type"] for e in traced) == ["span", "tool.called", "tool.result"], traced

@@ -27,6 +27,7 @@ from ..harnesses._protocol import InputResponse, TurnOutcome, TurnRequest
 from ..harnesses.python import PythonHarness
 from ..results._encode import decode, encode
 from ._sessions import ServedSession, SessionBusy, SessionExists, SessionTable
+from ._spans import SpanFlush
 
 __all__ = ["MAX_REQUEST_BYTES", "create_app"]
 
@@ -138,6 +139,7 @@ class _Routes:
         self.harness = harness
         self.name = name
         self.table = table
+        self.spans = SpanFlush()  # a traced turn's spans go out as it ends
 
     def _session(self, request: web.Request) -> ServedSession:
         sid = request.match_info["session_id"]
@@ -210,6 +212,8 @@ class _Routes:
             except Exception as exc:  # noqa: BLE001 - reported to the client as a failed turn
                 traceback.print_exc()
                 outcome = TurnOutcome("failed", error=f"the server failed running the turn: {exc}")
+            if joined is not None:  # a traced eval: its client waits for the turn's spans
+                self.spans.kick()
             await response.write(_line(_final(outcome, session)))
             await response.write_eof()
         except ConnectionResetError:
