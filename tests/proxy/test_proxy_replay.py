@@ -98,3 +98,16 @@ def test_a_request_key_ignores_codexs_per_run_ids_and_the_day() -> None:
     assert key("01a23762-bb32", "2027-01-15", call="call_2") != recorded
     # A date the prompt itself holds is part of what is asked.
     assert key("s", "2026-12-02", text="book 2026-12-24") != key("s", "2026-12-02", text="book 2026-12-25")
+
+
+def test_a_request_key_ignores_the_day_claude_code_tells_its_model() -> None:
+    from anpord.proxy._record import request_key
+
+    def key(day: str, text: str = "write the notes file") -> str:
+        body = {"model": "claude-sonnet-4-5", "messages": [{"role": "user", "content": [
+            {"type": "text", "text": f"<system-reminder>\n# currentDate\nToday's date is {day}.\n</system-reminder>"},
+            {"type": "text", "text": text}]}]}
+        return request_key("POST", "/v1/messages", json.dumps(body).encode(), {})
+
+    assert key("2026-12-02") == key("2027-01-15") != key("2027-01-15", "write the other file")
+

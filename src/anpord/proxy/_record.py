@@ -20,9 +20,9 @@ _VOLATILE = ("metadata", "user", "prompt_cache_key", "safety_identifier", "clien
 # The same inside each item of a Responses API ``input``: the ids and creation times Codex gives
 # the items it sends (``msg_<uuid>``); the items' content and their ``call_id`` stay.
 _VOLATILE_ITEM = ("id", "internal_chat_message_metadata_passthrough")
-# The day a CLI tells its model it is (Codex's environment context): a replay on another day
-# asks the same.
-_TODAY = re.compile(r"<current_date>\d{4}-\d{2}-\d{2}</current_date>")
+# The day a CLI tells its model it is (Codex's environment context, Claude Code's context): a
+# replay on another day asks the same.
+_TODAY = re.compile(r"(<current_date>|Today's date is )\d{4}-\d{2}-\d{2}")
 
 
 # What ``decoded=`` says when the caller has not decoded the body (None is a decoded empty body).
@@ -53,8 +53,8 @@ def request_key(method: str, path: str, body: bytes, paths: Mapping[str, str], *
             value["input"] = [{k: v for k, v in item.items() if k not in _VOLATILE_ITEM}
                               if isinstance(item, dict) else item for item in items]
     text = json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    if "<current_date>" in text:
-        text = _TODAY.sub("<current_date>…</current_date>", text)
+    if "<current_date>" in text or "Today's date is " in text:
+        text = _TODAY.sub(r"\1…", text)
     for folder, name in sorted(paths.items(), key=lambda p: -len(p[0])):
         if folder:
             text = text.replace(folder, name)
