@@ -100,7 +100,7 @@ def test_a_request_key_ignores_codexs_per_run_ids_and_the_day() -> None:
     assert key("s", "2026-12-02", text="book 2026-12-24") != key("s", "2026-12-02", text="book 2026-12-25")
 
 
-def test_a_request_key_ignores_the_day_claude_code_tells_its_model() -> None:
+def test_a_request_key_ignores_the_day_claude_code_or_gemini_cli_tells_its_model() -> None:
     from anpord.proxy._record import request_key
 
     def key(day: str, text: str = "write the notes file") -> str:
@@ -110,4 +110,7 @@ def test_a_request_key_ignores_the_day_claude_code_tells_its_model() -> None:
         return request_key("POST", "/v1/messages", json.dumps(body).encode(), {})
 
     assert key("2026-12-02") == key("2027-01-15") != key("2027-01-15", "write the other file")
+    # Gemini CLI's spelling, in its locale's words.
+    assert key("Wednesday, December 2, 2026 (formatted according to the user's locale)") == \
+        key("Friday, January 15, 2027 (formatted according to the user's locale)")
 

@@ -20,9 +20,10 @@ _VOLATILE = ("metadata", "user", "prompt_cache_key", "safety_identifier", "clien
 # The same inside each item of a Responses API ``input``: the ids and creation times Codex gives
 # the items it sends (``msg_<uuid>``); the items' content and their ``call_id`` stay.
 _VOLATILE_ITEM = ("id", "internal_chat_message_metadata_passthrough")
-# The day a CLI tells its model it is (Codex's environment context, Claude Code's context): a
-# replay on another day asks the same.
-_TODAY = re.compile(r"(<current_date>|Today's date is )\d{4}-\d{2}-\d{2}")
+# The day a CLI tells its model it is — Codex's ``<current_date>2026-12-02``, Claude Code's
+# ``Today's date is 2026-12-02``, Gemini CLI's ``Today's date is Wednesday, December 2, 2026``:
+# a replay on another day asks the same.
+_TODAY = re.compile(r"(<current_date>|Today's date is )(?:\d{4}-\d{2}-\d{2}|[A-Z][a-z]+, [A-Z][a-z]+ \d{1,2}, \d{4})")
 
 
 # What ``decoded=`` says when the caller has not decoded the body (None is a decoded empty body).
