@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from cli_support import assert_no_key_kept
 from npm_support import npm_program
 from project_support import eval_file
 
@@ -74,9 +75,7 @@ def test_claude_code_talks_to_its_model_through_the_proxy_and_replays(make_proje
     assert line["usage"]["input_tokens"] == (result or {}).get("input_tokens", reported)
     assert line["usage"]["cost"] is not None  # Claude Code's total_cost_usd
     # No artifact holds the key (the CLI had a stand-in; the proxy sent the real one upstream).
-    for path in run.run_dir.rglob("*"):
-        if path.is_file():
-            assert KEY not in path.read_text(errors="replace"), path
+    assert_no_key_kept(run, KEY)
 
     # The server is gone and no key is set: every answer comes from the recording.
     project.write({"evals/evals.config.py": _config(binary, root)})

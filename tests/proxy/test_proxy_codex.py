@@ -7,23 +7,15 @@ its model are not part of what a replay matches on."""
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import Any
 
+from cli_support import assert_no_key_kept, assert_replays, model_calls, run_hello
 from npm_support import npm_program
-from project_support import eval_file
-from proxy_support import Loop, Upstream
 
 VERSION = "0.171.0"
 KEY = "sk-codex-e2e-real-key-0123456789abcdef"
-
-CASE = eval_file('''
-    @define_eval(source=files({"README.md": "a repo\\n"}))
-    async def hello(t):
-        turn = await t.send("say hello")
-        t.succeeded()
-        t.check(turn.message, includes("Done: all good.")).label("answer")
-''')
 
 
 def codex() -> Path:
@@ -40,44 +32,20 @@ def _config(binary: Path, upstream: str) -> str:
             f"env={{'OPENAI_BASE_URL': {upstream + '/v1'!r}}})])\n")
 
 
-def _calls(run: Any) -> list[dict[str, Any]]:
-    reading = run.reading()
-    return [e.data for e in reading.events(reading.trial("hello")) if e.type == "model.called"]
-
-
 def test_codex_talks_to_its_model_through_the_proxy_and_replays(make_project: Any) -> None:
-    binary = codex()
-    loop = Loop()
-    upstream = Upstream(reply="Done: all good.", gap=0.0)
-    loop.run(upstream.start())
-    try:
-        project = make_project({"evals/hello.eval.py": CASE}, config=_config(binary, upstream.url))
-        run = project.run("--json", timeout=300, env={"OPENAI_API_KEY": KEY})
-        line = run.result("hello")
-        assert line["verdict"] == "passed", (line["reason"], line["assertions"], run.trial("hello")["logs"])
-        asked = list(upstream.seen)
-    finally:
-        loop.run(upstream.stop())
-        loop.close()
+    config = partial(_config, codex())
+    project, run, asked = run_hello(make_project, config, {"OPENAI_API_KEY": KEY})
+    line = run.result("hello")
     assert asked and all((s["method"], s["path"]) == ("POST", "/v1/responses") for s in asked), asked
     # The server got the real key; Codex only ever held its stand-in.
     assert {s["headers"]["authorization"] for s in asked} == {f"Bearer {KEY}"}
-    calls = _calls(run)
+    calls = model_calls(run)
     assert len(calls) == len(asked)
     for call in calls:
         assert (call["source"], call["provider"], call["model"], call["status"], call["stream"]) == \
             ("proxy", "openai", "gpt-5", "completed", True), call
     # The tokens are Codex's own report (20 in, 5 out a call from this server), not doubled.
     assert line["usage"]["input_tokens"] == 20 * len(calls) and line["usage"]["output_tokens"] == 5 * len(calls)
-    for path in run.run_dir.rglob("*"):
-        if path.is_file():
-            assert KEY not in path.read_text(errors="replace"), path
-
+    assert_no_key_kept(run, KEY)
     # The server is gone and no key is set: every answer comes from the recording.
-    project.write({"evals/evals.config.py": _config(binary, "http://127.0.0.1:9")})
-    again = project.run("--json", "--replay", run.run_dir.name, timeout=300, env={"OPENAI_API_KEY": ""})
-    line = again.result("hello")
-    assert line["verdict"] == "passed", (line["reason"], again.trial("hello")["logs"])
-    replayed = _calls(again)
-    assert len(replayed) == len(calls) and all(c.get("replayed") for c in replayed)
-    assert [c["request_key"] for c in replayed] == [c["request_key"] for c in calls]
+    assert_replays(project, config, run, "OPENAI_API_KEY")

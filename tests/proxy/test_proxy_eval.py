@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_support import assert_no_key_kept
 from mocks_support import write_agent
 from project_support import eval_file
 
@@ -97,9 +98,7 @@ def test_an_agents_model_calls_go_through_its_proxy(make_project: Any, tmp_path:
     # The trial's usage counts the proxy's call (the command agent reported none of its own).
     assert line["usage"]["input_tokens"] == call["input_tokens"]
     # No artifact holds the key.
-    for path in run.run_dir.rglob("*"):
-        if path.is_file():
-            assert KEY not in path.read_text(errors="replace"), path
+    assert_no_key_kept(run, KEY)
 
 
 def test_replay_answers_from_the_recording_and_voids_a_request_it_lacks(make_project: Any, tmp_path: Path) -> None:

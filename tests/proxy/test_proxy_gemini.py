@@ -6,23 +6,15 @@ event, and the trial's tokens are the CLI's own report, not that plus the proxy'
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import Any
 
+from cli_support import assert_no_key_kept, assert_replays, model_calls, run_hello
 from npm_support import npm_program
-from project_support import eval_file
-from proxy_support import Loop, Upstream
 
 VERSION = "0.61.0"
 KEY = "AIza-gemini-e2e-real-key-0123456789abcdef"
-
-CASE = eval_file('''
-    @define_eval(source=files({"README.md": "a repo\\n"}))
-    async def hello(t):
-        turn = await t.send("say hello")
-        t.succeeded()
-        t.check(turn.message, includes("Done: all good.")).label("answer")
-''')
 
 
 def gemini_cli() -> Path:
@@ -39,43 +31,20 @@ def _config(binary: Path, upstream: str) -> str:
             f"env={{'GOOGLE_GEMINI_BASE_URL': {upstream!r}}})])\n")
 
 
-def _calls(run: Any) -> list[dict[str, Any]]:
-    reading = run.reading()
-    return [e.data for e in reading.events(reading.trial("hello")) if e.type == "model.called"]
-
-
 def test_gemini_cli_talks_to_its_model_through_the_proxy_and_replays(make_project: Any) -> None:
-    binary = gemini_cli()
-    loop = Loop()
-    upstream = Upstream(reply="Done: all good.", gap=0.0)
-    loop.run(upstream.start())
-    try:
-        project = make_project({"evals/hello.eval.py": CASE}, config=_config(binary, upstream.url))
-        run = project.run("--json", timeout=300, env={"GEMINI_API_KEY": KEY})
-        line = run.result("hello")
-        assert line["verdict"] == "passed", (line["reason"], line["assertions"], run.trial("hello")["logs"])
-        asked = list(upstream.seen)
-    finally:
-        loop.run(upstream.stop())
-        loop.close()
+    config = partial(_config, gemini_cli())
+    project, run, asked = run_hello(make_project, config, {"GEMINI_API_KEY": KEY})
+    line = run.result("hello")
     assert asked and all(s["path"].endswith(":streamGenerateContent") for s in asked), asked
     # The server got the real key; the CLI only ever held its stand-in.
     assert {s["headers"].get("x-goog-api-key") for s in asked} == {KEY}
-    calls = _calls(run)
+    calls = model_calls(run)
     assert len(calls) == len(asked)
     for call in calls:
         assert (call["source"], call["provider"], call["status"], call["stream"]) == \
             ("proxy", "gemini", "completed", True), call
     # The tokens are the CLI's own report (6 in, 2 out a call from this server), not doubled.
     assert line["usage"]["input_tokens"] == 6 * len(calls) and line["usage"]["output_tokens"] == 2 * len(calls)
-    for path in run.run_dir.rglob("*"):
-        if path.is_file():
-            assert KEY not in path.read_text(errors="replace"), path
-
+    assert_no_key_kept(run, KEY)
     # The server is gone and no key is set: every answer comes from the recording.
-    project.write({"evals/evals.config.py": _config(binary, "http://127.0.0.1:9")})
-    again = project.run("--json", "--replay", run.run_dir.name, timeout=300, env={"GEMINI_API_KEY": ""})
-    line = again.result("hello")
-    assert line["verdict"] == "passed", (line["reason"], again.trial("hello")["logs"])
-    replayed = _calls(again)
-    assert len(replayed) == len(calls) and all(c.get("replayed") for c in replayed)
+    assert_replays(project, config, run, "GEMINI_API_KEY")

@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_support import assert_no_key_kept, model_calls, run_hello
 from npm_support import npm_program
 from project_support import eval_file
-from proxy_support import Loop, Upstream
 
 from anpord.testing.model_server import ModelServer, rule, text, tool_call
 
@@ -75,9 +75,7 @@ def test_opencode_talks_to_its_model_through_the_proxy(make_project: Any) -> Non
     # The trial's tokens are OpenCode's own step_finish report, not that plus the proxy's.
     reported = sum(u.get("input_tokens") or 0 for u in _events(run, "notes", "usage"))
     assert reported and line["usage"]["input_tokens"] == reported
-    for path in run.run_dir.rglob("*"):
-        if path.is_file():
-            assert KEY not in path.read_text(errors="replace"), path
+    assert_no_key_kept(run, KEY)
 
 
 def test_a_provider_endpoint_of_the_trials_own_is_left_alone(tmp_path: Path) -> None:
@@ -117,15 +115,6 @@ def test_a_provider_endpoint_of_the_trials_own_is_left_alone(tmp_path: Path) -> 
         "anthropic": f"{url}/v1", "openai": f"{url}/v1", "google": f"{url}/v1beta"}
 
 
-ANSWER = eval_file('''
-    @define_eval(source=files({"README.md": "a repo\\n"}))
-    async def hello(t):
-        turn = await t.send("say hello")
-        t.succeeded()
-        t.check(turn.message, includes("Done: all good.")).label("answer")
-''')
-
-
 @pytest.mark.parametrize(("model", "base_variable", "key_variable", "key_header", "provider", "path_end"), [
     ("openai/gpt-5", "OPENAI_BASE_URL", "OPENAI_API_KEY", "authorization", "openai", "/v1/responses"),
     ("google/gemini-2.5-flash", "GOOGLE_GEMINI_BASE_URL", "GOOGLE_GENERATIVE_AI_API_KEY", "x-goog-api-key",
@@ -138,29 +127,19 @@ def test_opencodes_openai_and_google_providers_reach_their_model_through_the_pro
     streamed) go through the proxy too: the server gets the real key, OpenCode a stand-in."""
     binary = opencode()
     key = f"real-{provider}-opencode-key-0123456789abcdef"
-    loop = Loop()
-    upstream = Upstream(reply="Done: all good.", gap=0.0)
-    loop.run(upstream.start())
-    base = upstream.url + ("/v1" if provider == "openai" else "")
-    config = ("from anpord import Variant, define_eval_config\n"
-              "config = define_eval_config(timeout=150, variants=[Variant(name='oc', harness='opencode', "
-              f"model={model!r}, sandbox='bwrap', mounts=[{str(binary.parents[1])!r}], "
-              f"options={{'executable': {str(binary.resolve())!r}}}, secrets=[{key_variable!r}], "
-              f"env={{{base_variable!r}: {base!r}, 'OPENCODE_DISABLE_MODELS_FETCH': '1'}})])\n")
-    try:
-        project = make_project({"evals/hello.eval.py": ANSWER}, config=config)
-        run = project.run("--json", timeout=300, env={key_variable: key})
-        line = run.result("hello")
-        assert line["verdict"] == "passed", (line["reason"], line["assertions"], run.trial("hello")["logs"])
-        asked = list(upstream.seen)
-    finally:
-        loop.run(upstream.stop())
-        loop.close()
+
+    def config(upstream: str) -> str:
+        base = upstream + ("/v1" if provider == "openai" else "")
+        return ("from anpord import Variant, define_eval_config\n"
+                "config = define_eval_config(timeout=150, variants=[Variant(name='oc', harness='opencode', "
+                f"model={model!r}, sandbox='bwrap', mounts=[{str(binary.parents[1])!r}], "
+                f"options={{'executable': {str(binary.resolve())!r}}}, secrets=[{key_variable!r}], "
+                f"env={{{base_variable!r}: {base!r}, 'OPENCODE_DISABLE_MODELS_FETCH': '1'}})])\n")
+
+    _, run, asked = run_hello(make_project, config, {key_variable: key})
     assert asked and all(s["path"].endswith(path_end) for s in asked), asked
     assert {s["headers"].get(key_header, "").removeprefix("Bearer ") for s in asked} == {key}
-    calls = _events(run, "hello", "model.called")
+    calls = model_calls(run)
     assert len(calls) == len(asked)
     assert all((c["source"], c["provider"], c["status"]) == ("proxy", provider, "completed") for c in calls), calls
-    for path in run.run_dir.rglob("*"):
-        if path.is_file():
-            assert key not in path.read_text(errors="replace"), path
+    assert_no_key_kept(run, key)
