@@ -11,6 +11,7 @@ import sys
 import textwrap
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from proxy_support import Loop, Upstream
@@ -131,110 +132,132 @@ def test_each_call_plain_or_streamed_is_recorded_in_its_trial_once_settled() -> 
         loop.close()
 
 
-def test_a_proxy_process_that_dies_mid_run_is_replaced_for_the_trials_after() -> None:
-    """Killed (out of memory, a stray kill): the trials it was answering lose their calls, as
-    with any server gone; the next trial starts a new process and is proxied again."""
+class _World:
+    """A run's loop in a thread, a scripted upstream, and a proxied variant calling it; what the
+    trials record lands in ``events``. ``close`` closes the loop's proxy server too."""
+
+    def __init__(self) -> None:
+        self.loop = Loop()
+        self.upstream = Upstream(gap=0.0)
+        self.loop.run(self.upstream.start())
+        self.events: list[Event] = []
+        self.variant = Variant(harness="command:x", model_proxy=True,
+                               env={"OPENAI_BASE_URL": self.upstream.url + "/v1"})
+
+    def context(self, label: str = "c v #0", variant: Variant | None = None) -> ServiceContext:
+        return ServiceContext(variant=variant or self.variant, label=label, sandbox=None, log=lambda m: None,
+                              record=self.events.append)
+
+    def statuses(self) -> list[str]:
+        return [e.data["status"] for e in self.events if e.type == "model.called"]
+
+    def close(self) -> None:
+        from anpord.proxy._server import close_shared
+
+        self.loop.run(close_shared())
+        self.loop.run(self.upstream.stop())
+        self.loop.close()
+
+
+@pytest.fixture
+def world() -> Any:
+    w = _World()
+    yield w
+    w.close()
+
+
+async def _process() -> subprocess.Popen[bytes]:
+    """The running loop's proxy process, only looked at (not counted as a user)."""
+    from anpord.proxy._server import acquire
+
+    server = await acquire()
+    server.users -= 1
+    assert server._process is not None
+    return server._process
+
+
+def _post_chat(base_url: str, key: str | None = None) -> tuple[int, bytes]:
     import json
     import urllib.request
 
+    headers = {"Content-Type": "application/json", **({"Authorization": f"Bearer {key}"} if key else {})}
+    req = urllib.request.Request(base_url + "/chat/completions",
+                                 json.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}]}).encode(),
+                                 headers)
+    with urllib.request.urlopen(req, timeout=10) as r:
+        return int(r.status), r.read()
+
+
+def _call(service: ModelProxyService) -> int:
+    assert service.handle is not None
+    return _post_chat(service.handle.base_url("openai"))[0]
+
+
+def test_a_proxy_process_that_dies_mid_run_is_replaced_for_the_trials_after(world: _World) -> None:
+    """Killed (out of memory, a stray kill): the trials it was answering lose their calls, as
+    with any server gone; the next trial starts a new process and is proxied again."""
     import asyncio
 
     from anpord.proxy import _server
-    from anpord.proxy._server import acquire, close_shared, hold_shared
+    from anpord.proxy._server import hold_shared
 
-    loop = Loop()
-    upstream = Upstream(gap=0.0)
-    loop.run(upstream.start())
-    events: list[Event] = []
-    variant = Variant(harness="command:x", model_proxy=True, env={"OPENAI_BASE_URL": upstream.url + "/v1"})
+    loop = world.loop
 
     async def held() -> None:
         hold_shared()
 
     async def pid() -> int:
-        server = await acquire()
-        server.users -= 1  # only looked at
-        assert server._process is not None
-        return server._process.pid
+        return (await _process()).pid
 
     async def noticed() -> None:  # the run has read the channel's end, as it does when its process dies
         server = _server._SERVERS[asyncio.get_running_loop()]
         assert server._channel is not None
         await asyncio.wait_for(asyncio.shield(server._channel.closed), 10)
 
-    def call(service: ModelProxyService) -> int:
-        assert service.handle is not None
-        req = urllib.request.Request(service.handle.base_url("openai") + "/chat/completions",
-                                     json.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}]}).encode(),
-                                     {"Content-Type": "application/json"})
-        with urllib.request.urlopen(req, timeout=10) as r:
-            r.read()
-            return int(r.status)
-
     def trial() -> ModelProxyService:
         service = ModelProxyService()
-        loop.run(service.start(ServiceContext(variant=variant, label="c v #0", sandbox=None, log=lambda m: None,
-                                              record=events.append)))
+        loop.run(service.start(world.context()))
         return service
 
-    try:
-        loop.run(held())
-        first = trial()
-        assert call(first) == 200
-        dead = loop.run(pid())
-        os.kill(dead, signal.SIGKILL)
-        assert _gone_within(dead, 10)
-        loop.run(noticed())
-        loop.run(first.stop())
-        second = trial()  # not refused for the dead one: a new process answers
-        assert call(second) == 200
-        loop.run(second.settle())
-        assert loop.run(pid()) != dead
-        loop.run(second.stop())
-        assert len([e for e in events if e.type == "model.called"]) == 2
-    finally:
-        loop.run(close_shared())
-        loop.run(upstream.stop())
-        loop.close()
+    loop.run(held())
+    first = trial()
+    assert _call(first) == 200
+    dead = loop.run(pid())
+    os.kill(dead, signal.SIGKILL)
+    assert _gone_within(dead, 10)
+    loop.run(noticed())
+    loop.run(first.stop())
+    second = trial()  # not refused for the dead one: a new process answers
+    assert _call(second) == 200
+    loop.run(second.settle())
+    assert loop.run(pid()) != dead
+    loop.run(second.stop())
+    assert len([e for e in world.events if e.type == "model.called"]) == 2
 
 
-def test_a_process_started_before_the_loop_is_the_one_the_first_trial_uses() -> None:
+def test_a_process_started_before_the_loop_is_the_one_the_first_trial_uses(world: _World) -> None:
     """``start_early`` (the CLI calls it once the config is read) starts the process while the
     run still loads; the first proxied trial adopts it instead of starting its own."""
     from anpord.proxy import _server
-    from anpord.proxy._server import acquire, close_shared, hold_shared, start_early
+    from anpord.proxy._server import close_shared, hold_shared, start_early
 
     start_early()
     early = _server._EARLY[0].process
-    loop = Loop()
-    upstream = Upstream(gap=0.0)
-    loop.run(upstream.start())
-    events: list[Event] = []
-    variant = Variant(harness="command:x", model_proxy=True, env={"OPENAI_BASE_URL": upstream.url + "/v1"})
 
     async def started() -> ModelProxyService:
         hold_shared()
         service = ModelProxyService()
-        await service.start(ServiceContext(variant=variant, label="c v #0", sandbox=None, log=lambda m: None,
-                                           record=events.append))
-        server = await acquire()
-        server.users -= 1  # only looked at
-        assert server._process is early, "the trial started a process of its own"
+        await service.start(world.context())
+        assert await _process() is early, "the trial started a process of its own"
         return service
 
-    try:
-        service = loop.run(started())
-        assert not _server._EARLY
-        assert service.handle is not None
-        status, _ = _post_chat(service.handle.base_url("openai"))
-        assert status == 200
-        loop.run(service.settle())
-        assert [e.data["status"] for e in events if e.type == "model.called"] == ["completed"]
-        loop.run(service.stop())
-    finally:
-        loop.run(close_shared())
-        loop.run(upstream.stop())
-        loop.close()
+    service = world.loop.run(started())
+    assert not _server._EARLY
+    assert _call(service) == 200
+    world.loop.run(service.settle())
+    assert world.statuses() == ["completed"]
+    world.loop.run(service.stop())
+    world.loop.run(close_shared())
     assert early.poll() is not None  # the run's end ended it
 
 
@@ -250,107 +273,63 @@ def test_an_early_process_no_trial_used_ends_with_the_run() -> None:
     assert early.returncode is not None and not _server._EARLY
 
 
-def test_trials_added_and_dropped_without_a_call_never_block_the_run() -> None:
+def test_trials_added_and_dropped_without_a_call_never_block_the_run(world: _World) -> None:
     """A trial's add and drop go on the channel the process reads before each request (and every
     QUIET_READ seconds, and when the run finds it full): thousands of trials that never call their
     model — more than the socket holds — still start and stop, and the next trial's call is
     answered."""
-    from anpord.proxy._server import close_shared, hold_shared
+    from anpord.proxy._server import hold_shared
 
-    loop = Loop()
-    upstream = Upstream(gap=0.0)
-    loop.run(upstream.start())
-    events: list[Event] = []
+    key = "sk-quiet-" + "q" * 40
     variant = Variant(harness="command:x", model_proxy=True,
-                      env={"OPENAI_BASE_URL": upstream.url + "/v1", "OPENAI_API_KEY": "sk-quiet-" + "q" * 40})
+                      env={"OPENAI_BASE_URL": world.upstream.url + "/v1", "OPENAI_API_KEY": key})
 
     async def many(n: int) -> None:
         hold_shared()
         for _ in range(n):
             service = ModelProxyService()
-            await service.start(ServiceContext(variant=variant, label="c v #0", sandbox=None, log=lambda m: None,
-                                               record=events.append))
+            await service.start(world.context(variant=variant))
             await service.stop()
 
-    try:
-        loop.run(many(6000), timeout=120)  # ~1.5 MB of adds and drops, past the socket's buffer
-        last = ModelProxyService()
-        loop.run(last.start(ServiceContext(variant=variant, label="c v #1", sandbox=None, log=lambda m: None,
-                                           record=events.append)))
-        assert last.handle is not None
-        status, _ = _post_chat(last.handle.base_url("openai"), last.handle.api_key("openai"))
-        assert status == 200
-        loop.run(last.settle())
-        assert [e.data["status"] for e in events if e.type == "model.called"] == ["completed"]
-        assert upstream.seen[-1]["headers"]["authorization"] == "Bearer sk-quiet-" + "q" * 40
-        loop.run(last.stop())
-    finally:
-        loop.run(close_shared())
-        loop.run(upstream.stop())
-        loop.close()
+    world.loop.run(many(6000), timeout=120)  # ~1.5 MB of adds and drops, past the socket's buffer
+    last = ModelProxyService()
+    world.loop.run(last.start(world.context("c v #1", variant)))
+    assert last.handle is not None
+    status, _ = _post_chat(last.handle.base_url("openai"), last.handle.api_key("openai"))
+    assert status == 200
+    world.loop.run(last.settle())
+    assert world.statuses() == ["completed"]
+    assert world.upstream.seen[-1]["headers"]["authorization"] == f"Bearer {key}"
+    world.loop.run(last.stop())
 
 
-def _post_chat(base_url: str, key: str | None = None) -> tuple[int, bytes]:
-    import json
-    import urllib.request
-
-    headers = {"Content-Type": "application/json", **({"Authorization": f"Bearer {key}"} if key else {})}
-    req = urllib.request.Request(base_url + "/chat/completions",
-                                 json.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}]}).encode(),
-                                 headers)
-    with urllib.request.urlopen(req, timeout=10) as r:
-        return int(r.status), r.read()
-
-
-def test_a_trial_starting_the_moment_its_proxy_died_gets_a_new_one() -> None:
+def test_a_trial_starting_the_moment_its_proxy_died_gets_a_new_one(world: _World) -> None:
     """The process dies and a trial starts before the run's loop has read the end of its channel
     (the loop is held busy meanwhile): the trial is proxied by a new process, not registered on
     the dead one, whose calls would all fail."""
-    from anpord.proxy._server import acquire, close_shared, hold_shared
-
-    loop = Loop()
-    upstream = Upstream(gap=0.0)
-    loop.run(upstream.start())
-    events: list[Event] = []
-    variant = Variant(harness="command:x", model_proxy=True, env={"OPENAI_BASE_URL": upstream.url + "/v1"})
-
-    def context() -> ServiceContext:
-        return ServiceContext(variant=variant, label="c v #0", sandbox=None, log=lambda m: None, record=events.append)
+    from anpord.proxy._server import hold_shared
 
     async def first() -> ModelProxyService:
         hold_shared()
         service = ModelProxyService()
-        await service.start(context())
+        await service.start(world.context())
         return service
 
     async def kill_then_start() -> tuple[int, int, ModelProxyService]:
-        server = await acquire()
-        server.users -= 1  # only looked at
-        assert server._process is not None
-        dead = server._process.pid
+        dead = (await _process()).pid
         os.kill(dead, signal.SIGKILL)
         deadline = time.monotonic() + 10
         while _alive(dead) and time.monotonic() < deadline:
             time.sleep(0.01)  # blocking on purpose: the loop reads nothing meanwhile
         service = ModelProxyService()
-        await service.start(context())
-        now = await acquire()
-        now.users -= 1
-        assert now._process is not None
-        return dead, now._process.pid, service
+        await service.start(world.context())
+        return dead, (await _process()).pid, service
 
-    try:
-        before = loop.run(first())
-        dead, pid, after = loop.run(kill_then_start())
-        assert pid != dead
-        assert after.handle is not None
-        status, _ = _post_chat(after.handle.base_url("openai"))
-        assert status == 200
-        loop.run(after.settle())
-        assert [e.data["status"] for e in events if e.type == "model.called"] == ["completed"]
-        loop.run(after.stop())
-        loop.run(before.stop())
-    finally:
-        loop.run(close_shared())
-        loop.run(upstream.stop())
-        loop.close()
+    before = world.loop.run(first())
+    dead, pid, after = world.loop.run(kill_then_start())
+    assert pid != dead
+    assert _call(after) == 200
+    world.loop.run(after.settle())
+    assert world.statuses() == ["completed"]
+    world.loop.run(after.stop())
+    world.loop.run(before.stop())
