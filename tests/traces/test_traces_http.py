@@ -43,7 +43,9 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def test_an_http_agents_spans_come_back_to_their_trials(make_project: Any) -> None:
+def _lookup_run(make_project: Any, batch_delay_ms: int, options: str = "") -> Any:
+    """Two trials of each city's lookup, 12 at once, through ``anpord serve`` of ``AGENT``, whose
+    exporter batches its spans every ``batch_delay_ms``; ``options`` adds to the variant's."""
     port = _free_port()
     project = make_project({
         "agents/otel_served.py": AGENT,
@@ -58,21 +60,31 @@ def test_an_http_agents_spans_come_back_to_their_trials(make_project: Any) -> No
     }, config="")
     server = serve("agents.otel_served:agent", project.folder, env={
         "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": f"http://127.0.0.1:{port}/v1/traces",
-        "OTEL_BSP_SCHEDULE_DELAY": "50",
+        "OTEL_BSP_SCHEDULE_DELAY": str(batch_delay_ms),
     })
     try:
         project.write({"evals/evals.config.py": (
             "from anpord import Variant, define_eval_config\n"
             "config = define_eval_config(timeout=30, trials=2, max_concurrency=12, variants=[\n"
-            f"    Variant(name='served', harness={server.url!r}, traces='otlp', options={{'traces_port': {port}}})])\n")})
+            f"    Variant(name='served', harness={server.url!r}, traces='otlp', "
+            f"options={{'traces_port': {port}{options}}})])\n")})
         run = project.run(timeout=120)
     finally:
         server.stop()
     assert run.code == 0, run.output + server.output
+    return run
+
+
+def _traced(run: Any, city: str, trial: int) -> list[dict[str, Any]]:
+    return [e for e in run.events(f"lookup/{city.lower()}", trial) if e.get("source") == "trace"]
+
+
+def test_an_http_agents_spans_come_back_to_their_trials(make_project: Any) -> None:
+    run = _lookup_run(make_project, 50)
     for city in CITIES:
         for trial in range(2):
             assert_passed(run, f"lookup/{city.lower()}", trial)
-            traced = [e for e in run.events(f"lookup/{city.lower()}", trial) if e.get("source") == "trace"]
+            traced = _traced(run, city, trial)
             assert sorted(e["type"] for e in traced) == ["span", "tool.called", "tool.result"], traced
             assert len({e["trace_id"] for e in traced}) == 1
 
@@ -105,37 +117,13 @@ def test_without_spans_a_turn_waits_its_traces_wait_then_says_why(make_project: 
 
 def test_anpord_serve_sends_a_traced_turns_spans_as_the_turn_ends(make_project: Any) -> None:
     """The agent's batch exporter waits a minute between exports: ``anpord serve`` still has the
-    turn's spans out before the turn's last line, so the client finds them at once — well inside
-    a ``traces_wait`` of 3 s — instead of giving up on them. Turns ending together share flushes."""
-    port = _free_port()
-    project = make_project({
-        "agents/otel_served.py": AGENT,
-        "evals/lookup.eval.py": eval_file(f"""
-            @define_eval(each={CITIES!r}, id=lambda row: row)
-            async def test(t, city):
-                turn = await t.send(f"weather in {{city}}")
-                turn.called_tool("lookup", input={{"city": city}})
-                t.check("end", equals("end")).label("reached the end")
-        """),
-    }, config="")
-    server = serve("agents.otel_served:agent", project.folder, env={
-        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": f"http://127.0.0.1:{port}/v1/traces",
-        "OTEL_BSP_SCHEDULE_DELAY": "60000",
-    })
-    try:
-        project.write({"evals/evals.config.py": (
-            "from anpord import Variant, define_eval_config\n"
-            "config = define_eval_config(timeout=30, trials=2, max_concurrency=12, variants=[\n"
-            f"    Variant(name='served', harness={server.url!r}, traces='otlp', "
-            f"options={{'traces_port': {port}, 'traces_wait': 3}})])\n")})
-        run = project.run(timeout=120)
-    finally:
-        server.stop()
-    assert run.code == 0, run.output + server.output
+    turn's spans exported as the turn ends, so the client finds them well inside a
+    ``traces_wait`` of 3 s instead of giving up on them. Turns ending together share flushes."""
+    run = _lookup_run(make_project, 60000, ", 'traces_wait': 3")
     for city in CITIES:
         for trial in range(2):
             assert_passed(run, f"lookup/{city.lower()}", trial)
             logs = "\n".join(run.trial(f"lookup/{city.lower()}", trial)["logs"])
             assert "no span of this turn arrived" not in logs, logs
-            traced = [e for e in run.events(f"lookup/{city.lower()}", trial) if e.get("source") == "trace"]
+            traced = _traced(run, city, trial)
             assert sorted(e["type"] for e in traced) == ["span", "tool.called", "tool.result"], traced
