@@ -13,6 +13,7 @@ from __future__ import annotations
 import array
 import asyncio
 import fcntl
+import os
 import re
 import secrets
 import select
@@ -109,11 +110,28 @@ class Channel(asyncio.Protocol):
         fcntl.ioctl(self._fd, termios.FIONREAD, buf)
         return buf[0]
 
+    def _read_now(self) -> bool:
+        """Read and handle, now, what the kernel holds for this end, rather than wait for the
+        loop's next turn to: the transport's own read then finds nothing, as after a spurious
+        wake-up. Returns whether what was written so far is all handled (no line half-read)."""
+        while self._transport is not None and self._pending():
+            try:
+                data = os.read(self._fd, 1 << 16)
+            except (BlockingIOError, InterruptedError):
+                break
+            except OSError:
+                return True  # the transport sees the fault on its own read
+            if not data:  # the other end has closed: the transport reads that too
+                return True
+            self.data_received(data)
+        return not self._partial
+
     async def caught_up(self) -> None:
         """Every message the other end has written so far (a whole line in the kernel's buffer,
-        or part of one) has been handled."""
-        while self._transport is not None and (self._partial or self._pending()):
-            future = asyncio.get_running_loop().create_future()
+        or part of one) has been handled. At once when all of it was in the kernel's buffer,
+        as a record written before its answer is: no turn of the loop is waited for."""
+        while self._transport is not None and not self._read_now():
+            future = asyncio.get_running_loop().create_future()  # the line's rest is on its way
             self._arrived.append(future)
             await future
 

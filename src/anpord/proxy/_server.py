@@ -208,7 +208,7 @@ class ProxyServer:
             channel = self._channel
             if channel is not None and channel.open:
                 channel.send({"op": "read"})
-        await quiet.flushed()
+            await quiet.flushed()
 
     async def caught_up(self) -> None:
         """Every record the process has sent so far has reached its trial."""
