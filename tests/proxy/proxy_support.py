@@ -129,10 +129,14 @@ def _gemini(model: str, text: str, final: bool = True) -> dict[str, Any]:
 class Upstream:
     """The caller's model endpoint, scripted: every API answers ``reply`` (streamed word by word,
     ``CHUNK_GAP`` apart). ``status``/``body`` override the answer; ``delay`` holds it back.
-    ``seen`` lists each request: method, path, query, headers, JSON body."""
+    ``seen`` lists each request: method, path, query, headers, JSON body. ``compress``: ``"asked"``
+    gzips an answer when the request's Accept-Encoding allows it (as a CDN does); ``"gzip"`` and
+    ``"deflate"`` (raw, without its zlib header) compress every answer, asked or not."""
 
     def __init__(self, reply: str = "Hello from upstream", gap: float = CHUNK_GAP):
         self.reply, self.gap = reply, gap
+        self.compress: str | None = None
+        self.cookie: str | None = None  # a Set-Cookie every answer carries
         self.seen: list[dict[str, Any]] = []
         self.status: int | None = None
         self.body: Any = None
@@ -161,24 +165,60 @@ class Upstream:
                           "headers": {k.lower(): v for k, v in request.headers.items()}, "json": body})
         if self.delay:
             await asyncio.sleep(self.delay)
+        status, content_type, pieces = self._pieces(request.path, body)
+        coding = self.compress
+        if coding == "asked":
+            coding = "gzip" if "gzip" in request.headers.get("Accept-Encoding", "") else None
+        cookie = {"Set-Cookie": self.cookie} if self.cookie else {}
+        if coding is None and content_type == "application/json":
+            return web.Response(body=pieces[0], status=status, content_type=content_type, headers=cookie)
+        headers = {"Content-Type": content_type, **cookie}
+        if content_type == "text/event-stream":
+            headers["Cache-Control"] = "no-cache"
+        squeeze = None
+        if coding is not None:
+            import zlib
+
+            headers["Content-Encoding"] = coding
+            squeeze = zlib.compressobj(wbits=31 if coding == "gzip" else -zlib.MAX_WBITS)
+        response = web.StreamResponse(status=status, headers=headers)
+        await response.prepare(request)
+        for i, piece in enumerate(pieces):
+            if i:
+                await asyncio.sleep(self.gap)
+            if squeeze is not None:  # each piece sent as it is made: a compressed stream stays a stream
+                import zlib
+
+                piece = squeeze.compress(piece) + squeeze.flush(zlib.Z_SYNC_FLUSH)
+            await response.write(piece)
+        if squeeze is not None:
+            await response.write(squeeze.flush())
+        await response.write_eof()
+        return response
+
+    def _pieces(self, path: str, body: Any) -> tuple[int, str, list[bytes]]:
+        """The answer to a request: its status, its content type and its body's pieces (one for a
+        plain answer, an event each for a stream)."""
         if self.status is not None:
-            return web.json_response(self.body, status=self.status)
-        path = request.path
+            return self.status, "application/json", [json.dumps(self.body).encode()]
         model = (body or {}).get("model") or path.rsplit("/", 1)[-1].split(":")[0]
         words = [w + " " for w in self.reply.split()]
         stream = bool((body or {}).get("stream")) or path.endswith(":streamGenerateContent")
         if not stream:
+            answer: Any = None
             if path.endswith("/chat/completions"):
-                return web.json_response(_chat(model, self.reply))
-            if path.endswith("/responses"):
-                return web.json_response(_response(model, self.reply))
-            if path.endswith("/messages"):
-                return web.json_response(_messages(model, self.reply))
-            if path.endswith(":generateContent"):
-                return web.json_response(_gemini(model, self.reply))
-            if path.endswith("/models"):
-                return web.json_response({"object": "list", "data": [{"id": "m", "object": "model"}]})
-            return web.json_response({"error": "no such path"}, status=404)
+                answer = _chat(model, self.reply)
+            elif path.endswith("/responses"):
+                answer = _response(model, self.reply)
+            elif path.endswith("/messages"):
+                answer = _messages(model, self.reply)
+            elif path.endswith(":generateContent"):
+                answer = _gemini(model, self.reply)
+            elif path.endswith("/models"):
+                answer = {"object": "list", "data": [{"id": "m", "object": "model"}]}
+            if answer is None:
+                return 404, "application/json", [json.dumps({"error": "no such path"}).encode()]
+            return 200, "application/json", [json.dumps(answer).encode()]
         if path.endswith("/chat/completions"):
             chunks = _chat_stream(model, words)
         elif path.endswith("/responses"):
@@ -187,14 +227,7 @@ class Upstream:
             chunks = _messages_stream(model, words)
         else:
             chunks = _sse([(None, _gemini(model, w, final=(i == len(words) - 1))) for i, w in enumerate(words)])
-        response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
-        await response.prepare(request)
-        for i, chunk in enumerate(chunks):
-            if i:
-                await asyncio.sleep(self.gap)
-            await response.write(chunk)
-        await response.write_eof()
-        return response
+        return 200, "text/event-stream", chunks
 
 
 class Proxy:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .._errors import exception_line
 from ._providers import SERVED, Route, route_of
-from ._record import NOT_DECODED, call_record, decoded_body, request_key
+from ._record import NOT_DECODED, call_record, decoded_answer, decoded_body, request_key
 
 if TYPE_CHECKING:
     from aiohttp import ClientSession, web
@@ -29,7 +29,8 @@ if TYPE_CHECKING:
 __all__ = ["NO_KEY", "ProxiedTrial", "SETTLE_WAIT", "Shared"]
 
 # Request headers never forwarded: hop-by-hop, or set again for the upstream connection.
-# Accept-Encoding goes too: the upstream then answers uncompressed, which the record can read.
+# Accept-Encoding is replaced by ``identity`` (an HTTP client adds its own otherwise): the upstream
+# then answers uncompressed, which the record can read and a replay can send again.
 _REQUEST_DROPPED = frozenset({"host", "connection", "keep-alive", "proxy-authorization", "proxy-connection",
                               "te", "trailer", "transfer-encoding", "upgrade", "content-length",
                               "accept-encoding"})
@@ -190,6 +191,7 @@ class ProxiedTrial:
             if lower in _KEY_HEADERS and NO_KEY in v and v.removeprefix("Bearer ").strip() == NO_KEY:
                 continue
             out[k] = self._swap(v)
+        out["Accept-Encoding"] = "identity"
         return out
 
     async def _forward(self, request: web.BaseRequest, path: str, route: Route, asked: Asked, key: str,
@@ -203,6 +205,7 @@ class ProxiedTrial:
         kept = bytearray()
         response: web.StreamResponse | None = None
         status, error, first = 0, None, None
+        encoding: str | None = None  # an upstream that compresses all the same
         whole = False  # answered in one piece: a plain answer of known length
         ended = False  # a stream's last bytes are out
         try:
@@ -213,6 +216,7 @@ class ProxiedTrial:
                 whole = length is not None and length <= _WHOLE_LIMIT and \
                     "event-stream" not in upstream.headers.get("Content-Type", "")
                 headers = [(k, v) for k, v in upstream.headers.items() if k.lower() not in _RESPONSE_DROPPED]
+                encoding = upstream.headers.get("Content-Encoding")
                 if whole:
                     # Read, then sent in one write: the same bytes, and a system call less per call
                     # than headers and body apart (what most of the proxy's time goes to).
@@ -252,7 +256,8 @@ class ProxiedTrial:
         except asyncio.CancelledError:
             if ended:  # the agent had the whole answer and hung up
                 self._record(route, request, path, asked, key, status, kept, started, first, None,
-                             content_type=response.headers.get("Content-Type") if response is not None else None)
+                             content_type=response.headers.get("Content-Type") if response is not None else None,
+                             encoding=encoding)
             else:
                 self._record(route, request, path, asked, key, status or 499, kept, started, first,
                              "the agent closed the connection before the answer was complete")
@@ -268,7 +273,8 @@ class ProxiedTrial:
             return web.json_response({"error": {"type": "upstream_unreachable",
                                                 "message": f"anpord model proxy: {error}"}}, status=502)
         self._record(route, request, path, asked, key, status, kept, started, first, None,
-                     content_type=response.headers.get("Content-Type") if response is not None else None)
+                     content_type=response.headers.get("Content-Type") if response is not None else None,
+                     encoding=encoding)
         assert response is not None
         return response
 
@@ -309,8 +315,9 @@ class ProxiedTrial:
     def _record(self, route: Route, request: web.BaseRequest, path: str, asked: Asked, key: str, status: int,
                 answer: bytearray,
                 started: float, first: float | None, error: str | None, *, content_type: str | None = None,
-                replayed: bool = False) -> None:
-        data = call_record(route, request.method, path, asked.raw, key, status, bytes(answer), content_type,
+                replayed: bool = False, encoding: str | None = None) -> None:
+        data = call_record(route, request.method, path, asked.raw, key, status, decoded_answer(bytes(answer), encoding),
+                           content_type,
                            latency=time.monotonic() - started, first_byte=first, error=error,
                            redact=self._redact, upstream=None if replayed else self._upstreams[route.provider],
                            prices=self._prices, decoded=asked.value)

@@ -126,6 +126,9 @@ class ProxyProcess:
             # and when it gives up the handler is cancelled, closing this request.
             session = self._session = aiohttp.ClientSession(
                 auto_decompress=False,  # an encoded answer passes through as it came
+                # Cookies pass through as the agent sends and gets them: a jar here would hand one
+                # trial's cookies (a CDN's, say) to every other trial calling that upstream.
+                cookie_jar=aiohttp.DummyCookieJar(),
                 timeout=aiohttp.ClientTimeout(total=None, sock_connect=60),
                 connector=aiohttp.TCPConnector(limit=0, force_close=False),
             )

@@ -6,12 +6,13 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import zlib
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from ._providers import Route, sse_payloads, usage_of
 
-__all__ = ["KEPT", "NOT_DECODED", "call_record", "decoded_body", "request_key"]
+__all__ = ["KEPT", "NOT_DECODED", "call_record", "decoded_answer", "decoded_body", "request_key"]
 
 KEPT = 8 << 20  # characters of a request or an answer the record keeps (a replay needs them whole)
 # Request fields that differ from run to run without changing what is asked (a session id).
@@ -28,6 +29,29 @@ _TODAY = re.compile(r"(<current_date>|Today's date is )(?:\d{4}-\d{2}-\d{2}|[A-Z
 
 # What ``decoded=`` says when the caller has not decoded the body (None is a decoded empty body).
 NOT_DECODED: Any = object()
+
+
+def decoded_answer(answer: bytes, encoding: str | None) -> bytes:
+    """An answer's bytes as the record reads them. The proxy asks for ``identity``, but an
+    upstream may compress all the same: gzip and deflate are decompressed (Brotli too where its
+    module is installed), up to the ``KEPT`` bytes the record keeps, so the call's usage is read
+    and a replay sends the answer itself. The agent got the bytes as they came, encoding and all."""
+    coding = (encoding or "").strip().lower()
+    if not answer or coding in ("", "identity"):
+        return answer
+    try:
+        if coding in ("gzip", "x-gzip", "deflate"):
+            try:  # a gzip or zlib header, told apart by zlib itself
+                return zlib.decompressobj(zlib.MAX_WBITS | 32).decompress(answer, KEPT)
+            except zlib.error:  # deflate without its zlib header, as some servers send it
+                return zlib.decompressobj(-zlib.MAX_WBITS).decompress(answer, KEPT)
+        if coding == "br":
+            import brotli  # type: ignore[import-not-found]
+
+            return bytes(brotli.decompress(answer))[:KEPT]
+    except Exception:  # noqa: BLE001 - unreadable, or no module for it: kept as it came
+        return answer
+    return answer
 
 
 def decoded_body(body: bytes) -> Any:
