@@ -114,3 +114,30 @@ def test_a_request_key_ignores_the_day_claude_code_or_gemini_cli_tells_its_model
     assert key("Wednesday, December 2, 2026 (formatted according to the user's locale)") == \
         key("Friday, January 15, 2027 (formatted according to the user's locale)")
 
+
+
+def test_a_request_holding_a_lone_surrogate_is_answered_recorded_and_replayed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """JSON may escape half a surrogate pair (``\\ud83d``), as a JavaScript agent cutting a string
+    mid-emoji writes it: the call is forwarded, recorded and replayed like any other, not a 500."""
+    import urllib.request
+
+    body = b'{"model": "m", "messages": [{"role": "user", "content": "cut mid-emoji \\ud83d"}]}'
+
+    def post(proxy) -> dict:  # type: ignore[no-untyped-def, type-arg]
+        req = urllib.request.Request(proxy.env["OPENAI_BASE_URL"] + "/chat/completions", body,
+                                     {"Content-Type": "application/json",
+                                      "Authorization": f"Bearer {proxy.env['OPENAI_API_KEY']}"})
+        with urllib.request.urlopen(req, timeout=30) as resp:
+            return json.loads(resp.read())  # type: ignore[no-any-return]
+
+    with running(ENV) as (_, up, proxy):
+        assert post(proxy)["choices"][0]["message"]["content"] == "Hello from upstream"
+        (recorded,) = proxy.calls()
+    assert up.seen[0]["json"]["messages"][0]["content"] == "cut mid-emoji \ud83d"
+    assert recorded["request"]["messages"][0]["content"] == "cut mid-emoji \ud83d"
+    key = ("case", "v", 0)
+    monkeypatch.setitem(_replay._LOADED, "/recorded/run", {key: [recorded]})
+    replay = ReplayCalls.read("run-1", "/recorded/run", key)
+    with running({"OPENAI_BASE_URL": "{upstream}/v1"}, replay=replay) as (_, up, proxy):
+        assert post(proxy)["choices"][0]["message"]["content"] == "Hello from upstream"
+        assert up.seen == [] and proxy.service.void_reason is None

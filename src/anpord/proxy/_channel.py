@@ -13,6 +13,7 @@ from __future__ import annotations
 import array
 import asyncio
 import fcntl
+import json
 import os
 import re
 import secrets
@@ -44,6 +45,23 @@ def new_stand_in() -> str:
     return f"{STAND_IN_MARK}{secrets.token_hex(16)}"
 
 
+def _dumps(message: dict[str, Any]) -> bytes:
+    """One message as a line. What orjson refuses — a lone surrogate, escaped in a request's JSON
+    as a JavaScript agent cutting a string mid-emoji sends it, an integer past 64 bits — goes as
+    ASCII-escaped JSON, which ``_loads`` reads back exactly."""
+    try:
+        return orjson.dumps(message)
+    except TypeError:
+        return json.dumps(message, ensure_ascii=True, separators=(",", ":")).encode("ascii")
+
+
+def _loads(line: bytes) -> Any:
+    try:
+        return orjson.loads(line)
+    except orjson.JSONDecodeError:  # what ``_dumps`` wrote with the standard library
+        return json.loads(line)
+
+
 class Channel(asyncio.Protocol):
     def __init__(self, handle: Callable[[dict[str, Any]], None]):
         self._handle = handle
@@ -65,7 +83,7 @@ class Channel(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         *lines, self._partial = (self._partial + data).split(b"\n")
         for line in lines:
-            self._handle(orjson.loads(line))
+            self._handle(_loads(line))
         waiting, self._arrived = self._arrived, []
         for future in waiting:
             if not future.done():
@@ -93,7 +111,7 @@ class Channel(asyncio.Protocol):
 
     def send(self, message: dict[str, Any]) -> None:
         if self._transport is not None:
-            self._transport.write(orjson.dumps(message) + b"\n")
+            self._transport.write(_dumps(message) + b"\n")
 
     def sent(self) -> bool:
         """Whether everything written has reached the kernel (the other end can read it)."""
@@ -176,7 +194,7 @@ class QuietReader:
                 return
             *lines, self._partial = (self._partial + data).split(b"\n")
             for line in lines:
-                self._handle(orjson.loads(line))
+                self._handle(_loads(line))
 
     async def keep_reading(self) -> None:
         while not self.closed:

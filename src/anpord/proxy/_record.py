@@ -10,6 +10,8 @@ import zlib
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import orjson
+
 from ._providers import Route, sse_payloads, usage_of
 
 __all__ = ["KEPT", "NOT_DECODED", "call_record", "decoded_answer", "decoded_body", "request_key"]
@@ -54,10 +56,23 @@ def decoded_answer(answer: bytes, encoding: str | None) -> bytes:
     return answer
 
 
+# A run of digits this long may be an integer past 64 bits, which orjson reads as a float: a body
+# holding one is read by the standard library's parser, which keeps it exact.
+_LONG_DIGITS = re.compile(rb"\d{19}")
+
+
 def decoded_body(body: bytes) -> Any:
-    """A request's or an answer's body as JSON, else as text (None when empty)."""
+    """A request's or an answer's body as JSON, else as text (None when empty). Read by orjson
+    (a tenth of the standard library's time: every proxied call reads two) unless the standard
+    library reads it otherwise — a 64-bit-overflowing integer, NaN, a lone surrogate, bytes
+    that are not UTF-8 —, so the value, and the replay key made from it, never depend on which."""
     if not body:
         return None
+    if _LONG_DIGITS.search(body) is None:
+        try:
+            return orjson.loads(body)
+        except orjson.JSONDecodeError:
+            pass  # not JSON, or JSON orjson refuses (NaN, a lone surrogate): the standard library decides
     text = body.decode("utf-8", "replace")
     try:
         return json.loads(text)
@@ -83,7 +98,8 @@ def request_key(method: str, path: str, body: bytes, paths: Mapping[str, str], *
     for folder, name in sorted(paths.items(), key=lambda p: -len(p[0])):
         if folder:
             text = text.replace(folder, name)
-    return hashlib.sha256(f"{method} {path.rstrip('/')}\n{text}".encode()).hexdigest()[:32]
+    # surrogatepass: a lone surrogate escaped in the body (valid JSON) is hashed, not refused
+    return hashlib.sha256(f"{method} {path.rstrip('/')}\n{text}".encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
 def _clip(text: str) -> tuple[str, bool]:
