@@ -130,6 +130,10 @@ def test_replay_answers_from_the_recording_and_voids_a_request_it_lacks(make_pro
     # A run that does not exist: exit 2, one line.
     missing = project.run("--replay", "nosuchrun", timeout=60, env=env)
     assert missing.code == 2 and "Traceback" not in missing.stderr, missing.output
+    # An empty one (``--replay "$RUN"`` with RUN unset) is no run: exit 2, never a live run.
+    for empty in (["--replay", ""], ["--replay="], ["--resume", " "]):
+        refused = project.run(*empty, timeout=60, env=env)
+        assert refused.code == 2 and "needs a run" in refused.stderr and "Traceback" not in refused.stderr, refused.output
     host.close()
 
 
@@ -163,3 +167,26 @@ def test_proxied_calls_count_toward_the_trials_token_limit(make_project: Any, tm
     assert served < 50  # stopped, not left to make every call
     calls = _calls(run, "loop")
     assert calls and all(c["source"] == "proxy" for c in calls)
+
+
+def test_a_price_registered_in_the_config_prices_proxied_calls_and_the_runs_cost_limit(
+        make_project: Any, tmp_path: Path) -> None:
+    """``register_price`` runs in the runner's process; the proxy's process prices the calls it
+    records, so it is sent the registered prices with the variant's."""
+    agent = write_agent(tmp_path / "agents", "model_agent.py", AGENT)
+    with ModelServer([rule(None, text("answer: {input}"))]) as server:
+        config = ("import anpord.models\n"
+                  "anpord.models.register_price('scripted', input=10000.0, output=10000.0)\n"
+                  + _config(agent, "local", server.url, 9))
+        project = make_project({"evals/ask.eval.py": CASES}, config=config)
+        run = project.run("--json", "--max-run-cost", "0.05", "--trials", "3", "--max-concurrency", "1",
+                          timeout=180, env={"OPENAI_API_KEY": KEY, "EXPECT_HOST": "0"})
+    results = sorted(run.results(), key=lambda r: r["trial"])
+    reading = run.reading()
+    calls = [e.data for e in reading.events(reading.trials[0]) if e.type == "model.called"]
+    tokens = calls[0]["input_tokens"] + calls[0]["output_tokens"]
+    assert calls[0]["cost"] == pytest.approx(tokens * 10000.0 / 1e6)
+    assert results[0]["usage"]["cost"] == pytest.approx(calls[0]["cost"])
+    # The first trial alone spends more than the limit: the other two are not run.
+    assert [r["verdict"] for r in results][1:] == ["void", "void"], results
+    assert run.json()["run_cost"]["reached"] is True

@@ -34,6 +34,9 @@ def test_an_unknown_path_is_a_404_naming_what_is_served() -> None:
         message = json.loads(raw)["error"]["message"]
         assert "nothing is served at POST /v1/embeddings" in message
         assert "/v1/chat/completions" in message and "/v1/messages" in message and "generateContent" in message
+        # Every path served is named (each one is answered, not 404'd).
+        for served in ("/v1/messages/count_tokens", ":countTokens", "/v1alpha/", "GET /v1/models"):
+            assert served in message, served
         assert up.seen == [] and proxy.calls() == []
 
 
@@ -122,3 +125,77 @@ def test_model_proxy_takes_true_false_or_none(make_project) -> None:  # type: ig
     run = project.run(timeout=60)
     assert run.code == 2 and "model_proxy= must be True, False or None" in run.stderr, run.output
     assert "Traceback" not in run.stderr
+
+
+def _read_raw(url: str, body: dict[str, object]) -> tuple[int | None, str]:
+    """What a client sees of an answer, cut or not: its status, and how it ended."""
+    import http.client
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=20)
+    conn.request("POST", parts.path, json.dumps(body), {"Content-Type": "application/json",
+                                                      "Authorization": "Bearer x"})
+    try:
+        resp = conn.getresponse()
+    except http.client.HTTPException as exc:
+        return None, type(exc).__name__
+    try:
+        resp.read()
+        return resp.status, "complete"
+    except http.client.IncompleteRead as exc:
+        return resp.status, f"IncompleteRead({len(exc.partial)} bytes read)"
+
+
+def test_an_answer_cut_off_part_way_reaches_the_agent_cut_off_as_it_would_without_the_proxy() -> None:
+    from anpord.testing.model_server import ModelServer, reset, rule, text
+
+    ask = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+    with ModelServer([rule(None, text("x"), fault=reset(times=None))]) as server:
+        direct = _read_raw(server.url + "/chat/completions", ask)
+        with running({"OPENAI_BASE_URL": server.url}) as (_, _up, proxy):
+            proxied = _read_raw(proxy.env["OPENAI_BASE_URL"] + "/chat/completions", ask)
+            [call] = proxy.calls()
+    assert direct[0] == 200 and direct[1].startswith("IncompleteRead("), direct
+    assert proxied == direct  # the head, the same bytes, then the cut
+    assert call["status"] == "failed" and call["http_status"] == 200
+
+
+def test_a_replay_answers_the_proxys_own_refusal_as_the_agent_first_got_it() -> None:
+    from anpord.proxy._replay import ReplayCalls
+
+    down = f"http://127.0.0.1:{_free_port()}/v1"
+    ask = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+    with running({"OPENAI_BASE_URL": down}) as (_, _up, proxy):
+        first = _post(proxy.env["OPENAI_BASE_URL"] + "/chat/completions", ask)
+        [call] = proxy.calls()
+    assert first[0] == 502 and json.loads(first[1])["error"]["type"] == "upstream_unreachable"
+    with running({"OPENAI_BASE_URL": down}, replay=ReplayCalls("r", ("case", "v", 0), [call])) as (_, _up, proxy):
+        again = _post(proxy.env["OPENAI_BASE_URL"] + "/chat/completions", ask)
+    assert again == first
+
+
+def test_a_replay_gives_no_answer_for_a_call_the_agent_gave_up_on() -> None:
+    """Recorded with the agent's timeout shorter than the upstream: the record holds no answer,
+    so the replayed request makes the trial void, saying why — not a 499 the upstream never sent."""
+    from anpord.proxy._replay import ReplayCalls
+
+    ask = [{"role": "user", "content": "hi"}]
+    with running({"OPENAI_BASE_URL": "{upstream}/v1"}) as (_, up, proxy):
+        up.delay = 3.0
+        client = openai.OpenAI(base_url=proxy.env["OPENAI_BASE_URL"], api_key="x", max_retries=0, timeout=0.5)
+        with pytest.raises(openai.APITimeoutError):
+            client.chat.completions.create(model="m", messages=ask)
+        deadline = time.monotonic() + 5
+        while not proxy.calls() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        [abandoned] = proxy.calls()
+    assert abandoned["http_status"] == 499
+    with running({"OPENAI_BASE_URL": "{upstream}/v1"},
+                 replay=ReplayCalls("r", ("case", "v", 0), [abandoned])) as (_, up, proxy):
+        client = openai.OpenAI(base_url=proxy.env["OPENAI_BASE_URL"], api_key="x", max_retries=0, timeout=10)
+        with pytest.raises(openai.BadRequestError):
+            client.chat.completions.create(model="m", messages=ask)
+        assert up.seen == []
+        reason = proxy.service.void_reason
+    assert reason is not None and "gave up on before its answer came" in reason, reason

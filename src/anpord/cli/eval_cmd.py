@@ -166,6 +166,10 @@ def main(argv: list[str]) -> int:
     fail_on = "strict" if args.strict else (args.fail_on or "failures")
     if args.strict and args.fail_on and args.fail_on != "strict":
         return _fail(f"--strict contradicts --fail-on {args.fail_on}")
+    for flag, given in (("--replay", args.replay), ("--resume", args.resume), ("--rerun-failed", args.rerun_failed)):
+        if given is not None and not given.strip():
+            # An unset shell variable (``--replay "$RUN"``): never a run without the option.
+            return _fail(f"{flag} needs a run (an id, a unique prefix, `latest` or a run's folder), got an empty value")
     if args.resume or args.rerun_failed:
         which = "--resume" if args.resume else "--rerun-failed"
         extra = [flag for flag, given in (

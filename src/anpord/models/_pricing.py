@@ -89,6 +89,12 @@ def register_price(
     return price
 
 
+def registered_prices() -> dict[str, Price]:
+    """What ``register_price`` has priced in this process (a copy): a process that prices calls
+    for this one (the model proxy's) is sent it."""
+    return dict(_registered)
+
+
 def parse_pricing(raw: Any, model: str | None = None) -> dict[str, Price]:
     """``options={"pricing": ...}`` → prices by model. Either ``{"model-id": {"input": .., "output": ..}}``
     or, for the variant's own model, ``{"input": .., "output": ..}``. Raises ValueError naming the key."""

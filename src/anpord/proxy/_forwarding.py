@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .._errors import exception_line
 from ._providers import SERVED, Route, route_of
-from ._record import NOT_DECODED, call_record, decoded_answer, decoded_body, request_key
+from ._record import ABANDONED, NOT_DECODED, call_record, decoded_answer, decoded_body, request_key
 
 if TYPE_CHECKING:
     from aiohttp import ClientSession, web
@@ -221,7 +221,19 @@ class ProxiedTrial:
                     # Read, then sent in one write: the same bytes, and a system call less per call
                     # than headers and body apart (what most of the proxy's time goes to).
                     first = time.monotonic() - started
-                    kept += await upstream.read()
+                    try:
+                        async for chunk in upstream.content.iter_any():
+                            kept += chunk
+                    except aiohttp.ClientError:
+                        # Cut off part way: the agent gets the head and what came, then the cut,
+                        # as it would from the upstream itself (its client says how much it missed).
+                        response = web.StreamResponse(status=status, reason=upstream.reason)
+                        for k, v in headers:
+                            response.headers.add(k, v)
+                        response.content_length = length
+                        await response.prepare(request)
+                        await response.write(bytes(kept))
+                        raise
                     response = web.Response(status=status, reason=upstream.reason, body=bytes(kept))
                     for k, v in headers:
                         response.headers.add(k, v)
@@ -259,19 +271,23 @@ class ProxiedTrial:
                              content_type=response.headers.get("Content-Type") if response is not None else None,
                              encoding=encoding)
             else:
-                self._record(route, request, path, asked, key, status or 499, kept, started, first,
-                             "the agent closed the connection before the answer was complete")
+                self._record(route, request, path, asked, key, status or 499, kept, started, first, ABANDONED)
             raise
         if error is not None:
-            self._record(route, request, path, asked, key, status or 502, kept, started, first, error)
             if response is not None and response.prepared or whole:
+                self._record(route, request, path, asked, key, status or 502, kept, started, first, error)
                 # Part of the answer is out (or its head came, and it broke off): cut the
                 # connection, as the upstream's own failure would.
                 if request.transport is not None:
                     request.transport.close()
                 return response if response is not None else web.Response(status=502)
-            return web.json_response({"error": {"type": "upstream_unreachable",
-                                                "message": f"anpord model proxy: {error}"}}, status=502)
+            # The proxy's own answer, recorded as the agent got it: a replay gives the same.
+            refusal = web.json_response({"error": {"type": "upstream_unreachable",
+                                                   "message": f"anpord model proxy: {error}"}}, status=502)
+            assert isinstance(refusal.body, bytes)
+            self._record(route, request, path, asked, key, 502, bytearray(refusal.body), started, first, error,
+                         content_type="application/json")
+            return refusal
         self._record(route, request, path, asked, key, status, kept, started, first, None,
                      content_type=response.headers.get("Content-Type") if response is not None else None,
                      encoding=encoding)

@@ -47,8 +47,9 @@ KEY_VARIABLES = (
     "GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GENERATIVE_AI_API_KEY",
 )
 SERVED = ("POST /v1/chat/completions, POST /v1/responses, GET /v1/models (OpenAI); "
-          "POST /v1/messages (Anthropic); "
-          "POST /v1beta/models/{model}:generateContent or :streamGenerateContent (Gemini)")
+          "POST /v1/messages, POST /v1/messages/count_tokens (Anthropic); "
+          "POST /v1beta/models/{model}:generateContent, :streamGenerateContent or :countTokens, "
+          "also under /v1/ and /v1alpha/ (Gemini)")
 
 _GEMINI = re.compile(r"^/(v1|v1beta|v1alpha)/models/([^/:]+):(generateContent|streamGenerateContent|countTokens)$")
 _OPENAI = {"/v1/chat/completions": "chat", "/v1/responses": "responses"}

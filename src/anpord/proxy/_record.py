@@ -14,7 +14,7 @@ import orjson
 
 from ._providers import Route, sse_payloads, usage_of
 
-__all__ = ["KEPT", "NOT_DECODED", "call_record", "decoded_answer", "decoded_body", "request_key"]
+__all__ = ["ABANDONED", "KEPT", "NOT_DECODED", "call_record", "decoded_answer", "decoded_body", "request_key"]
 
 KEPT = 8 << 20  # characters of a request or an answer the record keeps (a replay needs them whole)
 # Request fields that differ from run to run without changing what is asked (a session id).
@@ -28,6 +28,10 @@ _VOLATILE_ITEM = ("id", "internal_chat_message_metadata_passthrough")
 # a replay on another day asks the same.
 _TODAY = re.compile(r"(<current_date>|Today's date is )(?:\d{4}-\d{2}-\d{2}|[A-Z][a-z]+, [A-Z][a-z]+ \d{1,2}, \d{4})")
 
+
+# The error of a call the agent gave up on before its answer came: the record holds no answer,
+# so a replay never gives one for it.
+ABANDONED = "the agent closed the connection before the answer was complete"
 
 # What ``decoded=`` says when the caller has not decoded the body (None is a decoded empty body).
 NOT_DECODED: Any = object()

@@ -4,7 +4,8 @@ The recording is the ``model.called`` events the proxy wrote in the replayed run
 "proxy"``), for the same trial (case, variant, trial index). A request is answered by the first
 call of that trial not answered yet whose request key matches (``_record.request_key``), so a
 conversation replays in order and a repeated request gets each recorded answer in turn. A
-request the recording does not hold is answered 500 and makes the trial ``void``, naming it.
+request the recording does not hold — or holds only unanswered, the agent having given up on it
+— is answered 400 and makes the trial ``void``, naming it.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 
 from ..events import MODEL_CALLED
 from ._providers import Route
+from ._record import ABANDONED
 
 __all__ = ["ReplayCalls", "recorded_calls"]
 
@@ -58,9 +60,12 @@ class ReplayCalls:
         return cls(run, key, recorded_calls(run_dir).get(key, ()))
 
     def take(self, request_key: str) -> Mapping[str, Any] | None:
+        """The first recorded call not used yet that asked this and got its answer. A call the
+        agent gave up on (its own timeout) holds no answer: a replay never invents one from it,
+        and the agent's retry, when recorded, is what answers."""
         self.asked += 1
         for i, call in enumerate(self.calls):
-            if not self.used[i] and call.get("request_key") == request_key:
+            if not self.used[i] and call.get("request_key") == request_key and call.get("error") != ABANDONED:
                 self.used[i] = True
                 return call
         return None
@@ -80,5 +85,9 @@ class ReplayCalls:
         else:
             left = sum(1 for u in self.used if not u)
             held = f"it holds {len(self.calls)} call{'s' if len(self.calls) != 1 else ''} for this trial, {left} not replayed yet, none with this request"
+            abandoned = sum(1 for c in self.calls if c.get("error") == ABANDONED)
+            if abandoned:
+                held += (f" answered ({abandoned} the agent gave up on before {'its' if abandoned == 1 else 'their'}"
+                         " answer came)")
         return (f"not run: --replay {self.run}: the recording has no answer for request #{self.asked} "
                 f"{what} of {case} {variant} #{index}; {held}")

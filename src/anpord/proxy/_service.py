@@ -211,7 +211,14 @@ def _variant_key(variant: Any) -> tuple[Any, ...]:
     options = variant.options
     pricing = options.get("pricing")
     return (variant.harness, variant.model, tuple(variant.env.items()), options.get("base_url"),
-            None if pricing is None else repr(pricing))
+            None if pricing is None else repr(pricing), _registered_key())
+
+
+def _registered_key() -> tuple[Any, ...]:
+    """The prices ``register_price`` has set so far (a config may add one between runs)."""
+    from ..models._pricing import _registered
+
+    return tuple(_registered.items())
 
 
 def _variant_config(variant: Any, sandbox: Any) -> dict[str, Any]:
@@ -235,16 +242,20 @@ def _variant_config(variant: Any, sandbox: Any) -> dict[str, Any]:
 
 
 def _prices(variant: Any) -> dict[str, dict[str, Any]] | None:
-    """The variant's ``options["pricing"]`` as prices by model, as the proxy is sent them, or
-    None (a bad table is the harness's to report; here it prices nothing)."""
-    raw = getattr(variant, "options", {}).get("pricing")
-    if raw is None:
-        return None
-    from ..models._pricing import parse_pricing
+    """The prices the proxy's process applies before its built-in table, as it is sent them:
+    what ``register_price`` set in this process (its table is the process's own), then the
+    variant's ``options["pricing"]`` over them; None when neither gives one (a bad table is the
+    harness's to report; here it prices nothing)."""
+    from ..models._pricing import parse_pricing, registered_prices
 
-    try:
-        parsed = parse_pricing(raw, getattr(variant, "model", None))
-    except ValueError:
+    prices = registered_prices()
+    raw = getattr(variant, "options", {}).get("pricing")
+    if raw is not None:
+        try:
+            prices.update(parse_pricing(raw, getattr(variant, "model", None)))
+        except ValueError:
+            pass
+    if not prices:
         return None
     return {name: {"input": p.input, "output": p.output, "cached_input": p.cached_input}
-            for name, p in parsed.items()}
+            for name, p in prices.items()}
