@@ -4,18 +4,20 @@ things wrong: every message gets an answer or is a notification — never a hang
 from __future__ import annotations
 
 import asyncio
+import datetime
 import json
 import time
 from typing import Any
 
 from anpord import Variant
-from anpord.mocks import mcp_mock, mcp_tool
+from anpord.mocks import McpTool, mcp_mock, mcp_tool
 from anpord.mocks._service import MockService
 from anpord.runner._services import ServiceContext
 
 
-async def _exchange(lines: list[str]) -> tuple[list[dict[str, Any]], list[Any], float]:
-    service = MockService((mcp_mock("crm", tools=[mcp_tool("lookup", result="gold")]),))
+async def _exchange(lines: list[str], tools: tuple[McpTool, ...] = (mcp_tool("lookup", result="gold"),),
+                    ) -> tuple[list[dict[str, Any]], list[Any], float]:
+    service = MockService((mcp_mock("crm", tools=tools),))
     events: list[Any] = []
     await service.start(ServiceContext(variant=Variant(), label="t", sandbox=None, log=lambda m: None,
                                        record=events.append))
@@ -62,3 +64,61 @@ def test_garbage_and_unknowns_get_json_rpc_errors() -> None:
 def test_a_client_that_closes_at_once_ends_the_server() -> None:
     replies, events, _ = asyncio.run(_exchange([]))
     assert replies == [] and events == []
+
+
+def _call(id_: int, tool: str) -> str:
+    return json.dumps({"jsonrpc": "2.0", "id": id_, "method": "tools/call", "params": {"name": tool}}) + "\n"
+
+
+def test_a_tool_value_json_cannot_hold_never_ends_the_server() -> None:
+    tools = (mcp_tool("when", result=lambda args: {"at": datetime.datetime(2020, 1, 1)}),
+             mcp_tool("nan", result={"v": float("nan")}),
+             mcp_tool("wrapped", result={"content": [{"type": "text", "text": "x"}], "at": datetime.date(2021, 2, 3)}),
+             mcp_tool("ping", result="pong"))
+    replies, events, _ = asyncio.run(_exchange(
+        [_call(1, "when"), _call(2, "nan"), _call(3, "wrapped"), _call(4, "ping"),
+         '{"jsonrpc": "2.0", "id": NaN, "method": "ping"}\n', _call(5, "ping")], tools))
+    assert [r.get("id") for r in replies] == [1, 2, 3, 4, None, 5], replies
+    when = replies[0]["result"]
+    assert when["structuredContent"] == {"at": "2020-01-01 00:00:00"}
+    assert json.loads(when["content"][0]["text"]) == when["structuredContent"]
+    assert replies[1]["error"]["code"] == -32603
+    assert "tool nan returned a value that is not JSON" in replies[1]["error"]["message"]
+    assert replies[2]["result"]["at"] == "2021-02-03"
+    assert replies[3]["result"]["content"][0]["text"] == "pong"
+    assert replies[4]["error"]["code"] == -32603 and replies[5]["result"]["content"][0]["text"] == "pong"
+    results = {e.data["name"]: e.data for e in events if e.type == "tool.result"}
+    assert results["crm.when"]["status"] == "completed"
+    assert results["crm.when"]["output"] == {"at": "2020-01-01 00:00:00"}  # what the client got
+    assert results["crm.nan"]["status"] == "failed" and "not JSON" in results["crm.nan"]["error"]
+    called = [e.data for e in events if e.type == "mock.called" and e.data["tool"] == "nan"]
+    assert called[0]["status"] == "failed"
+
+
+async def _sdk_calls(tools: tuple[McpTool, ...], names: list[str]) -> tuple[list[Any], list[Any]]:
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    service = MockService((mcp_mock("crm", tools=tools),))
+    events: list[Any] = []
+    await service.start(ServiceContext(variant=Variant(), label="t", sandbox=None, log=lambda m: None,
+                                       record=events.append))
+    try:
+        server = service.handles["crm"].mcp_server
+        assert server is not None
+        params = StdioServerParameters(command=server["command"], args=server["args"])
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await asyncio.wait_for(session.initialize(), 20)
+            return [await asyncio.wait_for(session.call_tool(n, {}), 20) for n in names], events
+    finally:
+        await service.stop()
+
+
+def test_the_sdk_client_reads_a_datetime_result_and_the_server_goes_on() -> None:
+    tools = (mcp_tool("when", result=lambda args: {"at": datetime.datetime(2020, 1, 1)}),
+             mcp_tool("ping", result="pong"))
+    (when, ping), events = asyncio.run(_sdk_calls(tools, ["when", "ping"]))
+    assert when.structured_content == {"at": "2020-01-01 00:00:00"} and not when.is_error
+    assert ping.content[0].text == "pong"
+    outputs = [e.data["output"] for e in events if e.type == "tool.result"]
+    assert outputs == [when.structured_content, "pong"]

@@ -22,7 +22,7 @@ __all__ = ["serve_mcp", "PROTOCOL_VERSIONS"]
 # protocol's version negotiation says.
 PROTOCOL_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 _DATED = re.compile(r"^\d{4}-\d{2}-\d{2}$")
-PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS = -32700, -32600, -32601, -32602
+PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, INTERNAL_ERROR = -32700, -32600, -32601, -32602, -32603
 MAX_LINE = 16 << 20
 OUTPUT_KEPT = 64 * 1024
 
@@ -49,16 +49,31 @@ def _initialize(mock: McpMock, params: Any) -> dict[str, Any] | tuple[int, str, 
             "serverInfo": {"name": mock.name, "version": "anpord-mock"}}
 
 
-def _content(value: Any) -> dict[str, Any]:
-    if isinstance(value, dict) and isinstance(value.get("content"), list):
-        return value  # already an MCP tool result
+class NotJson(ValueError):
+    """A tool's value that no JSON can carry (NaN, infinity)."""
+
+
+def _json_safe(value: Any) -> Any:
+    """``value`` as the client will read it: what JSON cannot hold becomes its ``str`` (a
+    ``datetime``, a ``Decimal``), as in the text; NaN and infinity, which JSON has no spelling
+    for, are refused rather than sent as the non-JSON ``NaN``."""
+    try:
+        return json.loads(json.dumps(value, ensure_ascii=False, default=str, allow_nan=False))
+    except ValueError as exc:
+        raise NotJson(str(exc)) from None
+
+
+def _content(value: Any) -> tuple[dict[str, Any], Any]:
+    """The MCP tool result for a tool's value, and the value as the record keeps it."""
     if isinstance(value, str):
-        return {"content": [{"type": "text", "text": value}]}
-    text = json.dumps(value, ensure_ascii=False, default=str)
-    out: dict[str, Any] = {"content": [{"type": "text", "text": text}]}
-    if isinstance(value, dict):
-        out["structuredContent"] = value
-    return out
+        return {"content": [{"type": "text", "text": value}]}, value
+    safe = _json_safe(value)
+    if isinstance(safe, dict) and isinstance(safe.get("content"), list):
+        return safe, safe  # already an MCP tool result
+    out: dict[str, Any] = {"content": [{"type": "text", "text": json.dumps(safe, ensure_ascii=False)}]}
+    if isinstance(safe, dict):
+        out["structuredContent"] = safe
+    return out, safe
 
 
 async def _call_tool(mock: McpMock, params: Any, record: Record) -> dict[str, Any] | tuple[int, str, Any]:
@@ -72,28 +87,33 @@ async def _call_tool(mock: McpMock, params: Any, record: Record) -> dict[str, An
     call = {"mock": mock.name, "kind": "mcp", "tool": params["name"], "input": args}
     if tool is None:
         why = f"unknown tool {params['name']!r} (tools: {', '.join(t.name for t in mock.tools) or 'none'})"
-        record("tool.result", {"call_id": call_id, "name": full, "output": None, "status": "failed",
-                               "error": why, "source": "mock"})
-        record("mock.called", {**call, "output": None, "status": "failed", "error": why})
+        _failed(record, call, call_id, full, why)
         return (INVALID_PARAMS, f"Unknown tool: {params['name']}", None)
     try:
         value = tool.result(args) if callable(tool.result) else tool.result
         if inspect.isawaitable(value):
             value = await value
-        result = _content(value)
+        result, output = _content(value)
     except asyncio.CancelledError:
         raise
+    except NotJson as exc:  # no tool result can carry it: the request fails, saying why
+        why = f"tool {params['name']} returned a value that is not JSON: {exc}"
+        _failed(record, call, call_id, full, why)
+        return (INTERNAL_ERROR, why, None)
     except Exception as exc:  # noqa: BLE001 - a tool function that raised is a tool error
         why = f"tool {params['name']} raised {exception_line(exc)}"
-        record("tool.result", {"call_id": call_id, "name": full, "output": None, "status": "failed",
-                               "error": why, "source": "mock"})
-        record("mock.called", {**call, "output": None, "status": "failed", "error": why})
+        _failed(record, call, call_id, full, why)
         return {"content": [{"type": "text", "text": why}], "isError": True}
-    output = value if isinstance(value, (str, int, float, bool, type(None), dict, list)) else str(value)
     record("tool.result", {"call_id": call_id, "name": full, "output": output, "status": "completed",
                            "error": None, "source": "mock"})
     record("mock.called", {**call, "output": output, "status": "completed", "error": None})
     return result
+
+
+def _failed(record: Record, call: dict[str, Any], call_id: str, full: str, why: str) -> None:
+    record("tool.result", {"call_id": call_id, "name": full, "output": None, "status": "failed",
+                           "error": why, "source": "mock"})
+    record("mock.called", {**call, "output": None, "status": "failed", "error": why})
 
 
 async def _answer(mock: McpMock, message: Any, record: Record) -> dict[str, Any] | None:
@@ -124,6 +144,22 @@ async def _answer(mock: McpMock, message: Any, record: Record) -> dict[str, Any]
     return {"jsonrpc": "2.0", "id": id_, "result": out}
 
 
+def _line(reply: dict[str, Any]) -> bytes:
+    """One message as the transport carries it: JSON on one line, always. A reply JSON cannot
+    hold (a NaN id) becomes an error saying so, so no value ever ends the server; a lone surrogate
+    (a string cut mid-emoji) is sent escaped."""
+    try:
+        text = json.dumps(reply, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        id_ = reply.get("id")
+        text = json.dumps(_error(id_ if isinstance(id_, (str, int)) else None, INTERNAL_ERROR,
+                                 f"Internal error: the answer is not JSON: {exc}"))
+    try:
+        return text.encode() + b"\n"
+    except UnicodeEncodeError:
+        return json.dumps(json.loads(text)).encode() + b"\n"
+
+
 async def serve_mcp(mock: McpMock, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
                     record: Record) -> None:
     """Answer one client until it closes its end."""
@@ -150,5 +186,5 @@ async def serve_mcp(mock: McpMock, reader: asyncio.StreamReader, writer: asyncio
             else:
                 reply = await _answer(mock, message, record)
         if reply is not None:
-            writer.write(json.dumps(reply, ensure_ascii=False).encode() + b"\n")
+            writer.write(_line(reply))
             await writer.drain()
