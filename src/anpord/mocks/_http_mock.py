@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import inspect
 import json
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -11,6 +10,7 @@ from urllib.parse import parse_qs
 
 from .._errors import exception_line
 from ..traces._http import Reply, Request
+from ._calls import call_user
 from ._declare import ROUTE_KEYS, HttpMock, Route
 
 __all__ = ["MockRequest", "answer_http", "BODY_KEPT"]
@@ -49,9 +49,7 @@ def _reply(answer: Mapping[str, Any]) -> Reply:
 
 
 async def _call(fn: Callable[..., Any], request: MockRequest) -> Mapping[str, Any]:
-    value = fn(request)
-    if inspect.isawaitable(value):
-        value = await value
+    value = await call_user(fn, request)  # a plain function in a thread: it may block
     if isinstance(value, Mapping) and value and set(value) <= ROUTE_KEYS:
         return value
     return {"json": value}  # any other value is the JSON body of a 200

@@ -6,7 +6,6 @@ or an unknown protocol version is told so at once."""
 from __future__ import annotations
 
 import asyncio
-import inspect
 import json
 import re
 import secrets
@@ -14,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .._errors import exception_line
+from ._calls import call_user
 from ._declare import McpMock, McpTool
 
 __all__ = ["serve_mcp", "PROTOCOL_VERSIONS"]
@@ -90,9 +90,7 @@ async def _call_tool(mock: McpMock, params: Any, record: Record) -> dict[str, An
         _failed(record, call, call_id, full, why)
         return (INVALID_PARAMS, f"Unknown tool: {params['name']}", None)
     try:
-        value = tool.result(args) if callable(tool.result) else tool.result
-        if inspect.isawaitable(value):
-            value = await value
+        value = await call_user(tool.result, args) if callable(tool.result) else tool.result
         result, output = _content(value)
     except asyncio.CancelledError:
         raise

@@ -16,6 +16,7 @@ import os
 import shlex
 import shutil
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,6 +26,7 @@ from ..events import Event
 from ..expect import match_detail
 from ..traces._http import MAX_HEADERS, Reply, serve_connection
 from ..traces._listen import Listeners
+from ._calls import call_user
 from ._declare import MOCK_CALLED, CliMock, HttpMock, McpMock, Mock
 from ._http_mock import answer_http
 from ._mcp import MAX_LINE, serve_mcp
@@ -188,7 +190,7 @@ class MockService:
             head = json.loads(await reader.readuntil(b"\n"))
             mock = next((m for m in self.mocks if m.name == head.get("mock") and m.kind == head.get("kind")), None)
             if isinstance(mock, CliMock):
-                writer.write(json.dumps(self._cli(mock, head)).encode() + b"\n")
+                writer.write(json.dumps(await self._cli(mock, head)).encode() + b"\n")
                 await writer.drain()
             elif isinstance(mock, McpMock):
                 await serve_mcp(mock, reader, writer, self._record)
@@ -200,15 +202,10 @@ class MockService:
         finally:
             writer.close()
 
-    def _cli(self, mock: CliMock, head: dict[str, Any]) -> dict[str, Any]:
+    async def _cli(self, mock: CliMock, head: dict[str, Any]) -> dict[str, Any]:
         argv = [str(a) for a in head.get("argv") or []]
-        answer = mock.default
-        matched = False
-        for response in mock.responses:
-            wanted = response.get("argv")
-            if wanted is None or match_detail(wanted, argv).ok:
-                answer, matched = response, True
-                break
+        # In a thread: an argv predicate is the user's function, and may block.
+        answer, matched = await call_user(_cli_answer, mock, argv)
         out = {"stdout": answer.get("stdout", ""), "stderr": answer.get("stderr", ""),
                "exit_code": answer.get("exit_code", 0)}
         self._record(MOCK_CALLED, {
@@ -218,3 +215,12 @@ class MockService:
             else f"no mocked response for {shlex.join([mock.name, *argv])}",
         })
         return out
+
+
+def _cli_answer(mock: CliMock, argv: list[str]) -> tuple[Mapping[str, Any], bool]:
+    """The response whose argv matches (whether one did), else the mock's default."""
+    for response in mock.responses:
+        wanted = response.get("argv")
+        if wanted is None or match_detail(wanted, argv).ok:
+            return response, True
+    return mock.default, False
