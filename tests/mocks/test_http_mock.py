@@ -107,3 +107,61 @@ def test_an_http_mock_answers_records_and_is_asserted(make_project: Any, tmp_pat
     unknown = named("mock('nope')")
     assert unknown["status"] == "error" and "no mock named 'nope'" in unknown["message"], unknown
     assert run.result("misses")["verdict"] == "failed"
+
+
+RAW_AGENT = '''
+import asyncio, http.client, json, urllib.parse
+
+def get(base, path):
+    url = urllib.parse.urlsplit(base)
+    conn = http.client.HTTPConnection(url.hostname, url.port, timeout=10)
+    try:
+        conn.request("GET", path)
+        reply = conn.getresponse()
+        return [reply.status, reply.read().decode(), reply.getheader("Set-Cookie")]
+    except Exception as exc:
+        return [None, repr(exc), None]
+    finally:
+        conn.close()
+
+async def agent(turn):
+    paths = json.loads(turn.input)
+    return json.dumps({p: await asyncio.to_thread(get, turn.mocks["pay"].url, p) for p in paths})
+'''
+
+BAD_ANSWERS = eval_file('''
+    from anpord.mocks import http_mock
+
+    ANSWERS = {
+        "/low": {"status": 99}, "/high": {"status": 1000},
+        "/split": {"headers": {"X": "a\\r\\nSet-Cookie: b"}, "text": "t"},
+        "/name": {"headers": {"X\\nY": "a"}, "text": "t"},
+        "/nan": {"v": float("nan")}, "/inf": {"json": float("inf")},
+    }
+
+    PAY = http_mock("pay", routes={"GET /*": lambda request: ANSWERS[request.path]})
+
+    @define_eval(mocks=[PAY])
+    async def bad_answers(t):
+        await t.send(json.dumps(list(ANSWERS)))
+        got = json.loads(t.reply)
+        why = {"/low": "status must be an HTTP status code (100-599), got 99",
+               "/high": "status must be an HTTP status code (100-599), got 1000",
+               "/split": "header X: its value", "/name": "header name 'X\\\\nY' is not an HTTP token",
+               "/nan": "json is not JSON-serialisable", "/inf": "json is not JSON-serialisable"}
+        for path, reason in why.items():
+            t.check(got[path][0], equals(500)).label(f"{path} status")
+            t.check(got[path][1], includes("route GET /* returned an answer HTTP cannot carry: " + reason)).label(path)
+            t.check(got[path][2], equals(None)).label(f"{path} set no cookie")
+        errors = [c["error"] for c in t.mock("pay").calls]
+        t.check(all(e and "cannot carry" in e for e in errors), equals(True)).label("recorded why")
+        t.check("end", equals("end")).label("reached the end")
+''')
+
+
+def test_a_route_function_answer_http_cannot_carry_is_a_500_saying_why(make_project: Any) -> None:
+    config = ("from anpord import define_eval_config\n"
+              "config = define_eval_config(harness='python:agents.raw:agent', timeout=30)\n")
+    project = make_project({"agents/raw.py": RAW_AGENT, "evals/bad_answers.eval.py": BAD_ANSWERS}, config=config)
+    run = project.run("--json", timeout=120)
+    assert_passed(run, "bad_answers")

@@ -21,6 +21,15 @@ from anpord.mocks import cli_mock, http_mock, mcp_mock, mcp_tool
     ('cli_mock("gh", responses=[{"argv": ["a"], "exitcode": 1}])', "cli_mock 'gh': responses[0]: unknown key(s) exitcode"),
     ('mcp_mock("crm", tools=[mcp_tool("a"), mcp_tool("a")])', "mcp_mock 'crm': tools has two tools named 'a'"),
     ('http_mock("my mock")', "http_mock name must be"),
+    ('http_mock("pay", routes={"GET /x": {"json": {"v": float("nan")}}})', "routes['GET /x']: json is not JSON"),
+    ('http_mock("pay", routes={"GET /x": {"json": [float("inf")]}})', "routes['GET /x']: json is not JSON"),
+    ('http_mock("pay", routes={"GET /x": {"delay": float("nan")}})', "routes['GET /x']: delay must be seconds"),
+    ('http_mock("pay", routes={"GET /x": {"delay": float("inf")}})', "routes['GET /x']: delay must be seconds"),
+    ('http_mock("pay", routes={"GET /x": {"headers": {"X": "a\\r\\nSet-Cookie: b"}}})',
+     "routes['GET /x']: header X: its value 'a\\r\\nSet-Cookie: b' holds a control character"),
+    ('http_mock("pay", routes={"GET /x": {"headers": {"X\\nY": "a"}}})',
+     "routes['GET /x']: header name 'X\\nY' is not an HTTP token"),
+    ('http_mock("pay", routes={"GET /x": {"status": 1000}})', "routes['GET /x']: status must be an HTTP status code"),
 ])
 def test_a_bad_declaration_exits_2_naming_file_and_field(make_project: Any, body: str, message: str) -> None:
     case = eval_file(f'''

@@ -6,6 +6,8 @@ naming the mock and the field, which discovery reports as one line with the file
 
 from __future__ import annotations
 
+import json
+import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -23,6 +25,10 @@ RESPONSE_KEYS = frozenset({"argv", "stdout", "stderr", "exit_code"})
 # A mock's name becomes part of an environment variable, a program name and an MCP server name.
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
 _ROUTE = re.compile(r"^(?P<method>[A-Z]+|\*) (?P<path>/\S*)$")
+# A header as HTTP/1.1 allows it (RFC 9110): a token for the name, no control character but a tab
+# in the value (a CR or LF would end the header and let the value write headers of its own).
+_HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+_HEADER_BAD_VALUE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 
 
 def _name(kind: str, name: Any) -> str:
@@ -98,28 +104,52 @@ def _route(mock: str, key: Any, answer: Any) -> Route:
     if unknown:
         raise DefinitionError(f"{where}: unknown key(s) {', '.join(sorted(map(str, unknown)))} "
                               f"(known: {', '.join(sorted(ROUTE_KEYS))})")
+    problem = answer_problem(answer)
+    if problem is None and "json" in answer:
+        try:
+            json_body(answer["json"])
+        except ValueError as exc:
+            problem = str(exc)
+    if problem is not None:
+        raise DefinitionError(f"{where}: {problem}")
+    return Route(m.group("method"), m.group("path"), dict(answer))
+
+
+def answer_problem(answer: Mapping[str, Any]) -> str | None:
+    """What is wrong with a route's answer, or ``None``: checked when a route is declared, and on
+    what a route function returns, so the agent never gets a response HTTP cannot carry."""
     if "json" in answer and "text" in answer:
-        raise DefinitionError(f"{where}: give json or text, not both")
+        return "give json or text, not both"
     status = answer.get("status", 200)
     if isinstance(status, bool) or not isinstance(status, int) or not 100 <= status <= 599:
-        raise DefinitionError(f"{where}: status must be an HTTP status code, got {status!r}")
+        return f"status must be an HTTP status code (100-599), got {status!r}"
     if "text" in answer and not isinstance(answer["text"], str):
-        raise DefinitionError(f"{where}: text must be a string")
-    headers = answer.get("headers", {})
+        return "text must be a string"
+    delay = answer.get("delay", 0)
+    if isinstance(delay, bool) or not isinstance(delay, (int, float)) or not 0 <= delay < math.inf:
+        return f"delay must be seconds (>= 0, finite), got {delay!r}"
+    return _headers_problem(answer.get("headers", {}))
+
+
+def _headers_problem(headers: Any) -> str | None:
     if not isinstance(headers, Mapping) or not all(isinstance(k, str) and isinstance(v, str)
                                                    for k, v in headers.items()):
-        raise DefinitionError(f"{where}: headers must be a dict of strings")
-    delay = answer.get("delay", 0)
-    if isinstance(delay, bool) or not isinstance(delay, (int, float)) or delay < 0:
-        raise DefinitionError(f"{where}: delay must be seconds (>= 0), got {delay!r}")
-    if "json" in answer:
-        import json
+        return "headers must be a dict of strings"
+    for name, value in headers.items():
+        if not _HEADER_NAME.match(name):
+            return f"header name {name!r} is not an HTTP token (letters, digits, !#$%&'*+-.^_`|~)"
+        if _HEADER_BAD_VALUE.search(value):
+            return f"header {name}: its value {value!r} holds a control character (CR, LF...)"
+    return None
 
-        try:
-            json.dumps(answer["json"])
-        except (TypeError, ValueError) as exc:
-            raise DefinitionError(f"{where}: json is not JSON-serialisable: {exc}") from None
-    return Route(m.group("method"), m.group("path"), dict(answer))
+
+def json_body(value: Any) -> bytes:
+    """``value`` as a JSON body; ``ValueError`` saying why when JSON cannot hold it (NaN and
+    infinity included: ``NaN`` on the wire is not JSON)."""
+    try:
+        return json.dumps(value, allow_nan=False).encode()
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"json is not JSON-serialisable: {exc}") from None
 
 
 def http_mock(name: str, routes: Mapping[str, Any] | None = None) -> HttpMock:

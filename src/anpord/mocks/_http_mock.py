@@ -11,7 +11,7 @@ from urllib.parse import parse_qs
 from .._errors import exception_line
 from ..traces._http import Reply, Request
 from ._calls import call_user
-from ._declare import ROUTE_KEYS, HttpMock, Route
+from ._declare import ROUTE_KEYS, HttpMock, Route, answer_problem, json_body
 
 __all__ = ["MockRequest", "answer_http", "BODY_KEPT"]
 
@@ -38,14 +38,26 @@ class MockRequest:
                 pass
 
 
+class BadAnswer(ValueError):
+    """A route function's answer HTTP cannot carry (a status of 1000, a header with a newline)."""
+
+
 def _reply(answer: Mapping[str, Any]) -> Reply:
-    status = int(answer.get("status", 200))
+    """The HTTP reply for a route's answer; ``BadAnswer`` when it is not one (a declared answer
+    was checked when it loaded, a function's is checked here)."""
+    problem = answer_problem(answer)
+    if problem is not None:
+        raise BadAnswer(problem)
     headers = dict(answer.get("headers") or {})
     ctype = next((v for k, v in headers.items() if k.lower() == "content-type"), None)
     if "json" in answer:
-        return Reply(status, json.dumps(answer["json"]).encode(), ctype or "application/json", headers)
+        try:
+            body = json_body(answer["json"])
+        except ValueError as exc:
+            raise BadAnswer(str(exc)) from None
+        return Reply(answer.get("status", 200), body, ctype or "application/json", headers)
     text = answer.get("text", "")
-    return Reply(status, str(text).encode(), ctype or "text/plain; charset=utf-8", headers)
+    return Reply(answer.get("status", 200), text.encode(), ctype or "text/plain; charset=utf-8", headers)
 
 
 async def _call(fn: Callable[..., Any], request: MockRequest) -> Mapping[str, Any]:
@@ -79,9 +91,14 @@ async def answer_http(mock: HttpMock, request: Request) -> tuple[Reply, dict[str
             await asyncio.sleep(delay)
     except asyncio.CancelledError:
         raise
+    except BadAnswer as exc:  # as if it had raised: a 500 saying why
+        return _failed(mock, call, f"route {route.key} returned an answer HTTP cannot carry: {exc}")
     except Exception as exc:  # noqa: BLE001 - a route that raised answers 500 and says why
-        why = f"route {route.key} raised {exception_line(exc)}"
-        call.update(status=500, error=why)
-        return Reply(500, f"mock {mock.name}: {why}".encode()), call
+        return _failed(mock, call, f"route {route.key} raised {exception_line(exc)}")
     call["status"] = reply.status
     return reply, call
+
+
+def _failed(mock: HttpMock, call: dict[str, Any], why: str) -> tuple[Reply, dict[str, Any]]:
+    call.update(status=500, error=why)
+    return Reply(500, f"mock {mock.name}: {why}".encode()), call
