@@ -30,6 +30,9 @@ from anpord.mocks import cli_mock, http_mock, mcp_mock, mcp_tool
     ('http_mock("pay", routes={"GET /x": {"headers": {"X\\nY": "a"}}})',
      "routes['GET /x']: header name 'X\\nY' is not an HTTP token"),
     ('http_mock("pay", routes={"GET /x": {"status": 1000}})', "routes['GET /x']: status must be an HTTP status code"),
+    ('http_mock("pay-api"), http_mock("pay_api")',
+     "mocks= has two HTTP mocks, 'pay-api' and 'pay_api', whose URL is one variable, ANPORD_MOCK_PAY_API_URL"),
+    ('http_mock("Pay_API"), http_mock("pay_api")', "two HTTP mocks, 'Pay_API' and 'pay_api', whose URL is one variable"),
 ])
 def test_a_bad_declaration_exits_2_naming_file_and_field(make_project: Any, body: str, message: str) -> None:
     case = eval_file(f'''
@@ -75,3 +78,20 @@ def test_a_bad_config_declaration_names_the_config(make_project: Any) -> None:
     run = project.run()
     assert run.code == 2, run.output
     assert "evals.config.py" in run.stderr and "routes['GET /x']: delay must be seconds" in run.stderr, run.stderr
+
+
+def test_mocks_of_two_levels_with_one_url_variable_exit_2(make_project: Any) -> None:
+    config = ("from anpord import define_eval_config\nfrom anpord.mocks import http_mock\n"
+              "config = define_eval_config(harness='python:agents.kit:agent', mocks=[http_mock('pay-api')])\n")
+    project = make_project({"evals/clash.eval.py": eval_file('''
+        from anpord.mocks import http_mock
+
+        @define_eval(mocks=[http_mock("Pay_API")])
+        async def clash(t):
+            await t.send("hi")
+    ''')}, config=config)
+    run = project.run()
+    assert run.code == 2, run.output
+    line = run.stderr.strip().splitlines()
+    assert len(line) == 1 and "evals/clash.eval.py" in line[0], run.stderr
+    assert "two HTTP mocks, 'pay-api' and 'Pay_API', whose URL is one variable" in line[0], line[0]

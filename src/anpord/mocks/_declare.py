@@ -16,7 +16,7 @@ from typing import Any
 from .._errors import DefinitionError
 
 __all__ = ["HttpMock", "CliMock", "McpMock", "McpTool", "Mock", "http_mock", "cli_mock", "mcp_mock",
-           "mcp_tool", "merge_mocks", "check_mocks"]
+           "mcp_tool", "merge_mocks", "check_mocks", "env_name", "env_clash"]
 
 MOCK_CALLED = "mock.called"  # the event each call a mock receives is recorded as
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS", "*")
@@ -244,7 +244,29 @@ def check_mocks(value: Any, where: str) -> tuple[Mock, ...]:
         if mock.name in names:
             raise DefinitionError(f"{where} mocks= has two mocks named {mock.name!r}")
         names.add(mock.name)
+    clash = env_clash(mocks)
+    if clash is not None:
+        raise DefinitionError(f"{where} mocks= has {clash}")
     return mocks
+
+
+def env_name(name: str) -> str:
+    """The variable an HTTP mock's URL is in: ``pay-api`` → ``ANPORD_MOCK_PAY_API_URL``."""
+    return f"ANPORD_MOCK_{name.upper().replace('-', '_')}_URL"
+
+
+def env_clash(mocks: Iterable[Mock]) -> str | None:
+    """Two HTTP mocks whose URLs would be one variable (``pay-api`` and ``Pay_API``): one would
+    be out of the agent's reach; what to say, else ``None``."""
+    seen: dict[str, str] = {}
+    for mock in mocks:
+        if not isinstance(mock, HttpMock):
+            continue
+        var = env_name(mock.name)
+        if var in seen and seen[var] != mock.name:
+            return f"two HTTP mocks, {seen[var]!r} and {mock.name!r}, whose URL is one variable, {var}"
+        seen[var] = mock.name
+    return None
 
 
 def merge_mocks(*levels: Sequence[Mock]) -> tuple[Mock, ...]:

@@ -27,7 +27,7 @@ from ..expect import match_detail
 from ..traces._http import MAX_HEADERS, Reply, serve_connection
 from ..traces._listen import Listeners
 from ._calls import call_user
-from ._declare import MOCK_CALLED, CliMock, HttpMock, McpMock, Mock
+from ._declare import MOCK_CALLED, CliMock, HttpMock, McpMock, Mock, env_name
 from ._http_mock import answer_http
 from ._mcp import MAX_LINE, serve_mcp
 from ._relay import RELAY_SOURCE
@@ -38,10 +38,6 @@ if TYPE_CHECKING:
 __all__ = ["MockService", "MockHandle", "MOCK_CALLED", "env_name"]
 
 STDIN_KEPT = 64 * 1024
-
-
-def env_name(name: str) -> str:
-    return f"ANPORD_MOCK_{name.upper().replace('-', '_')}_URL"
 
 
 @dataclass

@@ -24,7 +24,7 @@ from .._errors import UsageError
 from ..stats._adaptive import parse_trials
 from ..authoring._config import EvalConfig, JudgeConfig, Variant
 from ..harnesses import Harness, HarnessSpecError, resolve_harness
-from .discovery import Case, Project
+from .discovery import Case, Project, _rel
 
 __all__ = ["FAIL_ON", "RunOptions", "PlannedCase", "Plan", "build_plan", "case_hash", "trial_seed"]
 
@@ -273,6 +273,19 @@ def limits_of(opts: RunOptions, case: Case, variant: Variant, cfg: EvalConfig
     )
 
 
+def _check_mock_env(case: Case, variant: Variant) -> None:
+    """Mocks declared at different levels (config, variant, suite, case) whose URLs would be one
+    variable: one would be out of the agent's reach, so the run stops first, naming the file."""
+    suite = case.suite.mocks if case.suite is not None else ()
+    if not (variant.mocks or suite or case.eval.mocks):
+        return
+    from ..mocks._declare import env_clash, merge_mocks
+
+    clash = env_clash(merge_mocks(variant.mocks, suite, case.eval.mocks))
+    if clash is not None:
+        raise UsageError(f"{_rel(case.file.path)}: {case.id}: the trial's mocks have {clash}")
+
+
 def build_plan(project: Project, cases: Sequence[Case], opts: RunOptions, *, resolve: bool = True) -> Plan:
     """The cells to run. ``resolve`` also resolves every harness spec and sandbox name now, so a
     bad one is exit 2 before anything runs."""
@@ -323,6 +336,7 @@ def build_plan(project: Project, cases: Sequence[Case], opts: RunOptions, *, res
             judge = replace(cfg.judge or JudgeConfig(), model=ev.judge)
         chash = case_hash(case) if variants else ""
         for v in variants:
+            _check_mock_env(case, v)
             tokens, cost = limits_of(opts, case, v, cfg)
             cells.append(PlannedCase(case, v, trials, float(timeout), judge, chash, adaptive=adaptive,
                                      token_limit=tokens, cost_limit=cost))
