@@ -165,3 +165,42 @@ def test_a_route_function_answer_http_cannot_carry_is_a_500_saying_why(make_proj
     project = make_project({"agents/raw.py": RAW_AGENT, "evals/bad_answers.eval.py": BAD_ANSWERS}, config=config)
     run = project.run("--json", timeout=120)
     assert_passed(run, "bad_answers")
+
+
+KEY_HEADERS = {"X-Goog-Api-Key": "AIzaSy-secret-1", "Ocp-Apim-Subscription-Key": "secret-2",
+               "X-Auth-Token": "secret-3", "Private-Token": "secret-4", "X-Amz-Security-Token": "secret-5",
+               "Api-Key": "secret-6", "X-Api-Key": "secret-7", "Proxy-Authorization": "Basic secret-8"}
+
+KEY_AGENT = f'''
+import asyncio, urllib.request
+
+def get(url):
+    req = urllib.request.Request(url, headers={KEY_HEADERS!r} | {{"X-Trace": "kept"}})
+    with urllib.request.urlopen(req, timeout=10) as r:
+        return r.read().decode()
+
+async def agent(turn):
+    return await asyncio.to_thread(get, turn.mocks["pay"].url + "/x")
+'''
+
+KEYS = eval_file('''
+    from anpord.mocks import http_mock
+
+    @define_eval(mocks=[http_mock("pay", routes={"GET /x": {"text": "ok"}})])
+    async def keys(t):
+        await t.send("go")
+        t.check(t.reply, equals("ok"))
+''')
+
+
+def test_api_key_headers_of_well_known_apis_are_hidden(make_project: Any) -> None:
+    config = ("from anpord import define_eval_config\n"
+              "config = define_eval_config(harness='python:agents.keys:agent', timeout=30)\n")
+    project = make_project({"agents/keys.py": KEY_AGENT, "evals/keys.eval.py": KEYS}, config=config)
+    run = project.run("--json", timeout=120)
+    assert run.result("keys")["verdict"] == "passed", run.output
+    call = next(e for e in run.events("keys") if e["type"] == "mock.called")
+    assert {k: call["headers"][k.lower()] for k in KEY_HEADERS} == dict.fromkeys(KEY_HEADERS, "[hidden]")
+    assert call["headers"]["x-trace"] == "kept"
+    stored = "".join(p.read_text(errors="replace") for p in run.run_dir.rglob("*") if p.is_file())
+    assert not any(secret in stored for secret in KEY_HEADERS.values())

@@ -16,8 +16,13 @@ from ._declare import ROUTE_KEYS, HttpMock, Route, answer_problem, json_body
 __all__ = ["MockRequest", "answer_http", "BODY_KEPT"]
 
 BODY_KEPT = 64 * 1024  # characters of a request body the record keeps
-# Header values a record never holds: the agent may send a credential even to a mock.
-_HIDDEN = ("authorization", "proxy-authorization", "cookie", "x-api-key", "api-key")
+# Header values a record never holds: the agent may send a credential even to a mock. The
+# standard ones, and the API-key headers of well-known APIs (Anthropic's and others' x-api-key,
+# Azure OpenAI's api-key, Google's x-goog-api-key, Azure API Management's subscription key,
+# OpenStack's and others' x-auth-token, GitLab's private-token, AWS's session token).
+_HIDDEN = frozenset({"authorization", "proxy-authorization", "cookie", "x-api-key", "api-key",
+                     "x-goog-api-key", "ocp-apim-subscription-key", "x-auth-token", "private-token",
+                     "x-amz-security-token"})
 
 
 class MockRequest:
