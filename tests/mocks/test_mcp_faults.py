@@ -122,3 +122,14 @@ def test_the_sdk_client_reads_a_datetime_result_and_the_server_goes_on() -> None
     assert ping.content[0].text == "pong"
     outputs = [e.data["output"] for e in events if e.type == "tool.result"]
     assert outputs == [when.structured_content, "pong"]
+
+
+def test_a_protocol_version_that_is_no_real_date_is_unsupported() -> None:
+    def init(id_: int, version: str) -> str:
+        return json.dumps({"jsonrpc": "2.0", "id": id_, "method": "initialize",
+                           "params": {"protocolVersion": version}}) + "\n"
+
+    replies, _, _ = asyncio.run(_exchange([init(1, "2025-13-45"), init(2, "2026-02-30"), init(3, "2026-02-28")]))
+    assert [r["error"]["message"] for r in replies[:2]] == ["Unsupported protocol version"] * 2, replies
+    assert replies[0]["error"]["code"] == -32602 and replies[0]["error"]["data"]["requested"] == "2025-13-45"
+    assert replies[2]["result"]["protocolVersion"] == "2025-11-25"  # a real, newer date: ours is offered

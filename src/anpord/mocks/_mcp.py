@@ -6,6 +6,7 @@ or an unknown protocol version is told so at once."""
 from __future__ import annotations
 
 import asyncio
+import datetime
 import json
 import re
 import secrets
@@ -36,12 +37,23 @@ def _error(id_: Any, code: int, message: str, data: Any = None) -> dict[str, Any
     return {"jsonrpc": "2.0", "id": id_, "error": err}
 
 
+def _is_date(version: str) -> bool:
+    """A version as the protocol dates them: ``YYYY-MM-DD``, a real day (not ``2025-13-45``)."""
+    if not _DATED.match(version):
+        return False
+    try:
+        datetime.date.fromisoformat(version)
+    except ValueError:
+        return False
+    return True
+
+
 def _initialize(mock: McpMock, params: Any) -> dict[str, Any] | tuple[int, str, Any]:
     version = params.get("protocolVersion") if isinstance(params, dict) else None
     if not isinstance(version, str):
         return (INVALID_PARAMS, "initialize needs params.protocolVersion", {"supported": list(PROTOCOL_VERSIONS)})
     if version not in PROTOCOL_VERSIONS:
-        if not _DATED.match(version) or version < PROTOCOL_VERSIONS[0]:
+        if not _is_date(version) or version < PROTOCOL_VERSIONS[0]:
             return (INVALID_PARAMS, "Unsupported protocol version",
                     {"supported": list(PROTOCOL_VERSIONS), "requested": version})
         version = PROTOCOL_VERSIONS[-1]  # newer than ours: ours is offered; the client decides
