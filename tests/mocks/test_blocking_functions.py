@@ -67,6 +67,8 @@ def test_a_blocking_route_function_stalls_no_trial_and_its_timeout_fires(make_pr
     assert blocked["verdict"] == "timed_out", blocked
     assert "event loop" not in blocked["reason"], blocked["reason"]
     assert run.wall < 10, (run.wall, run.output)  # the 2 s timeout, not the route's 12 s
+    # The answer still waiting ends with its trial, quietly: no error from the stream server.
+    assert "Exception in callback" not in run.stderr and "CancelledError" not in run.stderr, run.stderr
 
 
 async def _loop_lag_during(mock: Any, argv: list[str], stdin: bytes) -> tuple[float, bytes]:

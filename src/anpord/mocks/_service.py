@@ -16,7 +16,7 @@ import os
 import shlex
 import shutil
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Coroutine, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -66,6 +66,7 @@ class MockService:
         self._own_folder = False
         self._env: dict[str, str] = {}
         self._open = True
+        self._serving: set[asyncio.Task[Any]] = set()  # connections being answered
         self.needs_sandbox = any(isinstance(m, CliMock) for m in mocks)
 
     # -- the TrialService protocol ------------------------------------------------------------
@@ -154,6 +155,8 @@ class MockService:
         self._open = False
         if self._listeners is not None:
             self._listeners.close()
+        for task in list(self._serving):
+            task.cancel()  # an answer still waiting (a delay, a function still running) ends with the trial
         if self._own_folder and self._folder is not None:
             shutil.rmtree(self._folder, ignore_errors=True)
 
@@ -179,9 +182,25 @@ class MockService:
             self._record(MOCK_CALLED, call)
             return reply
 
-        await serve_connection(reader, writer, handle, lambda reply: None)
+        await self._serve(serve_connection(reader, writer, handle, lambda reply: None))
+
+    async def _serve(self, answering: Coroutine[Any, Any, None]) -> None:
+        """Run one connection's handler, which ``stop`` cancels: a connection's task ends
+        quietly then, its cancellation no error for the stream server to report."""
+        task = asyncio.current_task()
+        assert task is not None
+        self._serving.add(task)
+        try:
+            await answering
+        except asyncio.CancelledError:
+            pass
+        finally:
+            self._serving.discard(task)
 
     async def _relay(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await self._serve(self._relayed(reader, writer))
+
+    async def _relayed(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             head = json.loads(await reader.readuntil(b"\n"))
             mock = next((m for m in self.mocks if m.name == head.get("mock") and m.kind == head.get("kind")), None)
