@@ -88,6 +88,8 @@ class TrialState:
         # per MCP call when a CLI's stream and a mock both report it (mocks/_dedupe).
         self.admit: Callable[[Event], Event | None] | None = None
         self._later: list[Callable[[], Sequence[Event]]] = []  # see record_later
+        if harness_ctx is not None:
+            harness_ctx.record_event = self.record_event
 
     def record_event(self, event: Event) -> None:
         """Add an event to the trial's log from outside any turn (a judge, a tool mock): it is
@@ -167,6 +169,8 @@ class TrialState:
         for session in self.sessions:
             session._active = None
         self.sessions.clear()
+        if self.harness_ctx is not None:
+            self.harness_ctx.record_event = None  # it points back here
         self.turns.clear()  # each points back here (the failures it may still expect)
 
 

@@ -101,6 +101,9 @@ class HarnessContext:
     # The folder holding evals.config.py, when the runner says (harnesses that read files kept
     # beside the evals, such as profiles, find it themselves otherwise).
     evals_root: Path | None = None
+    # Records an event in the trial's own log, in no session (set once the trial's state exists):
+    # for a harness that replays what arrived outside any turn (regrade's recorded trace spans).
+    record_event: Callable[["Event"], None] | None = None
 
     @property
     def workspace(self) -> Path | None:

@@ -3,7 +3,8 @@
 It stands in for the variant's harness the way an audit's saboteur does — same sandbox, same
 source, the inner harness's ``prepare_sandbox`` — and answers each turn from the recording: the
 events the agent streamed (tool calls, input requests, trace spans, mock calls), its message,
-its structured output, how the turn settled. Sessions pair up in the order they open, turns in
+its structured output, how the turn settled; and the trace spans that arrived outside any turn
+after it started, into the trial's own events. Sessions pair up in the order they open, turns in
 order within a session. Before its first turn a trial's workspace is made what the agent left
 (the run's workspace archive), so every check after it — ``validate``, verifiers, ``exec`` —
 sees the agent's work.
@@ -136,6 +137,10 @@ class ReplaySession:
         await self.harness.restore_workspace(self.ctx)
         for event in turn.events:
             emit(event)  # each recorded trial is replayed once: its events are handed over as they are
+        record = self.ctx.record_event
+        if record is not None:
+            for event in turn.outside:  # spans the trial's own events held, not the turn's
+                record(event)
         status = turn.status
         message = turn.message
         if status == "failed":

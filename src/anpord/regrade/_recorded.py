@@ -6,6 +6,11 @@ The drive API emits a turn's boundaries itself (``turn.started``, the user's
 ``message.completed``, ``turn.completed`` …, ``session.waiting``); everything between them came
 from the agent (or arrived while it ran: trace spans, mock calls) and is what a replay streams
 back. A turn the recording ends inside (the trial timed out, the run was killed) has no status.
+
+Trace spans that arrived outside any turn (between turns, while several sessions ran, after a
+Python agent's turn from a task it left running) are the trial's own events, not a session's:
+each is kept with the turn that started last before it (the first turn, for one before any) and
+replayed into the trial's events when that turn is, so the checks that read them see them again.
 """
 
 from __future__ import annotations
@@ -43,6 +48,8 @@ class RecordedTurn:
     status: str | None = None  # completed, waiting, failed, cancelled; None: the recording stops inside it
     error: str | None = None
     data: Any = None  # the structured output
+    # Trace events recorded outside any turn after this one started: the trial's, not the turn's.
+    outside: list[Event] = field(default_factory=list)
 
     @property
     def responses(self) -> list[dict[str, Any]]:
@@ -76,6 +83,8 @@ def recorded_trial(verdict: str, reason: str | None, events: Sequence[Event | di
     out = RecordedTrial(verdict, reason)
     order: dict[str, list[RecordedTurn]] = {}
     current: dict[str, RecordedTurn] = {}  # session id → its open turn
+    last: RecordedTurn | None = None  # the turn that started last, in any session
+    early: list[Event] = []  # trace events outside any turn, before the first turn started
     for item in events:
         ts: Any
         if isinstance(item, Event):
@@ -92,10 +101,15 @@ def recorded_trial(verdict: str, reason: str | None, events: Sequence[Event | di
             started = RecordedTurn(index=len(turns) + 1)
             turns.append(started)
             current[sid] = started
+            if last is None:
+                started.outside += early
+            last = started
             continue
         turn = current.get(sid)
         if turn is None:
-            continue  # outside any turn: a judge's, or the session's own bookkeeping
+            if not sid and data.get("source") == "trace":  # a span the trial's own events held
+                (last.outside if last is not None else early).append(_event(kind, data, ts))
+            continue  # else outside any turn: a judge's, or the session's own bookkeeping
         if event.type in _ENDS:
             turn.status = _ENDS[event.type]
             turn.error = event.data.get("error")
@@ -108,9 +122,13 @@ def recorded_trial(verdict: str, reason: str | None, events: Sequence[Event | di
                 and not turn.events:
             turn.input = str(event.data.get("text") or "")
         elif event.type not in _SESSION_EVENTS:
-            plain = {k: v for k, v in data.items() if k not in _NOT_DATA}
-            turn.events.append(Event(kind, plain, float(ts) if isinstance(ts, (int, float)) else 0.0))
+            turn.events.append(_event(kind, data, ts))
     return out
+
+
+def _event(kind: str, data: Any, ts: Any) -> Event:
+    plain = {k: v for k, v in data.items() if k not in _NOT_DATA}
+    return Event(kind, plain, float(ts) if isinstance(ts, (int, float)) else 0.0)
 
 
 class _Seen:
