@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -123,16 +124,28 @@ def _json_id(raw: Any, size: int, what: str, *, optional: bool = False) -> str |
     raise TraceInputError(f"a span's {what} {raw[:40]!r} is not {size * 2} hex digits")
 
 
+# OTLP's integers are 64-bit (int64 attributes, fixed64 times): anything past them is malformed,
+# and a time past them would not convert to seconds.
+_INT_MIN, _INT_MAX = -(1 << 63), (1 << 64) - 1
+# A decimal integer as proto3 JSON writes one: one optional sign, ASCII digits only (str.isdigit
+# also takes "²" and other digits int() refuses), no more of them than a 64-bit number has.
+_INTEGER = re.compile(r"[-+]?[0-9]{1,20}")
+
+
 def _json_int(raw: Any, what: str) -> int:
     if isinstance(raw, bool):
         raise TraceInputError(f"{what} is not a number")
     if isinstance(raw, int):
-        return raw
-    if isinstance(raw, str) and raw.strip().lstrip("-").isdigit():
-        return int(raw)
-    if isinstance(raw, float) and raw.is_integer():
-        return int(raw)
-    raise TraceInputError(f"{what} {str(raw)[:40]!r} is not an integer")
+        value = raw
+    elif isinstance(raw, str) and _INTEGER.fullmatch(raw):
+        value = int(raw)
+    elif isinstance(raw, float) and raw.is_integer():
+        value = int(raw)
+    else:
+        raise TraceInputError(f"{what} {str(raw)[:40]!r} is not an integer")
+    if not _INT_MIN <= value <= _INT_MAX:
+        raise TraceInputError(f"{what} {str(raw)[:40]!r} is out of a 64-bit integer's range")
+    return value
 
 
 def _json_value(value: Any, depth: int) -> Any:
@@ -151,7 +164,7 @@ def _json_value(value: Any, depth: int) -> Any:
         v = _field(value, "doubleValue", "double_value")
         try:
             return float(v)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):  # OverflowError: an integer past a double's range
             raise TraceInputError(f"a doubleValue {str(v)[:40]!r} is not a number") from None
     if "bytesValue" in value or "bytes_value" in value:
         v = _field(value, "bytesValue", "bytes_value", "")
