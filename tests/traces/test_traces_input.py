@@ -95,3 +95,47 @@ def test_well_formed_integers_still_read() -> None:
     reply, events, _logs = _with_receiver(lambda port: _exchange(port, _post(body)))
     assert reply.startswith(b"HTTP/1.1 200 "), reply
     assert events[0].data["end"] == 1700000000.5 and events[0].data["attributes"] == {"k": (1 << 63) - 1}
+
+
+def _chunked(*chunks: bytes) -> bytes:
+    return (b"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b"Transfer-Encoding: chunked\r\n\r\n" + b"".join(chunks))
+
+
+@pytest.mark.parametrize(("body", "said"), [
+    (b"-5\r\nhello\r\n0\r\n\r\n", "a malformed chunk size"),
+    (b"0x5\r\nhello\r\n0\r\n\r\n", "a malformed chunk size"),
+    (b"1" * (70 * 1024) + b"\r\n", "a chunk-size line over 65536 bytes"),
+    (b"2\r\n{}XX0\r\n\r\n", "a chunk not ended by CRLF"),
+])
+def test_a_malformed_chunked_body_gets_400_and_a_log_line(body: bytes, said: str) -> None:
+    reply, events, logs = _with_receiver(lambda port: _exchange(port, _chunked(body)))
+    assert reply.startswith(b"HTTP/1.1 400 ") and said.encode() in reply, reply
+    assert events == []
+    assert any(line.startswith("traces: refused an export: " + said) for line in logs), logs
+
+
+def test_a_well_formed_chunked_body_still_reads() -> None:
+    body = _export(_span())
+    reply, events, _logs = _with_receiver(lambda port: _exchange(port, _chunked(
+        b"%x\r\n" % 10, body[:10], b"\r\n", b"%X;ext=1\r\n" % (len(body) - 10), body[10:], b"\r\n0\r\n\r\n")))
+    assert reply.startswith(b"HTTP/1.1 200 "), reply
+    assert [e.data["name"] for e in events] == ["s"]
+
+
+def test_a_body_over_16_mib_from_http_client_gets_the_400_not_a_reset() -> None:
+    """The standard library's client writes the whole body before it reads the answer."""
+    import http.client
+
+    def post(port: int) -> tuple[int, bytes]:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        conn.request("POST", "/v1/traces", body=b"0" * ((16 << 20) + 1), headers={"Content-Type": "application/json"})
+        reply = conn.getresponse()
+        try:
+            return reply.status, reply.read()
+        finally:
+            conn.close()
+
+    (status, body), events, logs = _with_receiver(post)
+    assert status == 400 and b"the request body is over 16777216 bytes" in body
+    assert events == [] and any("the request body is over" in line for line in logs), logs

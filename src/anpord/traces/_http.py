@@ -7,6 +7,7 @@ must bound what an exporter can make it hold (headers, body, decompressed body).
 from __future__ import annotations
 
 import asyncio
+import re
 import zlib
 from collections.abc import Awaitable, Callable
 
@@ -18,6 +19,12 @@ MAX_HEADERS = 64 * 1024
 # far past what that comes to with the attribute limits they apply.
 MAX_BODY = 16 << 20
 IDLE_TIMEOUT = 60.0
+# A refused request's body still on its way is read and dropped, up to this many bytes and while
+# it keeps coming, before the connection closes: a client that writes its whole body before it
+# reads (http.client, most SDKs) then gets the 400, where closing on unread data resets the
+# connection and loses the answer.
+MAX_DISCARD = 64 << 20
+DISCARD_IDLE = 1.0  # seconds without a byte after which a refused body is taken as ended
 
 
 class Request:
@@ -44,34 +51,47 @@ _REASONS = {200: "OK", 201: "Created", 204: "No Content", 400: "Bad Request", 40
 
 
 class _Refused(Exception):
-    """A request this server will not read to its end: answered, then the connection closes."""
+    """A request this server will not read to its end: answered, then what is left of its body
+    (``unread`` bytes at most) is dropped and the connection closes."""
 
-    def __init__(self, reply: Reply):
-        self.reply = reply
+    def __init__(self, reply: Reply, unread: int = MAX_DISCARD):
+        self.reply, self.unread = reply, unread
 
 
-def _bad(message: str) -> _Refused:
-    return _Refused(Reply(400, message.encode()))
+def _bad(message: str, unread: int = MAX_DISCARD) -> _Refused:
+    return _Refused(Reply(400, message.encode()), unread)
+
+
+_CHUNK_SIZE = re.compile(rb"[0-9A-Fa-f]{1,16}")  # HTTP's chunk-size: hex digits, no sign
+
+
+async def _line(reader: asyncio.StreamReader, what: str) -> bytes:
+    """One CRLF-ended line of a chunked body; one past the reader's limit is refused."""
+    try:
+        return await reader.readuntil(b"\r\n")
+    except asyncio.LimitOverrunError:
+        raise _bad(f"a {what} line over {MAX_HEADERS} bytes") from None
 
 
 async def _read_chunked(reader: asyncio.StreamReader) -> bytes:
     parts: list[bytes] = []
     size = 0
     while True:
-        line = await reader.readuntil(b"\r\n")
-        try:
-            n = int(line.split(b";", 1)[0].strip(), 16)
-        except ValueError:
-            raise _bad("a malformed chunk size") from None
+        line = await _line(reader, "chunk-size")
+        digits = line.split(b";", 1)[0].strip()
+        if not _CHUNK_SIZE.fullmatch(digits):
+            raise _bad(f"a malformed chunk size {digits[:40]!r}")
+        n = int(digits, 16)
         if n == 0:
-            while (await reader.readuntil(b"\r\n")) != b"\r\n":
+            while (await _line(reader, "trailer")) != b"\r\n":
                 pass  # trailers
             return b"".join(parts)
         size += n
         if size > MAX_BODY:
             raise _bad(f"the request body is over {MAX_BODY} bytes")
         parts.append(await reader.readexactly(n))
-        await reader.readexactly(2)
+        if await reader.readexactly(2) != b"\r\n":
+            raise _bad("a chunk not ended by CRLF")
 
 
 def _inflate(body: bytes, encoding: str) -> bytes:
@@ -113,12 +133,28 @@ async def _read_request(reader: asyncio.StreamReader) -> Request | None:
             length = int(headers.get("content-length", "0"))
         except ValueError:
             raise _bad("a malformed Content-Length") from None
-        if length < 0 or length > MAX_BODY:
-            raise _bad(f"the request body is over {MAX_BODY} bytes")
+        if length < 0:
+            raise _bad("a malformed Content-Length")
+        if length > MAX_BODY:
+            raise _bad(f"the request body is over {MAX_BODY} bytes", unread=min(length, MAX_DISCARD))
         body = await reader.readexactly(length) if length else b""
     body = _inflate(body, headers.get("content-encoding", "").lower())
     target, _, query = parts[1].partition("?")
     return Request(parts[0], target, headers, body, query)
+
+
+async def _discard(reader: asyncio.StreamReader, limit: int) -> None:
+    """Read and drop up to ``limit`` bytes, until the peer closes or pauses ``DISCARD_IDLE``."""
+    left = limit
+    try:
+        while left > 0:
+            async with asyncio.timeout(DISCARD_IDLE):
+                chunk = await reader.read(min(left, 1 << 16))
+            if not chunk:
+                return
+            left -= len(chunk)
+    except (asyncio.TimeoutError, ConnectionError):
+        return
 
 
 def _encode(reply: Reply, close: bool) -> bytes:
@@ -148,6 +184,7 @@ async def serve_connection(reader: asyncio.StreamReader, writer: asyncio.StreamW
                 refused(exc.reply)
                 writer.write(_encode(exc.reply, close=True))
                 await writer.drain()
+                await _discard(reader, exc.unread)
                 return
             if request is None:
                 return
