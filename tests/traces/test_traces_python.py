@@ -426,3 +426,46 @@ def test_spans_keep_their_place_among_the_agents_own_events(make_project: Any) -
              if e["type"] in ("tool.called", "tool.result", "usage", "turn.completed")]
     assert order == [("tool.called", "before"), ("tool.result", "before"), ("usage", None),
                      ("tool.called", "after"), ("tool.result", "after"), ("turn.completed", None)]
+
+
+BACKGROUND_AGENT = '''
+import asyncio
+from opentelemetry import trace
+
+tracer = trace.get_tracer("background")
+_keep = set()
+
+
+async def _later():
+    await asyncio.sleep(0.2)  # ends while the declarative case's validate runs
+    with tracer.start_as_current_span("execute_tool after_turn", attributes={"gen_ai.operation.name": "execute_tool"}):
+        pass
+
+
+async def agent(turn):
+    with tracer.start_as_current_span("execute_tool now", attributes={"gen_ai.operation.name": "execute_tool"}):
+        pass
+    _keep.add(asyncio.get_running_loop().create_task(_later()))
+    return "ok"
+'''
+
+
+def test_a_span_ending_once_declarative_checks_began_is_not_kept_and_the_log_says_so(make_project: Any) -> None:
+    """What the checks saw and what the record keeps agree: the span that ended during validate
+    is in neither, and the log counts it."""
+    project = make_project({
+        "agents/background.py": BACKGROUND_AGENT,
+        "evals/decl.eval.py": eval_file('''
+            async def saw(context):
+                await asyncio.sleep(0.6)  # the background span ends meanwhile
+                return True, "tools: " + ",".join(c.name for c in context.tool_calls())
+
+            decl = define_eval(prompt="hi", validate=saw)
+        '''),
+    }, config=_config("python:agents.background:agent").replace("trials=3", "trials=1"))
+    run = project.run(timeout=60)
+    assert run.code == 0, run.output
+    assert run.assertions("decl")["saw"]["message"] == "tools: now"
+    kept = [e["name"] for e in run.events("decl") if e["type"] == "tool.called"]
+    assert kept == ["now"]
+    assert "traces: 1 span(s) arrived after the trial's checks ran: not kept" in run.trial("decl")["logs"]

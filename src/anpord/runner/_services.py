@@ -152,6 +152,13 @@ class TrialServices:
         for service in self._started:
             service.seal()
 
+    def seal_traces(self) -> None:
+        """Seal the trace receiver alone: a declarative case's checks begin. Mocks and the model
+        proxy stay open for them (a verifier may call a mock)."""
+        for service in self._started:
+            if service.name == "traces":
+                service.seal()
+
     async def stop(self, log: Callable[[str], None]) -> None:
         started, self._started = self._started, []
         for service in reversed(started):

@@ -400,8 +400,12 @@ class _Trial:
     # -- 4. close ----------------------------------------------------------------------------
 
     async def _settle_services(self) -> None:
+        """Before a declarative case's checks: what is on its way arrives, then the trace is
+        sealed, so the spans the checks read are the spans the record keeps (later ones are
+        counted and logged as late)."""
         if self.services is not None:
             await self.services.settle()
+            self.services.seal_traces()
 
     async def close(self) -> None:
         services = self.services
