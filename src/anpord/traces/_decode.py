@@ -14,7 +14,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ._spans import MAX_DEPTH, Span, TraceInputError, clip_string, limit_attributes
+from ._map import JSON_ATTRIBUTES, is_json_text
+from ._spans import MAX_ARRAY, MAX_ATTRIBUTES, MAX_DEPTH, MAX_STRING, Clips, Span, TraceInputError, clip_attribute
 
 __all__ = ["decode_protobuf", "decode_json", "encode_response"]
 
@@ -29,12 +30,16 @@ _JSON_KINDS = {
 # -- protobuf ------------------------------------------------------------------------------
 
 
-def _pb_value(value: Any, depth: int) -> Any:
+def _pb_value(value: Any, depth: int, key: str, clips: Clips, top: bool = False) -> Any:
+    """One ``AnyValue``; ``key`` is the span attribute it is (part of), for the log."""
     if depth > MAX_DEPTH:
         raise TraceInputError(f"an attribute value nests deeper than {MAX_DEPTH} levels")
     which = value.WhichOneof("value")
     if which == "string_value":
-        return clip_string(value.string_value)
+        text = value.string_value
+        if len(text) <= MAX_STRING:
+            return text
+        return clip_attribute(key, text, clips, is_json_text if top and key in JSON_ATTRIBUTES else None)
     if which == "bool_value":
         return value.bool_value
     if which == "int_value":
@@ -44,14 +49,32 @@ def _pb_value(value: Any, depth: int) -> Any:
     if which == "bytes_value":
         return value.bytes_value.hex()
     if which == "array_value":
-        return [_pb_value(v, depth + 1) for v in value.array_value.values]
+        values = value.array_value.values
+        if len(values) > MAX_ARRAY:
+            clips.cut(key)
+            values = values[:MAX_ARRAY]
+        return [_pb_value(v, depth + 1, key, clips) for v in values]
     if which == "kvlist_value":
-        return {kv.key: _pb_value(kv.value, depth + 1) for kv in value.kvlist_value.values}
+        return _pb_map(value.kvlist_value.values, depth + 1, clips, key)
     return None
 
 
-def _pb_attributes(kvs: Any) -> dict[str, Any]:
-    return limit_attributes({kv.key: _pb_value(kv.value, 1) for kv in kvs})
+def _pb_map(kvs: Any, depth: int, clips: Clips, key: str = "") -> dict[str, Any]:
+    """Key/values as a dict of at most ``MAX_ATTRIBUTES`` keys (the first ones; a key repeated
+    takes its last value), as the JSON decoder reads them; ``key``: the attribute they are in,
+    none for a span's own attributes."""
+    out: dict[str, Any] = {}
+    for kv in kvs:
+        name = kv.key
+        if len(out) >= MAX_ATTRIBUTES and name not in out:
+            clips.cut(key or name)  # not read at all: a crafted map may hold a million
+            continue
+        out[name] = _pb_value(kv.value, depth, key or name, clips, top=not key)
+    return out
+
+
+def _pb_attributes(kvs: Any, clips: Clips) -> dict[str, Any]:
+    return _pb_map(kvs, 1, clips)
 
 
 def decode_protobuf(body: bytes) -> list[tuple[dict[str, Any], list[Span]]]:
@@ -71,23 +94,24 @@ def decode_protobuf(body: bytes) -> list[tuple[dict[str, Any], list[Span]]]:
         raise TraceInputError(f"not an OTLP protobuf trace export: {exc or type(exc).__name__}") from None
     out = []
     for rs in request.resource_spans:
-        resource = _pb_attributes(rs.resource.attributes)
+        resource = _pb_attributes(rs.resource.attributes, Clips())
         spans = []
         for ss in rs.scope_spans:
             scope = ss.scope.name
             for s in ss.spans:
                 if len(s.trace_id) != 16 or len(s.span_id) != 8:
                     raise TraceInputError("a span without a 16-byte trace id and an 8-byte span id")
+                clips = Clips()
                 spans.append(Span(
                     trace_id=s.trace_id.hex(), span_id=s.span_id.hex(),
                     parent_span_id=s.parent_span_id.hex() if s.parent_span_id else None,
                     name=s.name, kind=int(s.kind),
                     start=s.start_time_unix_nano / 1e9, end=s.end_time_unix_nano / 1e9,
                     status=_STATUS.get(int(s.status.code), "unset"), status_message=s.status.message,
-                    attributes=_pb_attributes(s.attributes), resource=resource,
-                    events=[(e.name, _pb_attributes(e.attributes)) for e in s.events
+                    attributes=_pb_attributes(s.attributes, clips), resource=resource,
+                    events=[(e.name, _pb_attributes(e.attributes, clips)) for e in s.events
                             if e.name == "exception"],
-                    scope=scope,
+                    scope=scope, clipped=clips.first,
                 ))
         out.append((resource, spans))
     return out
@@ -148,14 +172,18 @@ def _json_int(raw: Any, what: str) -> int:
     return value
 
 
-def _json_value(value: Any, depth: int) -> Any:
+def _json_value(value: Any, depth: int, key: str, clips: Clips, top: bool = False) -> Any:
+    """One ``AnyValue`` object; ``key`` is the span attribute it is (part of), for the log."""
     if depth > MAX_DEPTH:
         raise TraceInputError(f"an attribute value nests deeper than {MAX_DEPTH} levels")
     if not isinstance(value, Mapping):
         raise TraceInputError("an attribute value is not an AnyValue object")
     if "stringValue" in value or "string_value" in value:
         v = _field(value, "stringValue", "string_value", "")
-        return clip_string(v if isinstance(v, str) else str(v))
+        text = v if isinstance(v, str) else str(v)
+        if len(text) <= MAX_STRING:
+            return text
+        return clip_attribute(key, text, clips, is_json_text if top and key in JSON_ATTRIBUTES else None)
     if "boolValue" in value or "bool_value" in value:
         return bool(_field(value, "boolValue", "bool_value"))
     if "intValue" in value or "int_value" in value:
@@ -177,14 +205,18 @@ def _json_value(value: Any, depth: int) -> Any:
         values = arr.get("values", []) if isinstance(arr, Mapping) else None
         if not isinstance(values, list):
             raise TraceInputError("an arrayValue without a values list")
-        return [_json_value(v, depth + 1) for v in values]
+        if len(values) > MAX_ARRAY:
+            clips.cut(key)
+            values = values[:MAX_ARRAY]
+        return [_json_value(v, depth + 1, key, clips) for v in values]
     if "kvlistValue" in value or "kvlist_value" in value:
         kv = _field(value, "kvlistValue", "kvlist_value", {})
-        return _json_attributes(kv.get("values", []) if isinstance(kv, Mapping) else None, depth + 1)
+        return _json_attributes(kv.get("values", []) if isinstance(kv, Mapping) else None, clips, depth + 1, key)
     return None  # an empty AnyValue
 
 
-def _json_attributes(kvs: Any, depth: int = 1) -> dict[str, Any]:
+def _json_attributes(kvs: Any, clips: Clips, depth: int = 1, key: str = "") -> dict[str, Any]:
+    """Key/values as a dict of at most ``MAX_ATTRIBUTES`` keys (see ``_pb_map``)."""
     if kvs is None:
         return {}
     if not isinstance(kvs, list):
@@ -193,8 +225,12 @@ def _json_attributes(kvs: Any, depth: int = 1) -> dict[str, Any]:
     for kv in kvs:
         if not isinstance(kv, Mapping) or not isinstance(kv.get("key"), str):
             raise TraceInputError("an attribute without a string key")
-        out[kv["key"]] = _json_value(kv.get("value") or {}, depth)
-    return limit_attributes(out)
+        name = kv["key"]
+        if len(out) >= MAX_ATTRIBUTES and name not in out:
+            clips.cut(key or name)
+            continue
+        out[name] = _json_value(kv.get("value") or {}, depth, key or name, clips, top=not key)
+    return out
 
 
 def _json_list(obj: Mapping[str, Any], camel: str, snake: str) -> list[Any]:
@@ -224,7 +260,7 @@ def decode_json(body: bytes) -> list[tuple[dict[str, Any], list[Span]]]:
         if not isinstance(rs, Mapping):
             raise TraceInputError("a resourceSpans entry is not an object")
         res = rs.get("resource") or {}
-        resource = _json_attributes(res.get("attributes") if isinstance(res, Mapping) else None)
+        resource = _json_attributes(res.get("attributes") if isinstance(res, Mapping) else None, Clips())
         spans = []
         for ss in _json_list(rs, "scopeSpans", "scope_spans"):
             if not isinstance(ss, Mapping):
@@ -237,10 +273,10 @@ def decode_json(body: bytes) -> list[tuple[dict[str, Any], list[Span]]]:
                 status = s.get("status") or {}
                 if not isinstance(status, Mapping):
                     raise TraceInputError("a span's status is not an object")
-                events = []
+                clips, events = Clips(), []
                 for e in _json_list(s, "events", "events"):
                     if isinstance(e, Mapping) and e.get("name") == "exception":
-                        events.append(("exception", _json_attributes(e.get("attributes"))))
+                        events.append(("exception", _json_attributes(e.get("attributes"), clips)))
                 code = _json_enum(status.get("code", 0), _JSON_STATUS, "a status code")
                 spans.append(Span(
                     trace_id=_json_id(_field(s, "traceId", "trace_id"), 16, "traceId") or "",
@@ -254,8 +290,8 @@ def decode_json(body: bytes) -> list[tuple[dict[str, Any], list[Span]]]:
                     end=_json_int(_field(s, "endTimeUnixNano", "end_time_unix_nano", 0),
                                   "endTimeUnixNano") / 1e9,
                     status=_STATUS.get(code, "unset"), status_message=str(status.get("message", "")),
-                    attributes=_json_attributes(s.get("attributes")), resource=resource,
-                    events=events, scope=scope_name,
+                    attributes=_json_attributes(s.get("attributes"), clips), resource=resource,
+                    events=events, scope=scope_name, clipped=clips.first,
                 ))
         out.append((resource, spans))
     return out

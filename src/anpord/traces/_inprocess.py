@@ -14,9 +14,9 @@ from collections.abc import Callable
 from typing import Any
 
 from ..events import Event
-from ._map import events_of
+from ._map import JSON_ATTRIBUTES, events_of, is_json_text
 from ._receiver import CURRENT_TRACE, TrialTrace
-from ._spans import MAX_STRING, clip_string, limit_attributes
+from ._spans import MAX_ARRAY, MAX_STRING, Clips, clip_attribute, limit_attributes
 
 __all__ = ["install", "sdk_events"]
 
@@ -90,15 +90,20 @@ def _router_class() -> type:
     return Router
 
 
-def _plain(value: Any) -> Any:
+def _plain(value: Any, key: str, clips: Clips, top: bool = False) -> Any:
     if type(value) is str:
-        return value if len(value) <= MAX_STRING else clip_string(value)
+        if len(value) <= MAX_STRING:
+            return value
+        return clip_attribute(key, value, clips, is_json_text if top and key in JSON_ATTRIBUTES else None)
     if isinstance(value, (tuple, list)):
-        return [_plain(v) for v in value]
+        if len(value) > MAX_ARRAY:
+            clips.cut(key)
+            value = value[:MAX_ARRAY]
+        return [_plain(v, key, clips) for v in value]
     return value
 
 
-def _attributes(span: Any) -> dict[str, Any]:
+def _attributes(span: Any, clips: Clips) -> dict[str, Any]:
     # ``span.attributes`` is a read-only view of the SDK's BoundedAttributes, whose iteration is
     # Python code taking a lock per key: its plain dict, when there is one, is read directly.
     # Ended, the SDK never changes it again, so it is used as it is unless a value needs
@@ -112,8 +117,9 @@ def _attributes(span: Any) -> dict[str, Any]:
     for value in attrs.values():
         kind = type(value)
         if kind is tuple or (kind is str and len(value) > MAX_STRING):
-            return limit_attributes({k: _plain(v) for k, v in attrs.items()})
-    return limit_attributes(attrs)
+            attrs = limit_attributes(attrs, clips)
+            return {k: _plain(v, k, clips, top=True) for k, v in attrs.items()}
+    return limit_attributes(attrs, clips)
 
 
 _STATUS = ("unset", "ok", "error")
@@ -122,13 +128,16 @@ _STATUS = ("unset", "ok", "error")
 _last_trace: tuple[int, str] = (-1, "")
 
 
-def sdk_events(span: Any) -> list[Event]:
+def sdk_events(span: Any, clips: Clips | None = None) -> list[Event]:
     """An SDK ``ReadableSpan`` straight to its events (``_map.events_of``), with no ``Span`` in
     between: every span of a traced Python agent goes through here. Its fields are read as the
     SDK stores them (each public property is a Python call, and ``events`` copies a list),
     falling back to the properties on an SDK that stores them otherwise; its exception events
     are read only when its status is an error, the one time the mapping looks at them. Ids are
-    written with ``int.to_bytes().hex()``, a third of a format spec's cost."""
+    written with ``int.to_bytes().hex()``, a third of a format spec's cost. What the limits cut
+    is noted in ``clips``."""
+    if clips is None:
+        clips = Clips()
     try:
         ctx, parent, name, kind = span._context, span._parent, span._name, span._kind
         start, end, status = span._start_time, span._end_time, span._status
@@ -152,17 +161,17 @@ def sdk_events(span: Any) -> list[Event]:
         kind._value_ + 1,  # the SDK counts from INTERNAL = 0, OTLP from 1
         (start or 0) / 1e9, (end or 0) / 1e9,
         _STATUS[code], description or "",
-        _attributes(span),
-        _exceptions(span) if code == 2 else (),
+        _attributes(span, clips),
+        _exceptions(span, clips) if code == 2 else (),
         scope_name,
         last[1], ctx.span_id.to_bytes(8, "big").hex(),
         parent.span_id.to_bytes(8, "big").hex() if parent is not None else None,
     )
 
 
-def _exceptions(span: Any) -> list[tuple[str, dict[str, Any]]]:
+def _exceptions(span: Any, clips: Clips) -> list[tuple[str, dict[str, Any]]]:
     events = getattr(span, "_events", None)
     if events is None:
         events = span.events
-    return [(e.name, {k: _plain(v) for k, v in (e.attributes or {}).items()})
+    return [(e.name, {k: _plain(v, k, clips) for k, v in (e.attributes or {}).items()})
             for e in events if e.name == "exception"]

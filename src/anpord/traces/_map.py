@@ -26,7 +26,8 @@ try:  # a tool's arguments and result, parsed at about a fifth of json's cost
 except ImportError:  # pragma: no cover - orjson is a dependency
     _loads = None  # type: ignore[assignment]
 
-__all__ = ["MODEL_CALLED", "SPAN", "events_of", "span_events", "TOOL_OPERATIONS", "MODEL_OPERATIONS"]
+__all__ = ["MODEL_CALLED", "SPAN", "events_of", "span_events", "TOOL_OPERATIONS", "MODEL_OPERATIONS",
+           "JSON_ATTRIBUTES", "is_json_text"]
 
 SOURCE = "trace"
 
@@ -52,6 +53,9 @@ _OUTPUT_TOKENS = ("gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens"
 _CACHED_TOKENS = ("gen_ai.usage.cache_read.input_tokens", "gen_ai.usage.cache_read_input_tokens",
                   "llm.token_count.prompt_details.cache_read")
 _RESPONSE_ID = ("gen_ai.response.id",)
+# The attributes whose JSON text the mapping parses: the receivers keep them whole up to
+# MAX_JSON_STRING (where other strings are cut at MAX_STRING), so they still parse.
+JSON_ATTRIBUTES = frozenset(_TOOL_INPUT + _TOOL_OUTPUT)
 
 
 # Every name any field goes by → (field, rank): a span's attributes are read in one pass, and
@@ -126,6 +130,11 @@ def _parsed(value: Any) -> Any:
         return json.loads(text)
     except (ValueError, RecursionError):
         return value
+
+
+def is_json_text(value: str) -> bool:
+    """Whether the mapping reads ``value`` as JSON (``_parsed``)."""
+    return _parsed(value) is not value
 
 
 def _number(value: Any) -> int | float | None:

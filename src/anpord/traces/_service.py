@@ -26,7 +26,8 @@ from ._inprocess import install, sdk_events
 from ._listen import Listeners
 from ._map import span_events
 from ._receiver import CURRENT_TRACE, LOG_REFUSALS, Receiver, TrialTrace
-from ._spans import TRIAL_ATTRIBUTE, Span
+from ._spans import (MAX_ARRAY, MAX_ATTRIBUTES, MAX_JSON_STRING, MAX_STRING, TRIAL_ATTRIBUTE, Clips,
+                     Span)
 
 if TYPE_CHECKING:
     from .._service_protocol import ServiceContext
@@ -67,6 +68,8 @@ class TraceService(Receiver):
         self._thread = 0  # the loop's thread: spans ended elsewhere are handed to it
         self._unreadable = 0  # SDK spans whose reading raised (logged once)
         self._held: list[Any] = []  # SDK spans ended on the loop, not read yet (see arrive)
+        self._clips = Clips()  # what the limits cut of this process's spans (logged once)
+        self._clip_logged = False
 
     # -- the TrialService protocol ------------------------------------------------------------
 
@@ -242,13 +245,24 @@ class TraceService(Receiver):
         return events
 
     def _read(self, span: Any) -> list[Event] | None:
+        clips = self._clips
         try:
-            return sdk_events(span)
+            events = sdk_events(span, clips)
         except Exception as exc:  # the agent's own code ended the span: never fail it
             self._unreadable += 1
             if self._unreadable == 1:
                 self._log(f"traces: a span of this process could not be read: {type(exc).__name__}: {exc}")
             return None
+        if clips.first and not self._clip_logged:
+            self._clipped(getattr(span, "name", ""), clips.first)
+        return events
+
+    def _clipped(self, span: str, key: str) -> None:
+        """Once per trial: a value was cut to the limits, so a check on it may not match."""
+        self._clip_logged = True
+        self._log(f"traces: span {span!r}: attribute {key!r} was cut to the receiver's limits (strings "
+                  f"{MAX_STRING} characters, JSON tool arguments and results {MAX_JSON_STRING}, arrays "
+                  f"{MAX_ARRAY} elements, maps {MAX_ATTRIBUTES} keys); later cuts are not logged")
 
     def _arrived(self, events: list[Event]) -> None:
         """One SDK span's events, on the loop."""
@@ -280,6 +294,8 @@ class TraceService(Receiver):
         self._kept += len(spans)
         record = ctx.record
         for span in spans:
+            if span.clipped and not self._clip_logged:
+                self._clipped(span.name, span.clipped)
             for event in span_events(span):
                 record(event)
 
