@@ -139,3 +139,31 @@ def test_protobuf_maps_and_arrays_keep_what_json_ones_keep() -> None:
     assert list(span.data["attributes"]["map"]) == [f"k{i}" for i in range(MAX_ATTRIBUTES)]
     assert span.data["attributes"]["arr"] == list(range(MAX_ARRAY))
     assert any("attribute 'map' was cut" in line for line in logs), logs
+
+
+def test_spans_refused_past_the_cap_or_after_the_checks_leave_nothing_behind(monkeypatch: Any) -> None:
+    """The span cap bounds memory: a span not kept (past MAX_SPANS, or late) is not remembered
+    for deduplication either; a kept span resent is still kept once."""
+    from anpord.traces import _service
+
+    monkeypatch.setattr(_service, "MAX_SPANS", 3)
+    remembered: list[int] = []
+
+    def post(service: TraceService, first: int, count: int) -> None:
+        spans = [{"traceId": "ab" * 16, "spanId": f"{i:016x}", "name": f"s{i}"} for i in range(first, first + count)]
+        request = urllib.request.Request(service.env()["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"],
+                                         data=json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]}).encode(),
+                                         headers={"Content-Type": "application/json"})
+        assert urllib.request.urlopen(request).status == 200
+
+    def send(service: TraceService) -> None:
+        post(service, 0, 2)
+        post(service, 0, 2)  # a retry: kept once
+        for batch in range(5):
+            post(service, 2 + batch * 1000, 1000)
+        remembered.append(len(service._seen))
+
+    events, logs = _received(send)
+    assert [e.data["name"] for e in events] == ["s0", "s1", "s2"]
+    assert remembered == [3]
+    assert "traces: 4999 span(s) past the trial's 3 not kept" in logs

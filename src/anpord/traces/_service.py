@@ -183,18 +183,24 @@ class TraceService(Receiver):
             except RuntimeError:  # the loop is closed: the trial is long over
                 pass
             return
-        seen, new = self._seen, []
-        for span in spans:
-            key = (span.trace_id, span.span_id)
-            if key not in seen:  # an exporter retrying resends a batch
-                seen.add(key)
-                new.append(span)
-        self._fold(new)
+        new = self._unseen(spans)
+        for span in self._fold(new):  # only spans kept are remembered: a refused one costs nothing lasting
+            self._seen.add((span.trace_id, span.span_id))
         if self._parents:
             for span in new:
                 answered = self._parents.get(span.parent_span_id or "")
                 if answered is not None:
                     answered.set()
+
+    def _unseen(self, spans: list[Span]) -> list[Span]:
+        """The spans not kept before, once each: an exporter retrying resends a batch."""
+        seen, batch, new = self._seen, set(), []
+        for span in spans:
+            key = (span.trace_id, span.span_id)
+            if key not in seen and key not in batch:
+                batch.add(key)
+                new.append(span)
+        return new
 
     def arrive(self, span: Any) -> None:
         """An SDK span of this trial's Python agent, just ended (``_inprocess``). On the loop's
@@ -280,13 +286,14 @@ class TraceService(Receiver):
         for event in events:
             record(event)
 
-    def _fold(self, spans: list[Span]) -> None:
+    def _fold(self, spans: list[Span]) -> list[Span]:
+        """Record the spans the trial still takes; those it kept."""
         ctx = self._ctx
         if ctx is None or not spans:
-            return
+            return []
         if not self._open:
             self._late += len(spans)
-            return
+            return []
         room = MAX_SPANS - self._kept
         if len(spans) > room:
             self._over += len(spans) - max(room, 0)
@@ -298,6 +305,7 @@ class TraceService(Receiver):
                 self._clipped(span.name, span.clipped)
             for event in span_events(span):
                 record(event)
+        return spans
 
     # -- HTTP agents (W3C trace context) ---------------------------------------------------------
 
