@@ -139,3 +139,35 @@ def test_a_body_over_16_mib_from_http_client_gets_the_400_not_a_reset() -> None:
     (status, body), events, logs = _with_receiver(post)
     assert status == 400 and b"the request body is over 16777216 bytes" in body
     assert events == [] and any("the request body is over" in line for line in logs), logs
+
+
+def test_a_refused_body_still_coming_when_the_loop_ends_is_no_error() -> None:
+    """The receiver drops a refused body after answering: a run ending meanwhile ends that
+    connection quietly (no 'Unhandled exception in client_connected_cb')."""
+    errors: list[dict[str, Any]] = []
+    head = (b"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b"Content-Length: %d\r\n\r\n" % (20 << 20))
+    held: list[socket.socket] = []
+
+    def send(port: int) -> bytes:
+        conn = socket.create_connection(("127.0.0.1", port), timeout=5)
+        held.append(conn)  # left open, the rest of its body unsent
+        conn.sendall(head + b"0" * 1000)
+        return conn.recv(65536)
+
+    async def main() -> bytes:
+        asyncio.get_running_loop().set_exception_handler(lambda _loop, context: errors.append(context))
+        service = TraceService()
+        await service.start(ServiceContext(Variant(traces="otlp"), "case v #0", None, lambda _m: None,
+                                           lambda _e: None))
+        reply = await asyncio.to_thread(send, service.port)
+        await service.stop()
+        return reply  # the loop ends at once, the connection's task still dropping the body
+
+    try:
+        reply = asyncio.run(main())
+    finally:
+        for conn in held:
+            conn.close()
+    assert reply.startswith(b"HTTP/1.1 400 ")
+    assert errors == []

@@ -155,6 +155,10 @@ async def _discard(reader: asyncio.StreamReader, limit: int) -> None:
             left -= len(chunk)
     except (asyncio.TimeoutError, ConnectionError):
         return
+    except asyncio.CancelledError:
+        # The loop is ending with the body still coming. The request is answered: this ends as
+        # a closed peer would (a cancelled connection task makes Python 3.11's asyncio log one).
+        return
 
 
 def _encode(reply: Reply, close: bool) -> bytes:
