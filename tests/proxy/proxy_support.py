@@ -147,7 +147,8 @@ class Upstream:
     async def start(self) -> None:
         app = web.Application()
         app.router.add_route("*", "/{tail:.*}", self._handle)
-        self._runner = web.AppRunner(app, access_log=None)
+        # Header lines as long as a provider's gateway takes (HTTP libraries stop at 8 KiB).
+        self._runner = web.AppRunner(app, access_log=None, max_line_size=65536, max_field_size=65536)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
         await site.start()

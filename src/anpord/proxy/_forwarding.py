@@ -13,13 +13,14 @@ before a stream's first byte (its record follows it), ``{"op": "log"}``, ``{"op"
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .._errors import exception_line
 from ._providers import SERVED, Route, route_of
-from ._record import ABANDONED, NOT_DECODED, call_record, decoded_answer, decoded_body, request_key
+from ._record import ABANDONED, NOT_DECODED, call_record, decoded_answer, decoded_body, recorded_answer, request_key
 
 if TYPE_CHECKING:
     from aiohttp import ClientSession, web
@@ -39,6 +40,7 @@ _RESPONSE_DROPPED = frozenset({"connection", "keep-alive", "transfer-encoding", 
 # The headers a key travels in (OpenAI's, Anthropic's, Gemini's): one holding only NO_KEY is dropped.
 _KEY_HEADERS = frozenset({"authorization", "x-api-key", "x-goog-api-key"})
 SETTLE_WAIT = 2.0  # seconds a settle waits for calls still being answered
+_EVENT_END = re.compile(rb"(\r\n\r\n|\n\n)")  # split keeping each event's end
 _WHOLE_LIMIT = 8 << 20  # a plain answer up to this size is read whole and sent in one write
 # What ``ProxyHandle.api_key`` gives for a provider the trial has no key for (an SDK insists on
 # one): the proxy forwards the request without it, as the agent would have sent it.
@@ -136,6 +138,16 @@ class ProxiedTrial:
             if stand_in in text:
                 text = text.replace(stand_in, real)
         return text
+
+    def _unswap(self, text: str) -> str:
+        """What the proxy says of a failed call (to the agent, in the record, in the log), with each
+        real credential back as its stand-in: an HTTP client's error names the URL it called, and
+        Gemini's key travels in that URL's query."""
+        for stand_in, real in self._real.items():
+            if real and real in text:
+                text = text.replace(real, stand_in)
+        redact = self._redact
+        return redact(text) if callable(redact) else text
 
     async def answer(self, request: web.BaseRequest, path: str) -> web.StreamResponse:
         task = asyncio.current_task()
@@ -262,9 +274,9 @@ class ProxiedTrial:
                             raise
                     ended = True
         except (aiohttp.ClientConnectorError, aiohttp.ServerDisconnectedError, aiohttp.ClientOSError) as exc:
-            error = f"upstream {self._upstreams[route.provider]} unreachable: {exception_line(exc)}"
+            error = self._unswap(f"upstream {self._upstreams[route.provider]} unreachable: {exception_line(exc)}")
         except aiohttp.ClientError as exc:
-            error = f"upstream {self._upstreams[route.provider]}: {exception_line(exc)}"
+            error = self._unswap(f"upstream {self._upstreams[route.provider]}: {exception_line(exc)}")
         except asyncio.CancelledError:
             if ended:  # the agent had the whole answer and hung up
                 self._record(route, request, path, asked, key, status, kept, started, first, None,
@@ -310,18 +322,28 @@ class ProxiedTrial:
             return web.json_response({"type": "error", "error": {"type": "invalid_request_error",
                                                                  "message": f"anpord model proxy: {what}"}}, status=400)
         answer = call.get("response") or {}
-        text = str(answer.get("body") or "")
+        raw = recorded_answer(answer)
+        if raw is None:  # cut at what the record keeps, or bytes it could not keep
+            what = self.replay.describe(route, request.method, path, asked.raw, kept=False)
+            if not self._voided:
+                self._voided = True
+                self._report({"op": "void", "reason": what})
+            self._record(route, request, path, asked, key, 400, bytearray(), started, None, what)
+            return web.json_response({"type": "error", "error": {"type": "invalid_request_error",
+                                                                 "message": f"anpord model proxy: {what}"}}, status=400)
         ctype = str(answer.get("content_type") or "application/json")
         response = web.StreamResponse(status=int(call.get("http_status") or 200))
         response.headers["Content-Type"] = ctype
         await self._begin(response, request)
-        # A recorded stream goes out event by event, as it came.
-        pieces = text.split("\n\n") if "event-stream" in ctype else [text]
-        for i, piece in enumerate(pieces):
-            if piece or i < len(pieces) - 1:
-                await response.write((piece + ("\n\n" if i < len(pieces) - 1 else "")).encode())
+        # A recorded stream goes out event by event, as it came (an event ends in a blank line,
+        # LF or CRLF).
+        pieces = _EVENT_END.split(raw) if "event-stream" in ctype else [raw]
+        for i in range(0, len(pieces), 2):
+            piece = pieces[i] + (pieces[i + 1] if i + 1 < len(pieces) else b"")
+            if piece:
+                await response.write(piece)
         await response.write_eof()
-        data = bytearray(text.encode())
+        data = bytearray(raw)
         self._record(route, request, path, asked, key, int(call.get("http_status") or 200), data, started, None, None,
                      content_type=ctype, replayed=True)
         return response

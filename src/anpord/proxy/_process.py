@@ -47,6 +47,9 @@ if TYPE_CHECKING:
 __all__ = ["BODY_LIMIT", "main"]
 
 BODY_LIMIT = 256 << 20  # a request body (a long conversation with images) the proxy accepts
+# The longest header line either way (HTTP's libraries stop at 8 KiB; gateways in front of the
+# providers take far longer ones, and a proxy must not refuse what the upstream would take).
+MAX_HEADER = 64 << 10
 # How long closing waits for a request still being answered. Short: a trial's socket closes
 # once its programs are gone, so what is still open is abandoned — and aiohttp waits this long
 # for every idle kept-alive connection too.
@@ -98,7 +101,8 @@ class ProxyProcess:
 
         # aiohttp's low-level server (no application, router or runner). handler_cancellation: an
         # agent that gives up (its own timeout) ends the upstream call too.
-        return web.Server(handler, request_factory=request, handler_cancellation=True)
+        return web.Server(handler, request_factory=request, handler_cancellation=True,
+                          max_line_size=MAX_HEADER, max_field_size=MAX_HEADER)
 
     async def serve(self, control: socket.socket, quiet: socket.socket) -> None:
         self.channel = await open_channel(control, self._message)
@@ -129,6 +133,7 @@ class ProxyProcess:
                 # Cookies pass through as the agent sends and gets them: a jar here would hand one
                 # trial's cookies (a CDN's, say) to every other trial calling that upstream.
                 cookie_jar=aiohttp.DummyCookieJar(),
+                max_line_size=MAX_HEADER, max_field_size=MAX_HEADER,
                 timeout=aiohttp.ClientTimeout(total=None, sock_connect=60),
                 connector=aiohttp.TCPConnector(limit=0, force_close=False),
             )

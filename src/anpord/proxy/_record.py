@@ -14,7 +14,7 @@ import orjson
 
 from ._providers import Route, sse_payloads, usage_of
 
-__all__ = ["ABANDONED", "KEPT", "NOT_DECODED", "call_record", "decoded_answer", "decoded_body", "request_key"]
+__all__ = ["ABANDONED", "KEPT", "NOT_DECODED", "call_record", "decoded_answer", "decoded_body", "recorded_answer", "request_key"]
 
 KEPT = 8 << 20  # characters of a request or an answer the record keeps (a replay needs them whole)
 # Request fields that differ from run to run without changing what is asked (a session id).
@@ -106,6 +106,31 @@ def request_key(method: str, path: str, body: bytes, paths: Mapping[str, str], *
     return hashlib.sha256(f"{method} {path.rstrip('/')}\n{text}".encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
+def _binary(answer: bytes, redact: Any) -> dict[str, Any]:
+    """An answer that is not UTF-8, as its bytes in base64 (what a replay sends back), unless they
+    may hold a credential: redaction reads text, and base64 would hide one from it."""
+    may_hold = getattr(redact, "may_change", None)
+    if may_hold is not None and may_hold(answer):
+        return {"binary": "not kept: it may hold a credential"}
+    import base64
+
+    return {"body_base64": base64.b64encode(answer[:KEPT]).decode("ascii"),
+            **({"truncated": True} if len(answer) > KEPT else {})}
+
+
+def recorded_answer(response: Mapping[str, Any]) -> bytes | None:
+    """A recorded answer's bytes, as the agent first got them; None when the record does not hold
+    them whole (cut at ``KEPT``, or bytes not kept), so a replay has no answer to give."""
+    if response.get("truncated") or response.get("binary"):
+        return None
+    encoded = response.get("body_base64")
+    if isinstance(encoded, str):
+        import base64
+
+        return base64.b64decode(encoded)
+    return str(response.get("body") or "").encode("utf-8", "surrogatepass")
+
+
 def _clip(text: str) -> tuple[str, bool]:
     return (text, False) if len(text) <= KEPT else (text[:KEPT], True)
 
@@ -121,12 +146,17 @@ def call_record(route: Route, method: str, path: str, body: bytes, key: str, sta
     request = decoded_body(body) if decoded is NOT_DECODED else decoded
     streamed = bool(isinstance(request, dict) and request.get("stream")) or "stream" in path.lower() \
         or "event-stream" in (content_type or "")
-    text = answer.decode("utf-8", "replace")
+    try:
+        text, binary = answer.decode("utf-8"), None
+    except UnicodeDecodeError:  # not text: kept as it came too, for a replay (below)
+        text, binary = answer.decode("utf-8", "replace"), answer
     if "event-stream" in (content_type or ""):
         payloads = sse_payloads(text)
     else:
         parsed = decoded_body(answer)
-        payloads = [parsed] if isinstance(parsed, dict) else []
+        # Gemini's streamGenerateContent without ?alt=sse answers one JSON array of its chunks.
+        payloads = [parsed] if isinstance(parsed, dict) else \
+            [p for p in parsed if isinstance(p, dict)] if isinstance(parsed, list) else []
     if isinstance(request, dict) and isinstance(request.get("model"), str):
         model: str | None = request["model"]
         answered, usage = usage_of(route, payloads)
@@ -154,6 +184,8 @@ def call_record(route: Route, method: str, path: str, body: bytes, key: str, sta
         "response": {"content_type": content_type, "body": redact(kept) if callable(redact) else kept,
                      **({"truncated": True} if cut else {})},
     }
+    if binary is not None:
+        data["response"].update(_binary(binary, redact))
     if upstream is not None:
         data["upstream"] = upstream
     if failed:

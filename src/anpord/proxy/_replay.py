@@ -18,7 +18,7 @@ from typing import Any
 
 from ..events import MODEL_CALLED
 from ._providers import Route
-from ._record import ABANDONED
+from ._record import ABANDONED, KEPT
 
 __all__ = ["ReplayCalls", "recorded_calls"]
 
@@ -70,8 +70,9 @@ class ReplayCalls:
                 return call
         return None
 
-    def describe(self, route: Route, method: str, path: str, body: bytes) -> str:
-        """Why a request cannot be answered: which, and what the recording holds."""
+    def describe(self, route: Route, method: str, path: str, body: bytes, *, kept: bool = True) -> str:
+        """Why a request cannot be answered: which, and what the recording holds (``kept=False``:
+        its call, but not the whole answer)."""
         model = None
         try:
             value = json.loads(body) if body else None
@@ -80,6 +81,10 @@ class ReplayCalls:
             pass
         what = f"{method} {path}" + (f" (model {model})" if model else "")
         case, variant, index = self.key
+        if not kept:
+            return (f"not run: --replay {self.run}: the recording holds request #{self.asked} {what} of {case} "
+                    f"{variant} #{index} but not its whole answer (one over {KEPT >> 20} MiB is cut, and bytes "
+                    "that may hold a credential are not kept): it cannot be replayed")
         if not self.calls:
             held = "it holds no model calls for this trial"
         else:
