@@ -312,8 +312,12 @@ class ProxiedTrial:
 
         assert self.replay is not None
         call = self.replay.take(key)
-        if call is None:
-            what = self.replay.describe(route, request.method, path, asked.raw)
+        answer = (call.get("response") or {}) if call is not None else {}
+        # None: no recorded call, or one whose answer the record does not hold whole (cut at what
+        # it keeps, or bytes it could not keep).
+        raw = recorded_answer(answer) if call is not None else None
+        if raw is None:
+            what = self.replay.describe(route, request.method, path, asked.raw, kept=call is None)
             if not self._voided:
                 self._voided = True
                 self._report({"op": "void", "reason": what})
@@ -321,16 +325,7 @@ class ProxiedTrial:
             self._record(route, request, path, asked, key, 400, bytearray(), started, None, what)
             return web.json_response({"type": "error", "error": {"type": "invalid_request_error",
                                                                  "message": f"anpord model proxy: {what}"}}, status=400)
-        answer = call.get("response") or {}
-        raw = recorded_answer(answer)
-        if raw is None:  # cut at what the record keeps, or bytes it could not keep
-            what = self.replay.describe(route, request.method, path, asked.raw, kept=False)
-            if not self._voided:
-                self._voided = True
-                self._report({"op": "void", "reason": what})
-            self._record(route, request, path, asked, key, 400, bytearray(), started, None, what)
-            return web.json_response({"type": "error", "error": {"type": "invalid_request_error",
-                                                                 "message": f"anpord model proxy: {what}"}}, status=400)
+        assert call is not None
         ctype = str(answer.get("content_type") or "application/json")
         response = web.StreamResponse(status=int(call.get("http_status") or 200))
         response.headers["Content-Type"] = ctype
