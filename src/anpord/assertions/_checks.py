@@ -94,6 +94,9 @@ def _count_ok(count: Count, n: int) -> Match:
         err = f"count must be an int or a predicate on the number of matches, not {count!r}"
         return Match(False, err, err)
     if isinstance(count, int):
+        if count < 0:
+            err = f"count must be 0 or more, not {count}"
+            return Match(False, err, err)
         return Match(n == count, f"expected exactly {count}")
     return match_detail(count, n)
 

@@ -115,7 +115,8 @@ class T(ScopedAssertions):
         """One of the trial's mocks: ``.calls``, ``.called(...)``, ``.not_called(...)``."""
         from ..mocks._assert import MockView
 
-        return MockView(name, list(self._state.mocks), lambda: self._state.events,
+        kinds = {n: h.kind for n, h in self._state.mocks.items()}
+        return MockView(name, kinds, lambda: self._state.events,
                         lambda label, check: self._assert_run(label, check))
 
     def skip(self, reason: str = "") -> None:

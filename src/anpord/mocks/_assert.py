@@ -3,13 +3,17 @@
 Calls are the trial's ``mock.called`` events of that mock, oldest first. Matching is the usual
 (§4): ``route_or_tool`` tests an HTTP call's ``"METHOD /path"`` (its declared route or the request
 itself), an MCP call's tool name, or a CLI call's command line; ``json=`` the request body,
-``input=`` an MCP tool's arguments (or a CLI's stdin), ``argv=`` a CLI's arguments.
+``input=`` an MCP tool's arguments (or a CLI's stdin), ``argv=`` a CLI's arguments. A ``*`` in a
+``route_or_tool`` string matches any run of characters, as in the routes a mock declares, so
+``not_called("DELETE /orders/*")`` can fail. A filter the mock's kind has no field for is a usage
+error, never a check that quietly cannot match (or, in ``not_called``, cannot fail).
 """
 
 from __future__ import annotations
 
+import re
 import shlex
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from .._render import clip, describe, preview, render
@@ -48,9 +52,37 @@ def _subject(call: dict[str, Any]) -> list[str]:
     return [str(call.get("tool"))]
 
 
+# Which filters each kind of mock has a field for.
+_APPLIES = {"http": ("json",), "cli": ("argv", "input"), "mcp": ("input",)}
+_FIELD = {"json": "an HTTP request's JSON body", "argv": "a CLI call's arguments",
+          "input": "an MCP tool's arguments or a CLI call's stdin"}
+
+
+def misapplied(name: str, kind: str | None, filters: list[tuple[str, Any]]) -> str | None:
+    """Why a filter cannot apply to this mock (``json=`` on a CLI mock, ``argv=`` on an HTTP one)."""
+    wrong = [k for k, _ in filters if kind in _APPLIES and k not in _APPLIES[kind]]
+    if not wrong:
+        return None
+    usable = " or ".join(f"{k}=" for k in _APPLIES[kind or ""]) or "none"
+    return (f"{wrong[0]}= filters {_FIELD[wrong[0]]}, and mock {name} is {'a' if kind == 'cli' else 'an'} "
+            f"{kind.upper() if kind else ''} mock (its filters: {usable})")
+
+
+def _glob(pattern: str) -> re.Pattern[str]:
+    return re.compile(".*".join(map(re.escape, pattern.split("*"))), re.DOTALL)
+
+
+def _route_match(route: Any, subject: str) -> Match:
+    if isinstance(route, str) and "*" in route:
+        if _glob(route).fullmatch(subject):
+            return Match(True)
+        return Match(False, f"expected {render(route, 120)}, saw {render(subject, 120)}")
+    return match_detail(route, subject)
+
+
 def _match(call: dict[str, Any], route: Any, filters: list[tuple[str, Any]]) -> Match:
     if route is not None:
-        tries = [match_detail(route, s) for s in _subject(call)]
+        tries = [_route_match(route, s) for s in _subject(call)]
         err = next((m.error for m in tries if m.error), None)
         if err or not any(m.ok for m in tries):
             return Match(False, f"route {tries[-1].why}" if tries else "route", err)
@@ -67,9 +99,11 @@ def _filters(json: Any, input: Any, argv: Any) -> list[tuple[str, Any]]:
 
 
 def called(name: str, calls: list[dict[str, Any]], route: Any, filters: list[tuple[str, Any]],
-           count: Count) -> Outcome:
+           count: Count, kind: str | None = None) -> Outcome:
     expected = {"mock": name, "route_or_tool": describe(route), **{k: describe(v) for k, v in filters},
                 "count": _describe_count(count)}
+    if (err := misapplied(name, kind, filters)) is not None:
+        return Outcome(False, err, expected, calls, err)
     hits: list[Any] = []
     misses: list[Any] = []
     for call in calls:
@@ -92,8 +126,11 @@ def called(name: str, calls: list[dict[str, Any]], route: Any, filters: list[tup
     return Outcome(False, message, expected, calls)
 
 
-def not_called(name: str, calls: list[dict[str, Any]], route: Any, filters: list[tuple[str, Any]]) -> Outcome:
+def not_called(name: str, calls: list[dict[str, Any]], route: Any, filters: list[tuple[str, Any]],
+               kind: str | None = None) -> Outcome:
     expected = {"mock": name, "route_or_tool": describe(route), **{k: describe(v) for k, v in filters}, "count": 0}
+    if (err := misapplied(name, kind, filters)) is not None:
+        return Outcome(False, err, expected, calls, err)
     hits = []
     for call in calls:
         m = _match(call, route, filters)
@@ -110,9 +147,10 @@ def not_called(name: str, calls: list[dict[str, Any]], route: Any, filters: list
 class MockView:
     """One mock of the trial: ``.calls`` and, on ``t``, ``.called(...)`` / ``.not_called(...)``."""
 
-    def __init__(self, name: str, declared: Sequence[str], events: Callable[[], Sequence[Event]],
+    def __init__(self, name: str, declared: Mapping[str, str], events: Callable[[], Sequence[Event]],
                  run: Callable[[str, Callable[[], Outcome]], Any] | None = None):
-        self.name, self._declared, self._events, self._run = name, list(declared), events, run
+        # declared: the trial's mocks, each name with its kind ("http", "cli", "mcp")
+        self.name, self._declared, self._events, self._run = name, dict(declared), events, run
 
     def _known(self) -> None:
         if self.name not in self._declared:
@@ -135,13 +173,13 @@ class MockView:
     def called(self, route_or_tool: Any = None, *, json: Any = None, input: Any = None, argv: Any = None,
                count: Count = None) -> Any:
         """The mock received a matching call — at least once, or ``count`` times."""
-        filters = _filters(json, input, argv)
-        return self._assert("called", lambda: called(self.name, self.calls, route_or_tool, filters, count),
+        filters, kind = _filters(json, input, argv), self._declared.get(self.name)
+        return self._assert("called", lambda: called(self.name, self.calls, route_or_tool, filters, count, kind),
                             route_or_tool, json=json, input=input, argv=argv, count=count)
 
     def not_called(self, route_or_tool: Any = None, *, json: Any = None, input: Any = None,
                    argv: Any = None) -> Any:
         """The mock received no matching call (with no arguments: no call at all)."""
-        filters = _filters(json, input, argv)
-        return self._assert("not_called", lambda: not_called(self.name, self.calls, route_or_tool, filters),
+        filters, kind = _filters(json, input, argv), self._declared.get(self.name)
+        return self._assert("not_called", lambda: not_called(self.name, self.calls, route_or_tool, filters, kind),
                             route_or_tool, json=json, input=input, argv=argv)

@@ -87,7 +87,7 @@ class ValidateContext:
         from ..mocks._assert import MockView
 
         state = self._trial_state
-        mocks = list(state.mocks) if state is not None else []
+        mocks = {n: h.kind for n, h in state.mocks.items()} if state is not None else {}
         return MockView(name, mocks, lambda: self._t.events)
 
     def tool_calls(self, name: str | None = None) -> list["ToolCall"]:
