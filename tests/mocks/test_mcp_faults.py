@@ -4,9 +4,11 @@ things wrong: every message gets an answer or is a notification — never a hang
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime
 import json
 import time
+from collections.abc import AsyncIterator
 from typing import Any
 
 from anpord import Variant
@@ -15,8 +17,9 @@ from anpord.mocks._service import MockService
 from anpord.runner._services import ServiceContext
 
 
-async def _exchange(lines: list[str], tools: tuple[McpTool, ...] = (mcp_tool("lookup", result="gold"),),
-                    ) -> tuple[list[dict[str, Any]], list[Any], float]:
+@contextlib.asynccontextmanager
+async def _crm(tools: tuple[McpTool, ...]) -> AsyncIterator[tuple[dict[str, Any], list[Any]]]:
+    """A running MCP mock ``crm``: its ``mcpServers`` entry, and the events it records."""
     service = MockService((mcp_mock("crm", tools=tools),))
     events: list[Any] = []
     await service.start(ServiceContext(variant=Variant(), label="t", sandbox=None, log=lambda m: None,
@@ -24,6 +27,14 @@ async def _exchange(lines: list[str], tools: tuple[McpTool, ...] = (mcp_tool("lo
     try:
         server = service.handles["crm"].mcp_server
         assert server is not None
+        yield server, events
+    finally:
+        await service.stop()
+
+
+async def _exchange(lines: list[str], tools: tuple[McpTool, ...] = (mcp_tool("lookup", result="gold"),),
+                    ) -> tuple[list[dict[str, Any]], list[Any], float]:
+    async with _crm(tools) as (server, events):
         started = time.monotonic()
         proc = await asyncio.create_subprocess_exec(server["command"], *server["args"],
                                                     stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE)
@@ -33,8 +44,6 @@ async def _exchange(lines: list[str], tools: tuple[McpTool, ...] = (mcp_tool("lo
         proc.stdin.close()
         out, _ = await asyncio.wait_for(proc.communicate(), 20)
         return [json.loads(line) for line in out.decode().splitlines()], events, time.monotonic() - started
-    finally:
-        await service.stop()
 
 
 def test_garbage_and_unknowns_get_json_rpc_errors() -> None:
@@ -99,19 +108,11 @@ async def _sdk_calls(tools: tuple[McpTool, ...], names: list[str]) -> tuple[list
     from mcp import ClientSession, StdioServerParameters
     from mcp.client.stdio import stdio_client
 
-    service = MockService((mcp_mock("crm", tools=tools),))
-    events: list[Any] = []
-    await service.start(ServiceContext(variant=Variant(), label="t", sandbox=None, log=lambda m: None,
-                                       record=events.append))
-    try:
-        server = service.handles["crm"].mcp_server
-        assert server is not None
+    async with _crm(tools) as (server, events):
         params = StdioServerParameters(command=server["command"], args=server["args"])
         async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
             await asyncio.wait_for(session.initialize(), 20)
             return [await asyncio.wait_for(session.call_tool(n, {}), 20) for n in names], events
-    finally:
-        await service.stop()
 
 
 def test_the_sdk_client_reads_a_datetime_result_and_the_server_goes_on() -> None:

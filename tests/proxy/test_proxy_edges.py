@@ -13,7 +13,7 @@ import urllib.request
 from typing import Any
 
 import pytest
-from proxy_support import Loop, Upstream, running
+from proxy_support import Loop, Upstream, read_sse_timed, running
 
 from anpord.proxy._record import KEPT, request_key
 from anpord.proxy._replay import ReplayCalls
@@ -155,20 +155,7 @@ def test_geminis_json_array_stream_is_counted_and_replayed() -> None:
 
 def _chunks(url: str, body: Any) -> list[bytes]:
     """The HTTP/1.1 chunks of an answer, as the client receives them framed."""
-    from urllib.parse import urlsplit
-
-    parts = urlsplit(url)
-    raw = json.dumps(body).encode()
-    sock = socket.create_connection((parts.hostname, parts.port), timeout=30)
-    sock.sendall(f"POST {parts.path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                 f"Content-Length: {len(raw)}\r\nConnection: close\r\n\r\n".encode() + raw)
-    data = b""
-    while True:
-        got = sock.recv(65536)
-        if not got:
-            break
-        data += got
-    sock.close()
+    data = b"".join(piece for _, piece in read_sse_timed(url, body, {}))
     _, _, rest = data.partition(b"\r\n\r\n")
     pieces = []
     while rest:
