@@ -141,6 +141,7 @@ class Upstream:
         self.status: int | None = None
         self.body: Any = None
         self.delay = 0.0
+        self.host = "127.0.0.1"  # the host the URL names; the server listens on 127.0.0.1 whatever it is
         self.url = ""
         self._runner: web.AppRunner | None = None
 
@@ -153,7 +154,7 @@ class Upstream:
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
         await site.start()
         port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        self.url = f"http://127.0.0.1:{port}"
+        self.url = f"http://{self.host}:{port}"
 
     async def stop(self) -> None:
         if self._runner is not None:

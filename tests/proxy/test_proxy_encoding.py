@@ -85,6 +85,7 @@ def test_a_compressed_recording_replays_the_answer_itself() -> None:
 def test_cookies_are_the_agents_own_and_never_kept_for_another_call() -> None:
     upstream = Upstream()
     upstream.cookie = "__cf_bm=upstream-set; Path=/"  # what a CDN in front of a provider sets
+    upstream.host = "localhost"  # a name, not an address: a cookie jar keeps no cookie of an address
     with running({"OPENAI_BASE_URL": "{upstream}/v1", "OPENAI_API_KEY": KEY}, upstream=upstream) as (loop, up, proxy):
         url = proxy.env["OPENAI_BASE_URL"] + "/chat/completions"
         auth = {"Authorization": f"Bearer {proxy.env['OPENAI_API_KEY']}"}
