@@ -126,12 +126,27 @@ def _gemini(model: str, text: str, final: bool = True) -> dict[str, Any]:
             "modelVersion": model}
 
 
+class _Brotli:
+    """Brotli behind zlib's compressor methods, so a streamed answer is compressed piece by piece."""
+
+    def __init__(self) -> None:
+        import brotli
+
+        self._squeeze = brotli.Compressor()
+
+    def compress(self, piece: bytes) -> bytes:
+        return bytes(self._squeeze.process(piece))
+
+    def flush(self, mode: int | None = None) -> bytes:
+        return bytes(self._squeeze.flush() if mode is not None else self._squeeze.finish())
+
+
 class Upstream:
     """The caller's model endpoint, scripted: every API answers ``reply`` (streamed word by word,
     ``CHUNK_GAP`` apart). ``status``/``body`` override the answer; ``delay`` holds it back.
     ``seen`` lists each request: method, path, query, headers, JSON body. ``compress``: ``"asked"``
     gzips an answer when the request's Accept-Encoding allows it (as a CDN does); ``"gzip"`` and
-    ``"deflate"`` (raw, without its zlib header) compress every answer, asked or not."""
+    ``"deflate"`` (raw, without its zlib header) and ``"br"`` compress every answer, asked or not."""
 
     def __init__(self, reply: str = "Hello from upstream", gap: float = CHUNK_GAP):
         self.reply, self.gap = reply, gap
@@ -177,12 +192,12 @@ class Upstream:
         headers = {"Content-Type": content_type, **cookie}
         if content_type == "text/event-stream":
             headers["Cache-Control"] = "no-cache"
-        squeeze = None
+        squeeze: Any = None
         if coding is not None:
             import zlib
 
             headers["Content-Encoding"] = coding
-            squeeze = zlib.compressobj(wbits=31 if coding == "gzip" else -zlib.MAX_WBITS)
+            squeeze = _Brotli() if coding == "br" else zlib.compressobj(wbits=31 if coding == "gzip" else -zlib.MAX_WBITS)
         response = web.StreamResponse(status=status, headers=headers)
         await response.prepare(request)
         for i, piece in enumerate(pieces):

@@ -42,7 +42,7 @@ def test_the_upstream_is_asked_for_an_uncompressed_answer_and_the_call_is_record
     assert json.loads(call["response"]["body"])["usage"]["prompt_tokens"] == 11
 
 
-@pytest.mark.parametrize("coding", ["gzip", "deflate"])
+@pytest.mark.parametrize("coding", ["gzip", "deflate", "br"])
 @pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
 def test_an_answer_compressed_unasked_reaches_the_agent_as_it_came_and_the_record_reads_it(
         coding: str, stream: bool) -> None:
@@ -95,3 +95,27 @@ def test_cookies_are_the_agents_own_and_never_kept_for_another_call() -> None:
     assert first["set-cookie"].startswith("__cf_bm=upstream-set")  # back to the agent, whose it is
     assert up.seen[0]["headers"]["cookie"] == "agent=1"
     assert "cookie" not in up.seen[1]["headers"]  # the proxy kept nothing of the first call
+
+
+@pytest.mark.parametrize("coding", ["gzip", "deflate", "br"])
+def test_a_small_answer_that_decompresses_to_gigabytes_is_read_only_as_far_as_the_record_keeps(coding: str) -> None:
+    import tracemalloc
+    import zlib
+
+    import brotli
+
+    from anpord.proxy._record import KEPT, decoded_answer
+
+    zeros = b"0" * (128 << 20)  # 128 MiB from well under 1 MiB: the reading must stop at KEPT
+    squeeze = zlib.compressobj(wbits=31 if coding == "gzip" else zlib.MAX_WBITS)
+    bomb = brotli.compress(zeros, quality=1) if coding == "br" else squeeze.compress(zeros) + squeeze.flush()
+    del zeros
+    assert len(bomb) < 1 << 20
+    tracemalloc.start()
+    try:
+        read = decoded_answer(bomb, coding)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert len(read) == KEPT and set(read) == {ord("0")}
+    assert peak < 4 * KEPT, f"reading the answer took {peak >> 20} MiB"
