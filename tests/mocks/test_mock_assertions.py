@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from project_support import eval_file
 
+from anpord.mocks import http_mock
 from anpord.mocks._assert import called, not_called
 
 AGENT = '''
@@ -124,6 +125,15 @@ def test_a_filter_or_count_that_cannot_apply_is_a_usage_error(run: Any, case: st
     found = _assertion(line)
     assert found["status"] == "error" and found["message"] == message, found
     assert line["verdict"] == "failed" and line["reason"].endswith(f"raised: {message}"), line["reason"]
+
+
+def test_a_star_in_a_declared_route_matches_any_run_of_characters_anywhere() -> None:
+    (orders, items, exact) = http_mock("pay", routes={"GET /orders/*": {}, "* /users/*/items": {}, "GET /a.b": {}}).routes
+    assert orders.matches("GET", "/orders/A1") and orders.matches("GET", "/orders/") and orders.matches("GET", "/orders/a/b")
+    assert not orders.matches("GET", "/orders") and not orders.matches("POST", "/orders/A1")
+    assert items.matches("DELETE", "/users/7/items") and items.matches("GET", "/users/a/b/items")
+    assert not items.matches("GET", "/users/7/items/1") and not items.matches("GET", "/users/7/item")
+    assert exact.matches("GET", "/a.b") and not exact.matches("GET", "/aXb")  # "." is itself
 
 
 HTTP_CALL = {"mock": "pay", "kind": "http", "route": "GET /orders/*", "method": "GET", "path": "/orders/A1",

@@ -16,6 +16,9 @@ from anpord.mocks import cli_mock, http_mock, mcp_mock, mcp_tool
 @pytest.mark.parametrize(("body", "message"), [
     ('http_mock("pay", routes={"FETCH /x": {}})', "http_mock 'pay': routes['FETCH /x']: a route is \"METHOD /path\""),
     ('http_mock("pay", routes={"GET x": {}})', "routes['GET x']: a route is"),
+    ('http_mock("pay", routes={"GET /search?q=shoes": {}})',
+     "routes['GET /search?q=shoes']: a route's path has no query string or fragment"),
+    ('http_mock("pay", routes={"GET /docs#intro": {}})', "routes['GET /docs#intro']: a route's path has no query"),
     ('http_mock("pay", routes={"GET /x": {"stauts": 200}})', "routes['GET /x']: unknown key(s) stauts"),
     ('http_mock("pay", routes={"GET /x": {"json": {}, "text": ""}})', "give json or text, not both"),
     ('cli_mock("gh", responses=[{"argv": ["a"], "exitcode": 1}])', "cli_mock 'gh': responses[0]: unknown key(s) exitcode"),

@@ -11,7 +11,6 @@ error, never a check that quietly cannot match (or, in ``not_called``, cannot fa
 
 from __future__ import annotations
 
-import re
 import shlex
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -20,7 +19,7 @@ from .._render import clip, describe, preview, render
 from ..assertions._checks import Count, Outcome, _count_ok, _describe_count, _listing, _times
 from ..events import Event
 from ..expect import Match, match_detail
-from ._declare import MOCK_CALLED
+from ._declare import MOCK_CALLED, glob
 
 __all__ = ["MockView", "mock_calls", "show_mock_call"]
 
@@ -68,13 +67,9 @@ def misapplied(name: str, kind: str | None, filters: list[tuple[str, Any]]) -> s
             f"{kind.upper() if kind else ''} mock (its filters: {usable})")
 
 
-def _glob(pattern: str) -> re.Pattern[str]:
-    return re.compile(".*".join(map(re.escape, pattern.split("*"))), re.DOTALL)
-
-
 def _route_match(route: Any, subject: str) -> Match:
     if isinstance(route, str) and "*" in route:
-        if _glob(route).fullmatch(subject):
+        if glob(route).fullmatch(subject):
             return Match(True)
         return Match(False, f"expected {render(route, 120)}, saw {render(subject, 120)}")
     return match_detail(route, subject)

@@ -38,11 +38,22 @@ def _name(kind: str, name: Any) -> str:
     return name
 
 
+def glob(pattern: str) -> re.Pattern[str]:
+    """A ``*`` pattern (routes, and the route or command line a mock assertion names): each ``*``
+    any run of characters, ``/`` and spaces included; every other character itself."""
+    return re.compile(".*".join(map(re.escape, pattern.split("*"))), re.DOTALL)
+
+
 @dataclass(frozen=True)
 class Route:
     method: str
-    path: str  # exact, or a prefix when it ends with "*"
+    path: str  # exact, or with "*" standing for any run of characters ("/orders/*", "/a/*/b")
     answer: Mapping[str, Any] | Callable[..., Any]
+    _glob: re.Pattern[str] | None = field(default=None, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if "*" in self.path:
+            object.__setattr__(self, "_glob", glob(self.path))
 
     @property
     def key(self) -> str:
@@ -51,8 +62,8 @@ class Route:
     def matches(self, method: str, path: str) -> bool:
         if self.method not in ("*", method):
             return False
-        if self.path.endswith("*"):
-            return path.startswith(self.path[:-1])
+        if self._glob is not None:
+            return self._glob.fullmatch(path) is not None
         return path == self.path
 
 
@@ -95,7 +106,10 @@ def _route(mock: str, key: Any, answer: Any) -> Route:
     m = _ROUTE.match(key) if isinstance(key, str) else None
     if m is None or m.group("method") not in METHODS:
         raise DefinitionError(f"{where}: a route is \"METHOD /path\" (METHOD one of "
-                              f"{', '.join(METHODS)}; a path ending in * matches a prefix)")
+                              f"{', '.join(METHODS)}; a * in the path matches any run of characters)")
+    if any(c in m.group("path") for c in "?#"):  # no request's path holds one: it could never answer
+        raise DefinitionError(f"{where}: a route's path has no query string or fragment (a request's "
+                              f"query is recorded as query, and a route function reads request.query)")
     if callable(answer):
         return Route(m.group("method"), m.group("path"), answer)
     if not isinstance(answer, Mapping):

@@ -52,7 +52,7 @@ def decoded_answer(answer: bytes, encoding: str | None) -> bytes:
             except zlib.error:  # deflate without its zlib header, as some servers send it
                 return zlib.decompressobj(-zlib.MAX_WBITS).decompress(answer, KEPT)
         if coding == "br":
-            import brotli  # type: ignore[import-not-found]
+            import brotli  # type: ignore[import-not-found,import-untyped,unused-ignore]
 
             # Bounded like zlib's: a few KiB of Brotli can stand for gigabytes. (A module too old
             # to bound its output leaves the answer as it came.)
