@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._errors import DefinitionError
+from ..expect import is_matcher
 
 __all__ = ["HttpMock", "CliMock", "McpMock", "McpTool", "Mock", "http_mock", "cli_mock", "mcp_mock",
            "mcp_tool", "merge_mocks", "check_mocks", "env_name", "env_clash"]
@@ -189,6 +190,10 @@ def _response(mock: str, i: int, response: Any, *, default: bool = False) -> Map
     argv = response.get("argv")
     if argv is not None and (isinstance(argv, (str, bytes)) or not isinstance(argv, Sequence)):
         raise DefinitionError(f"{where}: argv must be a list of the arguments after the program name")
+    for j, arg in enumerate(argv or ()):  # an argument is text: a number here could never match one
+        if not (isinstance(arg, (str, re.Pattern)) or callable(arg) or is_matcher(arg)):
+            raise DefinitionError(f"{where}: argv[{j}] must be a string, a regex or a predicate "
+                                  f"(arguments are text), got {arg!r}")
     for key in ("stdout", "stderr"):
         if not isinstance(response.get(key, ""), str):
             raise DefinitionError(f"{where}: {key} must be a string")
@@ -213,12 +218,16 @@ def cli_mock(name: str, responses: Iterable[Mapping[str, Any]] = (), *,
     return CliMock(name, listed, fallback, default is not None)
 
 
+_TOOL_NAME = re.compile(r"[A-Za-z0-9_.-]{1,128}")
+
+
 def mcp_tool(name: str, description: str = "", schema: Mapping[str, Any] | None = None,
              result: Any = None) -> McpTool:
     """A tool of an ``mcp_mock``: ``result`` is its answer (text, or a JSON value sent as text),
     or a function of the call's arguments returning one; a function that raises is a tool error."""
-    if not isinstance(name, str) or not name:
-        raise DefinitionError(f"mcp_tool name must be a non-empty string, got {name!r}")
+    if not isinstance(name, str) or not _TOOL_NAME.fullmatch(name):
+        raise DefinitionError(f"mcp_tool name must be 1-128 letters, digits, '_', '-' or '.' "
+                              f"(as MCP names tools, and the CLIs and model APIs take them), got {name!r}")
     if not isinstance(description, str):
         raise DefinitionError(f"mcp_tool {name!r}: description must be a string")
     schema = {"type": "object", "properties": {}} if schema is None else schema
