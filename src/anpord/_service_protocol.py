@@ -42,6 +42,7 @@ class ServiceContext:
     # Events made later, in one batch (``deliver_later``): a service with many arrivals in hand
     # (a trace's spans) makes and records them together. Without it, ``record`` each at once.
     record_later: Callable[[Callable[[], Sequence[Event]]], None] | None = None
+    timeout: float | None = None  # the trial's, in seconds: no wait of its services outlasts it
 
 
 class TrialService(Protocol):

@@ -17,7 +17,7 @@ __all__ = ["RELAY_SOURCE"]
 # Free of anything newer than the oldest python3 a system may have (see sandboxes/_bridge).
 RELAY_SOURCE = r"""
 import json, os, socket, sys, threading
-port, kind, name = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+port, wait, kind, name = int(sys.argv[1]), float(sys.argv[2]), sys.argv[3], sys.argv[4]
 try:
     conn = socket.create_connection(("127.0.0.1", port), timeout=30)
 except OSError as exc:
@@ -39,11 +39,22 @@ if kind == "cli":
         cwd = os.getcwd()
     except OSError:
         cwd = ""
-    head = {"kind": "cli", "mock": name, "argv": sys.argv[4:], "cwd": cwd,
+    head = {"kind": "cli", "mock": name, "argv": sys.argv[5:], "cwd": cwd,
             "stdin": data.decode("utf-8", "replace")}
     conn.sendall(json.dumps(head).encode() + b"\n")
+    # The answer comes from the runner's event loop. An async Python agent that runs this
+    # program with a blocking call (subprocess.run) holds that loop until the program ends: the
+    # wait is bounded by the trial's time, so that is a slow failure saying why, not a hang.
+    conn.settimeout(wait)
     reader = conn.makefile("rb")
-    line = reader.readline()
+    try:
+        line = reader.readline()
+    except socket.timeout:
+        sys.stderr.write("%s: no answer from anpord within %gs: the runner's event loop is held, as it is "
+                         "when an async Python agent runs this program with subprocess.run or another "
+                         "blocking call; run it with asyncio.create_subprocess_exec or in asyncio.to_thread\n"
+                         % (name, wait))
+        sys.exit(70)
     if not line:
         sys.stderr.write("%s: the mock closed without answering\n" % name)
         sys.exit(70)

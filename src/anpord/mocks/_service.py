@@ -115,7 +115,9 @@ class MockService:
         python, _ = interpreter()
         (staging / "relay.py").write_text(RELAY_SOURCE, encoding="utf-8")
         (staging / "relay.py").chmod(0o644)
-        base = [python, "-I", "-S", str(inside / "relay.py"), str(port)]
+        # How long a CLI call waits for its answer: the trial's time (see _relay's "no answer").
+        wait = f"{self._ctx.timeout:g}" if self._ctx.timeout else "600"
+        base = [python, "-I", "-S", str(inside / "relay.py"), str(port), wait]
         servers: dict[str, Any] = {}
         bin_dir = inside / "bin"
         for mock in self.mocks:

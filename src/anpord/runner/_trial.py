@@ -239,6 +239,7 @@ class _Trial:
                 record=lambda event: deliver(self.state, event, self._early),
                 key=self.spec.key, replay=self.spec.replay,
                 record_later=lambda produce: deliver_later(self.state, produce, self._early),
+                timeout=self.spec.timeout,
             ))
 
     def _harness_context(self, instance: SandboxInstance | None) -> HarnessContext:
