@@ -35,11 +35,15 @@ if kind == "cli":
                 data = sys.stdin.buffer.read()
     except (OSError, ValueError, AttributeError):
         pass
+    def text(arg):
+        # An argument, or a folder's name, need not be UTF-8: its undecodable bytes are sent as
+        # backslash escapes ("\\xff"), so the record stays text and a check still reads the rest.
+        return os.fsencode(arg).decode("utf-8", "backslashreplace")
     try:
-        cwd = os.getcwd()
+        cwd = text(os.getcwd())
     except OSError:
         cwd = ""
-    head = {"kind": "cli", "mock": name, "argv": sys.argv[5:], "cwd": cwd,
+    head = {"kind": "cli", "mock": name, "argv": [text(a) for a in sys.argv[5:]], "cwd": cwd,
             "stdin": data.decode("utf-8", "replace")}
     conn.sendall(json.dumps(head).encode() + b"\n")
     # The answer comes from the runner's event loop. An async Python agent that runs this
