@@ -90,6 +90,12 @@ def _sweep_stale_sandboxes() -> None:
 
 
 def entry() -> None:
+    # What a command prints may quote an agent's text holding a lone surrogate (half an emoji
+    # cut off, bytes that were not UTF-8): written as its backslash escape, never a crash.
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)  # a replaced stream may lack it
+        if reconfigure is not None:
+            reconfigure(errors="backslashreplace")
     try:
         code = main()
     except BrokenPipeError:

@@ -36,15 +36,17 @@ _STDLIB = json.JSONEncoder(
 
 def _stdlib(value: Any) -> bytes:
     try:
-        return _STDLIB(value).encode("utf-8", "surrogatepass")
+        text = _STDLIB(value)
     except RecursionError:  # an agent's data nested thousands deep: cut, then written
         return _stdlib(_clipped(value, _KEPT_DEPTH))
     except ValueError:  # NaN or infinity: JSON has neither, orjson writes null
-        return json.dumps(
-            _finite(value), ensure_ascii=False, default=_json_default, separators=(",", ":")
-        ).encode(
-            "utf-8", "surrogatepass"
-        )
+        text = json.dumps(_finite(value), ensure_ascii=False, default=_json_default, separators=(",", ":"))
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        # A lone surrogate (half an emoji cut off, bytes that were not UTF-8, a JSON escape of
+        # one): written as its \u escape, so the file stays UTF-8 and reads back the same string.
+        return json.dumps(json.loads(text), separators=(",", ":")).encode("ascii")
 
 
 def _finite(value: Any) -> Any:

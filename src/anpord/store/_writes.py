@@ -42,13 +42,19 @@ class Db:
 
     def execute(self, text: str, params: Sequence[Any] = ()) -> Any:
         cur = self.raw.cursor()
-        cur.execute(self.sql(text), params)
+        try:
+            cur.execute(self.sql(text), params)
+        except UnicodeEncodeError:  # refused while binding, before anything ran: see _utf8
+            cur.execute(self.sql(text), _utf8(params))
         return cur
 
     def executemany(self, text: str, rows: Sequence[Sequence[Any]]) -> None:
         if rows:
             cur = self.raw.cursor()
-            cur.executemany(self.sql(text), rows)
+            try:
+                cur.executemany(self.sql(text), rows)
+            except UnicodeEncodeError:
+                cur.executemany(self.sql(text), [_utf8(r) for r in rows])
             cur.close()
 
     def all(self, text: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
@@ -376,3 +382,11 @@ def compare_with_baselines(
 
 def now() -> float:
     return time.time()
+
+
+def _utf8(params: Sequence[Any]) -> list[Any]:
+    """The parameters with each lone surrogate (a string Python holds and UTF-8 cannot: half an
+    emoji cut off, bytes that were not UTF-8) written as its backslash escape, since neither
+    SQLite nor PostgreSQL takes one. Only on the rare statement refused for it."""
+    return [p.encode("utf-8", "backslashreplace").decode("utf-8") if isinstance(p, str) else p
+            for p in params]
