@@ -9,11 +9,13 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+import pytest
 from project_support import assert_passed, eval_file
 
 import asyncio
 
 from anpord._fs import HostFiles
+from anpord.mocks._register import _codex_config
 from anpord.mocks._register import register_mcp as register_in
 
 
@@ -66,3 +68,46 @@ def test_gemini_codex_and_opencode_configurations(tmp_path: Path) -> None:
     opencode = json.loads((home / ".config" / "opencode" / "opencode.json").read_text())
     assert opencode["mcp"] == {"crm": {"type": "local", "command": ["/usr/bin/python3", "-I", "relay.py"], "enabled": True}}
     assert register_mcp("claude", str(config), home) == ("--mcp-config", str(config))
+
+
+RELAY = {"command": "/usr/bin/python3", "args": ["-I", "relay.py", "crm"]}
+
+
+def test_codex_config_has_the_mock_replace_a_same_name_server_and_keep_everything_else() -> None:
+
+    text = '''model = "o4-mini"
+# [mcp_servers.crm] was here once: a comment names it, no table does
+note = "[mcp_servers.crm]"
+
+[mcp_servers.crm]
+command = "npx"
+args = ["-y", "@acme/real-crm"]
+
+[mcp_servers.crm.env]
+CRM_TOKEN = "live"
+
+[mcp_servers.docs]
+command = "docs-server"
+
+[model_providers.local]
+base_url = "http://127.0.0.1:1/v1"
+'''
+    out = tomllib.loads(_codex_config(text, {"crm": RELAY}, "config.toml"))
+    assert out["mcp_servers"]["crm"] == RELAY  # the mock, not the real server, nor its env
+    assert out["mcp_servers"]["docs"] == {"command": "docs-server"}
+    assert out["model"] == "o4-mini" and out["note"] == "[mcp_servers.crm]"
+    assert out["model_providers"] == {"local": {"base_url": "http://127.0.0.1:1/v1"}}
+    commented = tomllib.loads(_codex_config("# [mcp_servers.crm]\n", {"crm": RELAY}, "config.toml"))
+    assert commented["mcp_servers"]["crm"] == RELAY  # before: skipped, as if registered
+    again = _codex_config(_codex_config("", {"crm": RELAY}, "c"), {"crm": RELAY}, "c")
+    assert again.count("[mcp_servers.crm]") == 1
+
+
+@pytest.mark.parametrize("text, message", [
+    ('[mcp_servers]\ncrm = { command = "npx" }\n', "defines MCP server 'crm' in a form that cannot be replaced"),
+    ("model = \n", "config.toml is not TOML"),
+])
+def test_codex_config_that_cannot_take_the_mock_says_why(text: str, message: str) -> None:
+
+    with pytest.raises(ValueError, match=message):
+        _codex_config(text, {"crm": RELAY}, "config.toml")

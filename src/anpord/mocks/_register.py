@@ -51,15 +51,59 @@ def _toml_string(value: str) -> str:
     return json.dumps(value)  # a JSON string is a valid TOML basic string
 
 
+def _without_table(text: str, name: str) -> str:
+    """``text`` without the ``[mcp_servers.<name>]`` table (and its sub-tables, such as its
+    ``env``): every line from its header to the next table's."""
+    heads = (f"[mcp_servers.{name}]", f'[mcp_servers."{name}"]', f"[mcp_servers.{name}.",
+             f'[mcp_servers."{name}".')
+    kept: list[str] = []
+    skipping = False
+    for line in text.splitlines(keepends=True):
+        bare = line.strip()
+        if bare.startswith("["):
+            skipping = bare.startswith(heads)
+        if not skipping:
+            kept.append(line)
+    return "".join(kept)
+
+
+def _codex_config(text: str, servers: dict[str, dict[str, Any]], where: str) -> str:
+    """Codex's ``config.toml`` with each server as the trial's mock: a server of the same name
+    (the profile's own, or an earlier session's) is replaced, everything else kept as written.
+    The file is read as TOML, so a table named only in a comment or a string counts for nothing;
+    ``ValueError`` when it is not TOML, or defines a same-name server in a form (an inline
+    table, dotted keys) that cannot be replaced line by line."""
+    import tomllib
+
+    def parsed(body: str) -> dict[str, Any]:
+        try:
+            return tomllib.loads(body)
+        except tomllib.TOMLDecodeError as exc:
+            raise ValueError(f"{where} is not TOML ({exc}): the MCP mocks cannot be registered") from None
+
+    current = parsed(text).get("mcp_servers")
+    for name, server in servers.items():
+        wanted = {"command": server["command"], "args": list(server.get("args", []))}
+        if isinstance(current, dict) and name in current:
+            if current[name] == wanted:
+                continue  # registered by an earlier session of the trial
+            text = _without_table(text, name)
+        args = ", ".join(_toml_string(a) for a in wanted["args"])
+        text += f"\n[mcp_servers.{name}]\ncommand = {_toml_string(wanted['command'])}\nargs = [{args}]\n"
+    try:
+        final = tomllib.loads(text).get("mcp_servers") or {}
+    except tomllib.TOMLDecodeError:  # a same-name server left in place clashes with ours
+        final = {}
+    for name, server in servers.items():
+        if final.get(name) != {"command": server["command"], "args": list(server.get("args", []))}:
+            raise ValueError(f"{where} defines MCP server {name!r} in a form that cannot be replaced by the "
+                             f"trial's mock (write it as a [mcp_servers.{name}] table, or rename the mock)")
+    return text
+
+
 async def _codex(files: SandboxFiles, path: Path, servers: dict[str, dict[str, Any]]) -> None:
     text = await _read_text(files, path) or ""
-    for name, server in servers.items():
-        header = f"[mcp_servers.{name}]"
-        if header in text:
-            continue  # registered by an earlier session of the trial (or the profile's own)
-        args = ", ".join(_toml_string(a) for a in server.get("args", []))
-        text += f"\n{header}\ncommand = {_toml_string(server['command'])}\nargs = [{args}]\n"
-    await files.write_file(path, text.encode("utf-8"))
+    await files.write_file(path, _codex_config(text, servers, str(path)).encode("utf-8"))
 
 
 async def register_mcp(cli: str, config: str, home: Path, files: SandboxFiles) -> tuple[str, ...]:
