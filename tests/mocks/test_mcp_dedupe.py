@@ -100,3 +100,21 @@ def test_unambiguous_spellings_name_the_server() -> None:
     assert mcp_name("mcp__crm__lookup") == "crm.lookup"
     assert mcp_name("lookup", "crm") == "crm.lookup"
     assert mcp_name("Bash") == "Bash"
+
+
+def test_a_server_named_with_a_double_underscore_is_one_call_under_its_own_name() -> None:
+    d = McpDedupe({"my__crm": ["lookup"], "db": ["run__query"]})
+    # Claude Code's stream, named by the harness as it reads it (split at the first "__").
+    stream = mcp_name("mcp__my__crm__lookup")
+    kept = d.admit(_called(stream, "s1", email="a"))
+    assert kept is not None and kept.data["name"] == "my__crm.lookup"
+    assert d.admit(_called("my__crm.lookup", "m1", mock=True, email="a")) is None  # the same call
+    renamed = d.admit(_result(stream, "s1"))
+    assert renamed is not None and renamed.data["name"] == "my__crm.lookup"
+    # A tool named with one: the first "__" is the server's end, as it should be.
+    query = d.admit(_called(mcp_name("mcp__db__run__query"), "s2", sql="1"))
+    assert query is not None and query.data["name"] == "db.run__query"
+    assert d.admit(_called("db.run__query", "m2", mock=True, sql="1")) is None
+    # A server that is no mock's keeps the name the harness gave it.
+    other = d.admit(_called(mcp_name("mcp__gh__list"), "s3"))
+    assert other is not None and other.data["name"] == "gh.list"

@@ -62,8 +62,11 @@ class McpDedupe:
         self._renamed: dict[str, str] = {}  # a stream call id -> its <server>.<tool> name
 
     def _canonical(self, name: str) -> str:
-        if name.partition(".")[0] in self.servers:
+        head, dot, rest = name.partition(".")
+        if head in self.servers:
             return name
+        if dot:  # ``mcp_name`` split at the first "__" of a server named with one ("my__crm")
+            name = f"mcp__{head}__{rest}"
         for prefix in ("mcp__", "mcp_", ""):
             if not name.startswith(prefix):
                 continue
