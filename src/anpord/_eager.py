@@ -46,7 +46,13 @@ def start_eagerly(coro: Coroutine[Any, Any, T], trial: str | None = None) -> asy
     except BaseException as exc:  # noqa: BLE001 - delivered through the future, as a task would
         _settle(loop, done, started, done.set_exception, exc)
         return done
-    rest = _resume(coro, waiting_on)
+    # A future awaited is flagged so until a task takes it, and another await of it while flagged
+    # is refused ("await wasn't used with future"): cleared now, as a task would clear it at
+    # once, so every turn's first step can await one shared future (a lazily started client).
+    blocking = getattr(waiting_on, "_asyncio_future_blocking", False) is True
+    if blocking:
+        waiting_on._asyncio_future_blocking = False
+    rest = _resume(coro, waiting_on, blocking)
     next(rest)
     task = asyncio.Task(rest, loop=loop, context=context)
     task._anpord_trial = trial  # type: ignore[attr-defined]
@@ -62,16 +68,19 @@ def _settle(loop: asyncio.AbstractEventLoop, done: asyncio.Future[Any], started:
 
 
 @types.coroutine
-def _resume(coro: Coroutine[Any, Any, T], waiting_on: Any) -> Generator[Any, None, T]:
+def _resume(coro: Coroutine[Any, Any, T], waiting_on: Any, blocking: bool) -> Generator[Any, None, T]:
     """Drive ``coro`` on from a suspension: what it waits on is handed to the task (which waits
     for it as for any awaited future), then the task's wake-up — or its cancellation — goes on
     into ``coro``. Primed by ``start_eagerly``, so a cancellation that comes before the task's
-    first step reaches ``coro`` too."""
+    first step reaches ``coro`` too. ``blocking``: the first step awaited ``waiting_on`` (a
+    future whose flag ``start_eagerly`` cleared)."""
     thrown: BaseException | None = None
     try:
         yield  # primed here; the task's first step goes on from this point
     except BaseException as exc:  # noqa: BLE001 - cancelled before its first step
         thrown = exc
+    if blocking and thrown is None:
+        waiting_on._asyncio_future_blocking = True  # awaited, as the task taking it expects
     while True:
         if thrown is None:
             try:

@@ -51,6 +51,21 @@ def test_a_coroutine_that_waits_goes_on_in_a_task_tagged_with_its_trial() -> Non
     _run(main())
 
 
+def test_coroutines_started_at_once_can_all_wait_on_one_shared_future() -> None:
+    # A lazily started shared set-up (a client, a server) awaited by every concurrent turn: each
+    # first step yields the same future before any task has taken it.
+    async def main() -> None:
+        shared = asyncio.ensure_future(asyncio.sleep(0.01, result="ready"))
+
+        async def turn(n: int) -> str:
+            return f"{await shared} {n}"
+
+        futures = [start_eagerly(turn(n), f"case v #{n}") for n in range(5)]
+        assert await asyncio.gather(*futures) == [f"ready {n}" for n in range(5)]
+
+    _run(main())
+
+
 def test_errors_and_cancellations_arrive_through_the_future() -> None:
     async def boom() -> None:
         raise ValueError("bad agent")
