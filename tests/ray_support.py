@@ -80,6 +80,9 @@ class LocalCluster:
         self.env.update({
             "PYTHONPATH": os.pathsep.join(filter(None, [str(SRC), self.env.get("PYTHONPATH")])),
             "RAY_USAGE_STATS_ENABLED": "0",
+            # Ray 2.5x's head turns token authentication on by default while a node joining it
+            # (and a driver) sends no token unless told to: a cluster on loopback needs neither.
+            "RAY_AUTH_MODE": "disabled",
         })
 
     def _start_node(self, index: int, node: Node) -> None:
