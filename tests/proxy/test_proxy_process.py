@@ -26,7 +26,10 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 # A run in miniature: one proxied trial started on a loop, the proxy's pid printed, then waiting
 # to be killed (or interrupted).
 HOLDER = textwrap.dedent("""
-    import asyncio, sys
+    import asyncio, signal, sys
+    # As from a terminal: started in the background by a non-interactive shell, the tests (and so
+    # this process) would inherit Ctrl-C ignored.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     from anpord.authoring._config import Variant
     from anpord.proxy import hold_shared_server
     from anpord.proxy._server import acquire
