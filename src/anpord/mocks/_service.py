@@ -5,6 +5,10 @@ programs it writes into the trial's state folder (read-only inside the sandbox) 
 (``_relay``). Where the sandbox closes the network, every port also listens on a unix socket
 bridged in, so a trial reaches its own mocks and nothing else. Every call is a ``mock.called``
 event (MCP calls also ``tool.called``/``tool.result`` named ``<server>.<tool>``).
+
+The servers answer on the trial's loop; a connection that loop leaves waiting (an ``async def``
+agent holding it with a blocking call to its mock) is answered on the rescue loop
+(``traces/_rescue``), whose records are handed back to the trial's loop in order.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ import os
 import shlex
 import shutil
 import tempfile
-from collections.abc import Coroutine, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -26,6 +30,7 @@ from ..events import Event
 from ..expect import match_detail
 from ..traces._http import MAX_HEADERS, Reply, serve_connection
 from ..traces._listen import Listeners
+from ..traces._rescue import on_rescue_loop
 from ._calls import call_user
 from ._declare import MOCK_CALLED, CliMock, HttpMock, McpMock, Mock, env_name
 from ._http_mock import answer_http
@@ -61,6 +66,7 @@ class MockService:
         self.mocks = mocks
         self.handles: dict[str, MockHandle] = {}
         self._ctx: ServiceContext | None = None
+        self._home: asyncio.AbstractEventLoop | None = None  # the trial's loop: records go there
         self._listeners: Listeners | None = None
         self._folder: Path | None = None
         self._own_folder = False
@@ -73,7 +79,8 @@ class MockService:
 
     async def start(self, ctx: ServiceContext) -> None:
         self._ctx = ctx
-        self._listeners = Listeners(ctx.sandbox, folder=self._files, limit=max(MAX_HEADERS, MAX_LINE))
+        self._home = asyncio.get_running_loop()
+        self._listeners = Listeners(ctx.sandbox, folder=self._files, limit=max(MAX_HEADERS, MAX_LINE), rescue=True)
         relay_port = 0
         for mock in self.mocks:
             if isinstance(mock, HttpMock):
@@ -148,6 +155,9 @@ class MockService:
         return dict(self._env)
 
     async def settle(self) -> None:
+        if self._listeners is not None and self._listeners.rescued:
+            # What was answered on the rescue loop was handed back ahead of this round trip's end.
+            await on_rescue_loop(asyncio.sleep(0))
         await asyncio.sleep(0)
 
     def seal(self) -> None:
@@ -158,13 +168,31 @@ class MockService:
         if self._listeners is not None:
             self._listeners.close()
         for task in list(self._serving):
-            task.cancel()  # an answer still waiting (a delay, a function still running) ends with the trial
+            # An answer still waiting (a delay, a function still running) ends with the trial.
+            if task.get_loop() is self._home:
+                task.cancel()
+            else:  # a connection rescued from a held loop (Listeners.close cancels those too)
+                task.get_loop().call_soon_threadsafe(task.cancel)
         if self._own_folder and self._folder is not None:
             shutil.rmtree(self._folder, ignore_errors=True)
 
     # -- recording ------------------------------------------------------------------------------
 
     def _record(self, type_: str, data: dict[str, Any]) -> None:
+        if self._home is None or asyncio.get_running_loop() is self._home:
+            self._deliver(type_, data)
+        else:  # answered on the rescue loop: recorded on the trial's, after what came before
+            self._at_home(self._deliver, type_, data)
+
+    def _at_home(self, fn: Callable[..., None], *args: Any) -> None:
+        """``fn(*args)`` on the trial's loop, from another thread's."""
+        assert self._home is not None
+        try:
+            self._home.call_soon_threadsafe(fn, *args)
+        except RuntimeError:  # the trial's loop has closed: the trial is long over
+            pass
+
+    def _deliver(self, type_: str, data: dict[str, Any]) -> None:
         ctx = self._ctx
         if ctx is None or not self._open:
             return
@@ -215,7 +243,11 @@ class MockService:
             pass
         except Exception as exc:  # noqa: BLE001 - a fault of one call never ends the trial
             if self._ctx is not None:
-                self._ctx.log(f"mocks: relay failed: {exception_line(exc)}")
+                message = f"mocks: relay failed: {exception_line(exc)}"
+                if asyncio.get_running_loop() is self._home:
+                    self._ctx.log(message)
+                else:
+                    self._at_home(self._ctx.log, message)
         finally:
             writer.close()
 

@@ -11,11 +11,13 @@ would otherwise outlive the trial) and removes the socket files.
 from __future__ import annotations
 
 import asyncio
+import socket
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ._http import MAX_HEADERS
+from ._rescue import Watched, unwatch, watch
 
 if TYPE_CHECKING:
     from ..sandboxes._protocol import SandboxInstance
@@ -27,14 +29,20 @@ Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]
 
 class Listeners:
     """``sandbox``: the trial's, or None; ``folder``: where unix sockets go, asked for on the
-    first one (by default the sandbox's state folder, where that is a host folder); ``limit``: the readers' buffer limit (the
-    longest line or header block a handler reads in one go)."""
+    first one (by default the sandbox's state folder, where that is a host folder); ``limit``: the
+    readers' buffer limit (the longest line or header block a handler reads in one go);
+    ``rescue``: a connection this loop leaves waiting (held by a blocking agent) is served on the
+    rescue loop instead (``_rescue``), its handler then running there."""
 
     def __init__(self, sandbox: SandboxInstance | None, *, folder: Callable[[], Path] | None = None,
-                 limit: int = MAX_HEADERS):
+                 limit: int = MAX_HEADERS, rescue: bool = False):
         self.sandbox = sandbox
         self._folder = folder
         self.limit = limit
+        self._rescue = rescue
+        self.rescued = False  # a connection has been served on the rescue loop
+        self._watched: list[Watched] = []
+        self._rescued: set[asyncio.Task[None]] = set()  # on the rescue loop
         self._servers: list[asyncio.AbstractServer] = []
         self._writers: set[asyncio.StreamWriter] = set()
         self._sockets: list[Path] = []
@@ -54,7 +62,20 @@ class Listeners:
         """Serve ``handler`` on ``127.0.0.1:port`` (0: a free port), and bridged into the sandbox
         when it closes the network. The port. Raises OSError when it cannot be had."""
         serve = self._tracked(handler)
-        tcp = await asyncio.start_server(serve, "127.0.0.1", port, limit=self.limit)
+        if self._rescue:
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            try:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                sock.bind(("127.0.0.1", port))
+                sock.listen(100)
+                sock.setblocking(False)
+                tcp = await asyncio.start_server(serve, sock=sock, limit=self.limit)
+            except BaseException:
+                sock.close()
+                raise
+            self._watch(sock, handler)
+        else:
+            tcp = await asyncio.start_server(serve, "127.0.0.1", port, limit=self.limit)
         self._servers.append(tcp)
         bound: int = tcp.sockets[0].getsockname()[1]
         sandbox = self.sandbox
@@ -66,8 +87,22 @@ class Listeners:
             sock = bind_unix(path)
             self._sockets.append(path)
             self._servers.append(await asyncio.start_unix_server(serve, sock=sock, limit=self.limit))
+            if self._rescue:
+                self._watch(sock, handler)
             sandbox.bridge_loopback(bound, path)
         return bound
+
+    def _watch(self, sock: socket.socket, handler: Handler) -> None:
+        rescued = self._rescued
+
+        def served(task: asyncio.Task[None]) -> None:  # on the rescue loop
+            self.rescued = True
+            rescued.add(task)
+            task.add_done_callback(rescued.discard)
+
+        watched = Watched(sock, handler, self.limit, served)
+        self._watched.append(watched)
+        watch(watched)
 
     def _tracked(self, handler: Handler) -> Handler:
         writers = self._writers
@@ -83,11 +118,15 @@ class Listeners:
 
     def close(self) -> None:
         """Stop listening, end every connection, remove the socket files. Safe to call again."""
+        for watched in self._watched:
+            unwatch(watched)
         servers, self._servers = self._servers, []
         for server in servers:
             server.close()
         for writer in list(self._writers):
             writer.close()
+        for task in list(self._rescued):  # a rescued connection ends with the rest, on its own loop
+            task.get_loop().call_soon_threadsafe(task.cancel)
         sockets, self._sockets = self._sockets, []
         for path in sockets:
             try:
