@@ -1,7 +1,7 @@
 """Mocks (``anpord.mocks``): what one trial's mocks cost.
 
     python bench/mocks.py [--trials 1000] [--concurrency 100] [--setups 2000] [--repeat 3]
-                          [--only setup|relay|run]
+                          [--only setup|relay|run|ports]
 
 Figures (printed, not asserted):
 
@@ -14,6 +14,12 @@ Figures (printed, not asserted):
    request to its trial's mock, vs the same run without mocks, where the agent makes the same
    request to one server in the same process that every trial shares (what the mock costs is
    its own server per trial and the records, not the request). Target: ≤ 1.3×.
+
+4. **A mock's port after many trials** (``--only ports``): each trial leaves a TIME_WAIT on its
+   mock's port (the mock closes first, answering ``Connection: close``). A listening socket on
+   port 0 as the kernel picks it (``bind`` to 0), as mocks had before, against one from
+   ``loopback_listener`` (the ephemeral range in turn), timed 200 times after every 2,500 more
+   TIME_WAITs (on ports the kernel picked), up to 12,500.
 
 Each run is a fresh child process, so one scenario's imports and caches never help another; the
 two runs of the ratio alternate ``--repeat`` times and each side's fastest counts (``_trials``).
@@ -137,8 +143,49 @@ def _child_relay(count: int) -> dict[str, Any]:
     return asyncio.run(main())
 
 
+def _child_ports() -> dict[str, Any]:
+    import socket
+
+    from anpord.traces._listen import loopback_listener
+
+    def closed_first(n: int) -> None:  # n connections closed by the listening side first
+        for _ in range(n):  # on ports the kernel picks, as mocks before loopback_listener had
+            listener = socket.socket()
+            listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as asyncio's servers
+            listener.bind(("127.0.0.1", 0))
+            listener.listen(1)
+            client = socket.create_connection(listener.getsockname())
+            served, _ = listener.accept()
+            served.close()
+            client.recv(1)
+            client.close()
+            listener.close()
+
+    def kernel() -> None:
+        s = socket.socket()
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind(("127.0.0.1", 0))
+        s.listen(100)
+        s.close()
+
+    rows = []
+    for step in range(6):
+        if step:
+            closed_first(2500)
+        by_kernel = timings_ms([_timed(kernel) for _ in range(200)])
+        in_turn = timings_ms([_timed(lambda: loopback_listener().close()) for _ in range(200)])
+        rows.append({"time_wait": 2500 * step, "kernel_ms": by_kernel["mean_ms"], "in_turn_ms": in_turn["mean_ms"]})
+    return {"rows": rows}
+
+
+def _timed(fn: Any) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
 def main() -> None:
-    ap = arguments(__doc__ or "", ["setup", "relay", "run"])
+    ap = arguments(__doc__ or "", ["setup", "relay", "run", "ports"])
     args = ap.parse_args()
     if args.child:
         kind, *rest = args.child
@@ -146,6 +193,8 @@ def main() -> None:
             print(json.dumps(_child_setup(int(rest[0]))))
         elif kind == "relay":
             print(json.dumps(_child_relay(int(rest[0]))))
+        elif kind == "ports":
+            print(json.dumps(_child_ports()))
         else:
             print(json.dumps(_child_run(rest[0] == "mocked", int(rest[1]), int(rest[2]))))
         return
@@ -159,6 +208,12 @@ def main() -> None:
         r = spawn(__file__, "relay", "50")
         print(f"relay start (median of 50): MCP server spawn -> first answer {r['mcp_ms']:.1f} ms; "
               f"CLI mock program run to exit {r['cli_ms']:.1f} ms")
+    if args.only in (None, "ports"):
+        rows = spawn(__file__, "ports")["rows"]
+        print("a mock's listening port, mean of 200 (TIME_WAITs left by earlier trials: bind to port 0 | in turn):")
+        for row in rows:
+            print(f"  {row['time_wait']:>6}: {row['kernel_ms']:.3f} ms | {row['in_turn_ms']:.3f} ms "
+                  f"({row['kernel_ms'] / row['in_turn_ms']:.1f}x)")
     if args.only in (None, "run"):
         common = [str(args.trials), str(args.concurrency)]
         plain, mocked = paired(lambda: spawn(__file__, "run", "plain", *common),

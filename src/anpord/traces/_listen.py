@@ -11,6 +11,7 @@ would otherwise outlive the trial) and removes the socket files.
 from __future__ import annotations
 
 import asyncio
+import functools
 import socket
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -25,6 +26,52 @@ if TYPE_CHECKING:
 __all__ = ["Handler", "Listeners"]
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
+
+
+_EPHEMERAL = (32768, 60999)  # Linux's default ip_local_port_range, where none can be read
+_cursor: list[int] = []  # the next port to try (a process's own start, so two runs rarely meet)
+
+
+@functools.cache
+def _port_range() -> tuple[int, int]:
+    try:
+        low, high = map(int, Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
+    except (OSError, ValueError):
+        return _EPHEMERAL
+    return (low, high) if 1024 <= low < high <= 65535 else _EPHEMERAL
+
+
+def loopback_listener(port: int = 0) -> socket.socket:
+    """A non-blocking socket listening on ``127.0.0.1:port``; for 0, a free port of the ephemeral
+    range, taken in turn. Not the kernel's choice (``bind`` to port 0): it avoids every port
+    holding a closed connection's TIME_WAIT, and a run's trials each leave one on their mock's
+    port, so after some thousands of trials each such bind took milliseconds. A port whose only
+    sockets are in TIME_WAIT can listen again (``SO_REUSEADDR``)."""
+    low, high = _port_range()
+    if not _cursor:
+        import random
+
+        _cursor.append(random.randrange(low, high + 1))
+    for attempt in range(64 if port == 0 else 1):
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if port:
+                sock.bind(("127.0.0.1", port))
+            elif attempt < 63:
+                chosen = _cursor[0]
+                _cursor[0] = chosen + 1 if chosen < high else low
+                sock.bind(("127.0.0.1", chosen))
+            else:  # a range that busy: the kernel's choice after all
+                sock.bind(("127.0.0.1", 0))
+            sock.listen(100)
+            sock.setblocking(False)
+            return sock
+        except OSError:
+            sock.close()
+            if port or attempt == 63:
+                raise
+    raise AssertionError("unreachable")
 
 
 class Listeners:
@@ -62,20 +109,14 @@ class Listeners:
         """Serve ``handler`` on ``127.0.0.1:port`` (0: a free port), and bridged into the sandbox
         when it closes the network. The port. Raises OSError when it cannot be had."""
         serve = self._tracked(handler)
+        sock = loopback_listener(port)
+        try:
+            tcp = await asyncio.start_server(serve, sock=sock, limit=self.limit)
+        except BaseException:
+            sock.close()
+            raise
         if self._rescue:
-            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            try:
-                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-                sock.bind(("127.0.0.1", port))
-                sock.listen(100)
-                sock.setblocking(False)
-                tcp = await asyncio.start_server(serve, sock=sock, limit=self.limit)
-            except BaseException:
-                sock.close()
-                raise
             self._watch(sock, handler)
-        else:
-            tcp = await asyncio.start_server(serve, "127.0.0.1", port, limit=self.limit)
         self._servers.append(tcp)
         bound: int = tcp.sockets[0].getsockname()[1]
         sandbox = self.sandbox
