@@ -197,5 +197,8 @@ def test_a_replay_gives_no_answer_for_a_call_the_agent_gave_up_on() -> None:
         with pytest.raises(openai.BadRequestError):
             client.chat.completions.create(model="m", messages=ask)
         assert up.seen == []
+        deadline = time.monotonic() + 5  # the proxy's word reaches the run on its own channel
+        while proxy.service.void_reason is None and time.monotonic() < deadline:
+            time.sleep(0.05)
         reason = proxy.service.void_reason
     assert reason is not None and "gave up on before its answer came" in reason, reason
