@@ -242,9 +242,14 @@ class CodingHarness:
         executable = await self._executable(options.get("executable"), sandbox, sandbox.environment(env))
         mcp_config = sandbox.environment().get("ANPORD_MCP_CONFIG")
         if mcp_config:  # the trial's MCP mocks, in the CLI's own configuration
-            from ...mocks._register import register_mcp
+            from ...mocks._register import RegistrationError, register_mcp
 
-            args = (*await register_mcp(self.cli.info.name, mcp_config, sandbox.home, sandbox), *args)
+            try:
+                args = (*await register_mcp(self.cli.info.name, mcp_config, sandbox.home, sandbox), *args)
+            except RegistrationError as exc:  # the trial cannot be run as configured: void, saying where
+                written = profile.folder / "home" / exc.file if profile is not None else None
+                origin = f" (copied from {written})" if written is not None and written.is_file() else ""
+                raise HarnessStartError(f"the {self.name} harness: {exc}{origin}") from None
         return _Settings(executable, tuple(args), "\n\n".join(prompts) or None, env)
 
     async def _executable(self, chosen: Any, sandbox: SandboxInstance, env: Mapping[str, str]) -> str:
