@@ -131,7 +131,7 @@ def run_tuple(record: RunRecord, run_dir: str | None, indexed_at: float) -> tupl
         "evals_root": record.evals_root,
         "anpord_version": record.versions.get("anpord"),
         "variants": "\n".join(str(v.get("label")) for v in record.variants),
-        "planned_trials": sum(_planned(c) for c in record.cells),
+        "planned_trials": sum(planned_count(c) for c in record.cells),
         "trials": int(totals.get("trials", 0)),
         **{v: int(totals.get(v, 0)) for v in VERDICTS},
         "input_tokens": usage.get("input_tokens"),
@@ -177,12 +177,12 @@ def cell_tuple(
         variant.get("harness") or NO_TEXT,
         variant.get("model") or NO_TEXT,
         variant.get("profile") or NO_TEXT,
-        _planned(cell),
+        planned_count(cell),
         *figures,
     )
 
 
-def _planned(cell: CellRecord) -> int:
+def planned_count(cell: CellRecord) -> int:
     """How many trials the cell plans (``len(cell.planned)``, without building the list)."""
     return len(cell.indices) if cell.indices is not None else cell.trials
 

@@ -3,8 +3,15 @@
 The runner hands it each finished trial (``add``: a list append); a thread of its own connects
 to the store and writes the trials in batches — every ``FLUSH_TRIALS`` trials or
 ``FLUSH_SECONDS`` seconds, and at the end (``finish``, which also compares the run's cells with
-their baselines when asked), when the run's cells are filed too. A store that cannot be
-written (locked, damaged, newer, a database server down) only sets ``failure``: the run goes on, and its folder, which has everything, is filed later (``anpord db
+their baselines when asked), when the run's cells are filed too. A new run of ``APART_TRIALS``
+trials or more, with a second core to run on, files its trials and cells from a process of its
+own instead, which reads them from the run folder (``_filer``): ``add`` then does nothing, and
+the runner's process spends nothing per trial on the store (in the thread, the filing holds the
+interpreter's lock the trials need). A smaller run never starts one: the process's start would
+cost it more than filing its trials.
+
+A store that cannot be written (locked, damaged, newer, a database server down) only sets
+``failure``: the run goes on, and its folder, which has everything, is filed later (``anpord db
 rebuild``, or any history command, which catches up).
 """
 
@@ -19,12 +26,15 @@ from typing import Any
 from .._errors import exception_line
 from ..results._model import TrialResult
 from ..results._run_record import RunRecord
+from ._filer import Filer, filer_wanted
 from ._location import StoreError, StoreLocation
+from ._rows import planned_count
 
 __all__ = ["StoreWriter"]
 
 FLUSH_TRIALS = 1000
 FLUSH_SECONDS = 1.0
+APART_TRIALS = 1000  # a run this big files from a process of its own (with a second core)
 BUSY_TIMEOUT = 2.0  # a lock held longer than this fails the write (never the run)
 FINISH_WAIT = 15.0  # at most this long at the end of a run for the last batch to be written
 
@@ -43,6 +53,8 @@ class StoreWriter:
         # The thread's own: the run's key in the store, and each cell's place in the plan.
         self._pk: int | None = None
         self._places: dict[tuple[str, str], int] = {}
+        self._filer: Filer | None = None
+        self._filed_apart = False  # trials and cells go to the filer (``start`` decides)
         self._thread = threading.Thread(target=self._work, name="anpord-store", daemon=True)
         self._thread.start()
 
@@ -50,9 +62,19 @@ class StoreWriter:
 
     def start(self, record: RunRecord, done: Sequence[TrialResult] = ()) -> None:
         """File the run (resumed: with the trials it has)."""
+        # A resumed run's trials, as the runner holds them, may differ from its folder's lines.
+        try:
+            self._filed_apart = not done and filer_wanted(sum(planned_count(c) for c in record.cells),
+                                                          APART_TRIALS)
+        except StoreError as exc:
+            self.failure = str(exc)
         self._ops.put(("begin", (record, list(done))))
+        if self._filed_apart:
+            self._ops.put(("apart", None))
 
     def add(self, result: TrialResult) -> None:
+        if self._filed_apart:
+            return  # the filer reads it from the run folder
         self._pending.append(result)
         if (
             len(self._pending) >= FLUSH_TRIALS
@@ -81,7 +103,7 @@ class StoreWriter:
         ``failure``)."""
         self.flush()
         judged = {"alpha": alpha, "variant_margin": variant_margin}
-        self._ops.put(("finish", (record, compare, threshold, judged)))
+        self._ops.put(("finish", (record, compare, threshold, judged, wait)))
         if not self._done.wait(wait):
             self.failure = self.failure or (
                 f"the run store {self.location.display} did not answer within {wait:.0f}s"
@@ -101,7 +123,19 @@ class StoreWriter:
             while True:
                 op, arg = self._ops.get()
                 if op == "stop":
+                    if self._filer is not None:
+                        self._filer.abandon()
                     return
+                if op == "finish" and self._filer is not None:
+                    failure = self._filer.finish(max(arg[4] - 1.0, 1.0))
+                    self.failure = self.failure or failure
+                if op == "apart" and self.failure is None:
+                    assert self._pk is not None
+                    try:
+                        self._filer = Filer.start(self.location, self.run_dir, self._pk, BUSY_TIMEOUT)
+                    except OSError as exc:
+                        self.failure = f"the run store's filer could not start: {exception_line(exc)}"
+                    continue
                 if self.failure is None:
                     try:
                         if db is None:
@@ -122,9 +156,11 @@ class StoreWriter:
                 if op == "finish":
                     return
         finally:
+            # Done once all is committed: closing (SQLite copies its write-ahead log into the
+            # database then) takes a while the run need not wait for.
+            self._done.set()
             if db is not None:
                 db.close()
-            self._done.set()
 
     def _apply(self, db: Any, op: str, arg: Any) -> None:
         from . import _writes as w
@@ -149,16 +185,17 @@ class StoreWriter:
         if op == "trials":
             self._write_trials(db, arg)
         elif op == "finish":
-            record, compare, threshold, judged = arg
-            variants = variants_by_label(record)
-            w.put_cells(
-                db,
-                self._pk,
-                [
-                    cell_tuple(i, c, variants.get(c.variant, {}), c.summary)
-                    for i, c in enumerate(record.cells)
-                ],
-            )
+            record, compare, threshold, judged, _ = arg
+            if self._filer is None:  # else the filer filed them
+                variants = variants_by_label(record)
+                w.put_cells(
+                    db,
+                    self._pk,
+                    [
+                        cell_tuple(i, c, variants.get(c.variant, {}), c.summary)
+                        for i, c in enumerate(record.cells)
+                    ],
+                )
             w.put_run(
                 db,
                 self.location.project,
