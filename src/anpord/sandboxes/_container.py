@@ -84,17 +84,31 @@ class ContainerCLI:
     async def run_bytes(
         self, *args: str, input: bytes | None = None, timeout: float = PROBE_TIMEOUT
     ) -> tuple[int, bytes, str]:
-        """``run`` with ``input`` on its stdin and its stdout as bytes (a tar stream, say)."""
-        proc = await asyncio.create_subprocess_exec(
-            self.path,
-            *args,
-            env=self.env,
-            stdin=asyncio.subprocess.DEVNULL if input is None else asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-        )
+        """``run`` with ``input`` on its stdin and its stdout as bytes (a tar stream, say).
+
+        Its output is read from pipes of its own, not to their end but to the CLI's exit: all it
+        wrote is in them by then, and a container's monitor that ``run -d`` starts may hold them
+        open for the container's life (podman's conmon does under uvloop), so that their end
+        never comes."""
+        loop = asyncio.get_running_loop()
+        out, err = _Output(loop), _Output(loop)
         try:
-            out, err = await asyncio.wait_for(proc.communicate(input), timeout)
+            proc = await asyncio.create_subprocess_exec(
+                self.path,
+                *args,
+                env=self.env,
+                stdin=asyncio.subprocess.DEVNULL if input is None else asyncio.subprocess.PIPE,
+                stdout=out.write_end,
+                stderr=err.write_end,
+            )
+        except BaseException:
+            out.close()
+            err.close()
+            raise
+        out.spawned()
+        err.spawned()
+        try:
+            await asyncio.wait_for(_feed_and_wait(proc, input), timeout)
         except BaseException:
             if proc.returncode is None:
                 proc.kill()
@@ -106,8 +120,71 @@ class ContainerCLI:
                     except asyncio.CancelledError:
                         continue
             raise
+        finally:
+            stdout, stderr = out.close(), err.close()
         assert proc.returncode is not None
-        return proc.returncode, out, err.decode("utf-8", "replace")
+        return proc.returncode, stdout, stderr.decode("utf-8", "replace")
+
+
+class _Output:
+    """A pipe for one output of a CLI: read by the loop as it comes, and at the end (``close``)
+    whatever is left in it, without waiting for its writers to close it."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop):
+        self.loop = loop
+        self.read_end, self.write_end = os.pipe()
+        os.set_blocking(self.read_end, False)
+        self.parts: list[bytes] = []
+        self._watched = False
+
+    def spawned(self) -> None:
+        """The CLI holds the write end now: ours is closed, and the pipe is read as it fills."""
+        os.close(self.write_end)
+        self.write_end = -1
+        self.loop.add_reader(self.read_end, self._read)
+        self._watched = True
+
+    def _read(self) -> bool:
+        try:
+            chunk = os.read(self.read_end, 1 << 16)
+        except BlockingIOError:
+            return False
+        if not chunk:
+            self.loop.remove_reader(self.read_end)
+            self._watched = False
+            return False
+        self.parts.append(chunk)
+        return True
+
+    def close(self) -> bytes:
+        """What the CLI wrote (all of it, once it has exited); the pipe closed."""
+        if self._watched:
+            self.loop.remove_reader(self.read_end)
+            self._watched = False
+        if self.read_end >= 0:
+            try:
+                while self._read():
+                    pass
+            except OSError:
+                pass
+            os.close(self.read_end)
+            self.read_end = -1
+        if self.write_end >= 0:
+            os.close(self.write_end)
+            self.write_end = -1
+        return b"".join(self.parts)
+
+
+async def _feed_and_wait(proc: asyncio.subprocess.Process, data: bytes | None) -> None:
+    """Write ``data`` to the process's stdin and close it, then wait for the process to exit."""
+    if data is not None and proc.stdin is not None:
+        try:
+            proc.stdin.write(data)
+            await proc.stdin.drain()
+            proc.stdin.close()
+        except (BrokenPipeError, ConnectionResetError):  # it exited without reading it all
+            pass
+    await proc.wait()
 
 
 def _last_line(text: str) -> str:
