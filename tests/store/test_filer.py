@@ -218,21 +218,28 @@ def test_ctrl_c_at_the_terminal_stops_the_run_and_its_trials_are_filed(
     # The terminal sends SIGINT to the whole foreground group: the run's process and its children.
     project = _project(tmp_path / "p", ["first"] + ["nap"] * 40)
     env = {"ANPORD_STORE_FILER": "process"}
-    assert project.run("watch/0000", env=env).code == 0
+    first = project.run("watch/0000", env=env)
+    assert first.code == 0 and first.run_dir is not None
     proc = subprocess.Popen([*anpord_command(), "eval"], cwd=project.folder, env=run_env(env), text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
                             start_new_session=True)  # a group of its own, as a terminal's job is
     session_run.append(proc)
-    wait_until(lambda: project.finished_trials() >= 2, "two finished trials", proc=proc)
+    # The new run's folder: run ids sort by their second, then by a random suffix.
+    def finished() -> int:
+        runs = [d for d in (project.folder / ".anpord" / "runs").iterdir() if d != first.run_dir]
+        results = runs[0] / "results.jsonl" if runs else None
+        return results.read_text().count("\n") if results is not None and results.is_file() else 0
+
+    wait_until(lambda: finished() >= 2, "two finished trials", proc=proc)
     os.killpg(proc.pid, signal.SIGINT)
     stdout, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 130, (stdout, stderr)
     assert WARNING not in stderr
-    finished = project.finished_trials()
+    done = finished()
     runs = as_json(anpord(project, "runs", "--json"))
-    assert runs[0]["status"] == "interrupted" and runs[0]["totals"]["trials"] == finished
+    assert runs[0]["status"] == "interrupted" and runs[0]["totals"]["trials"] == done
     _, trials = _rows(project)
-    assert len(trials) == finished
+    assert len(trials) == done
 
 
 def test_the_filer_reads_lines_longer_than_one_read_and_many_reads_of_lines(
