@@ -6,10 +6,10 @@ after its trial has long been decided. ``run_bounded`` gives what is left a grac
 then closes the loop with it still pending. A task given up on that way is ``abandon``-ed:
 kept referenced (so it is never collected mid-run) and not reported as "destroyed but pending".
 
-The loop is asyncio's unless ``ANPORD_LOOP=uvloop`` asks for uvloop's (asyncio's still, silently,
-when uvloop is not installed). uvloop costs 3–15% less CPU per trial, but under it a podman
-``exec`` of the docker sandbox never returns (uvloop gives a subprocess sockets, not pipes, for its
-stdio, the likely cause): not the default until that is pinned down.
+The loop is uvloop's where uvloop is installed (a dependency everywhere but Windows), as it costs
+less CPU per callback, task and socket than asyncio's (``bench/runner_overhead.py --loops
+uvloop,asyncio``); ``ANPORD_LOOP=asyncio`` asks for asyncio's own, which is also the loop wherever
+uvloop cannot be imported.
 """
 
 from __future__ import annotations
@@ -33,10 +33,10 @@ IGNORED_CANCELLATION = "the agent ignored its cancellation"
 _ABANDONED: list[asyncio.Task[Any]] = []
 
 def loop_kind() -> str:
-    """The loop a run gets: uvloop's when ``ANPORD_LOOP=uvloop`` asks and it is importable, else
-    asyncio's."""
+    """The loop a run gets: asyncio's when ``ANPORD_LOOP=asyncio`` asks or uvloop is not
+    importable, else uvloop's."""
     asked = os.environ.get("ANPORD_LOOP", "").strip().lower()
-    if asked != "uvloop":
+    if asked == "asyncio":
         return "asyncio"
     try:
         import uvloop  # noqa: F401

@@ -123,8 +123,9 @@ def assert_ran_from(root: Path, seen: list[tuple[str, str]], expected: list[str]
 
 
 FIRST = ["python3 -m venv .venv", "pip install -e .", "anpord eval"]
+# The suite runs twice: on the default event loop, then on asyncio's (ANPORD_LOOP=asyncio).
 SECOND = ["apt-get update", "apt-get install -y", "python3 -m venv .venv", "pip install -e .[test]",
-          "python -m pytest"]
+          "python -m pytest", "python -m pytest"]
 
 
 def assert_first_ran(done: subprocess.CompletedProcess[str]) -> None:
@@ -136,7 +137,8 @@ def test_the_first_block_is_the_two_commands() -> None:
     lines = first_block()
     assert len(lines) == 2 and all(line.strip() for line in lines), lines
     assert "anpord eval" in lines[0]
-    assert lines[1].endswith("python -m pytest -q")
+    # The suite, on the default event loop (uvloop's) and on asyncio's own.
+    assert lines[1].endswith("python -m pytest -q && ANPORD_LOOP=asyncio python -m pytest -q")
     # What the sandbox tests run on: bubblewrap, and a container engine for the docker sandbox.
     assert {"bubblewrap", "podman", "runc"} <= set(lines[1].split()), lines[1]
 

@@ -269,8 +269,7 @@ async def _main(listen_fd: int, control_fd: int, quiet_fd: int) -> None:
 def main(argv: list[str]) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the run's to handle; it closes us
     try:
-        # uvloop's loop where installed: less CPU per call. (What keeps it from being the run's
-        # default, a sandbox's subprocess stdio, does not concern a process that starts none.)
+        # uvloop's loop where installed, as the run's own: less CPU per call.
         import uvloop
 
         runner: Any = uvloop.run
