@@ -136,10 +136,15 @@ class _Filing:
         self.trials: dict[int, dict[int, Any]] = {}  # cell place -> trial index -> result
         self.filed: set[int] = set()  # cells filed with the trials they have now
         self.offset = 0
-        self.failure: str | None = None
 
     def read(self) -> None:
-        """File the trials written since the last read, and the cells they complete."""
+        """File every trial written since the last read, and the cells they complete."""
+        while self._read_some():
+            pass
+
+    def _read_some(self) -> bool:
+        """File the trials of one read (``READ_LIMIT`` bytes, or one line longer than that);
+        whether it found any."""
         from ..results._encode import decode
         from ..results._model import TrialResult
         from . import _writes as w
@@ -156,10 +161,10 @@ class _Filing:
                         break
                     data += more
         except FileNotFoundError:
-            return
+            return False
         end = data.rfind(b"\n") + 1  # a line still being written waits for the next read
         if not end:
-            return
+            return False
         self.offset += end
         rows: dict[tuple[int, int], tuple[Any, ...]] = {}
         touched: set[int] = set()
@@ -184,20 +189,13 @@ class _Filing:
         with self.db.transaction():
             w.put_trials(self.db, self.pk, list(rows.values()))
             self._put_cells(done)
-        if len(data) >= READ_LIMIT:  # more may be there already
-            self.read()
+        return True
 
     def finish(self) -> None:
         """Every cell of the run, with the trials it has (none: filed without a distribution)."""
-        self._read_to_end()
+        self.read()
         with self.db.transaction():
             self._put_cells(range(len(self.cells)))
-
-    def _read_to_end(self) -> None:
-        before = -1
-        while self.offset != before:
-            before = self.offset
-            self.read()
 
     def _put_cells(self, places: Any) -> None:
         from ..results._model import summarize_cell
@@ -240,7 +238,7 @@ def _main() -> int:
         if finish:
             filing.finish()
         else:
-            filing._read_to_end()
+            filing.read()
     except Exception as exc:  # noqa: BLE001 - said to the runner, which warns and goes on
         try:
             failure = describe_failure(exc, location)
