@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import secrets
+import os
+import random
 import threading
 from typing import TYPE_CHECKING, Any
 
@@ -42,6 +43,20 @@ SCHEDULE_DELAY_MS = 100
 MAX_SPANS = 100_000
 SETTLE_TIMEOUT = 2.0  # seconds settle() waits for exports being read
 
+# Trial, trace and span ids: unique, not secret (nothing is guarded by them), so drawn from a
+# generator of this module's, seeded from the system's random source, instead of a system call
+# each (``secrets``), which under load costs a trial several microseconds. Not ``random``'s own:
+# an agent seeding that for its own reproducibility would make every run's ids alike. Reseeded
+# in a forked child, so two processes never draw the same ids.
+_ids = random.Random()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_ids.seed)
+
+
+def _new_id(bits: int) -> str:
+    """``bits`` random bits as lowercase hex, never all zeros (W3C trace context's invalid id)."""
+    return f"{_ids.getrandbits(bits) or 1:0{bits // 4}x}"
+
 
 class TraceService(Receiver):
     name = "traces"
@@ -51,9 +66,8 @@ class TraceService(Receiver):
         super().__init__()
         # The trial's id (its spans' resource attribute) and its W3C trace id: agent servers
         # anpord only talks to (HTTP agents) are sent it in ``traceparent``, and their spans come
-        # back in it (see _hub). One draw from the system's random source for both.
-        ids = secrets.token_hex(24)
-        self.trial_id, self.trace_id = ids[:16], ids[16:]
+        # back in it (see _hub).
+        self.trial_id, self.trace_id = _new_id(64), _new_id(128)
         self._hub: Hub | None = None
         self._parents: dict[str, asyncio.Event] = {}  # traceparent span ids sent, by whether answered
         self.port = 0
@@ -311,7 +325,7 @@ class TraceService(Receiver):
 
     def traceparent(self) -> tuple[str, str]:
         """A ``traceparent`` header for one request to an agent server, and its span id."""
-        span_id = secrets.token_hex(8)
+        span_id = _new_id(64)
         self._parents[span_id] = asyncio.Event()
         return f"00-{self.trace_id}-{span_id}-01", span_id
 
