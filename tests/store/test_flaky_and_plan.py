@@ -3,8 +3,11 @@ history; each says "not enough runs yet" in one line when the history is too sho
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
+from typing import Any
 
+import pytest
 from history_support import anpord, as_json, history_project
 
 
@@ -101,3 +104,83 @@ def test_comparing_a_run_with_itself_is_refused_in_one_line(tmp_path: Path) -> N
     assert line.startswith("anpord compare: latest and latest are the same run (")
     assert "`anpord compare` alone" in line
     assert anpord(project, "compare").returncode == 0  # against the baselines: fine
+
+
+# What the history of flaky cells was read with before it was read run by run: one join from the
+# run's cells to every reading of the same case in the project's history (the oracle below).
+_JOINED_HISTORY = (
+    "FROM cells JOIN runs ON runs.id = cells.run_pk "
+    "JOIN cells cand ON cand.case_id = cells.case_id AND cand.variant = cells.variant "
+    "AND COALESCE(cand.case_hash, '') = COALESCE(cells.case_hash, '') "
+    "AND COALESCE(cand.harness, '') = COALESCE(cells.harness, '') "
+    "AND COALESCE(cand.model, '') = COALESCE(cells.model, '') "
+    "WHERE cand.run_pk = ? AND cells.run_pk <> ? AND (runs.kind IS NULL OR runs.kind = 'eval') AND runs.id IN "
+    "(SELECT id FROM runs WHERE project = ? AND (runs.kind IS NULL OR runs.kind = 'eval') "
+    "ORDER BY started_at DESC LIMIT ?)"
+)
+
+
+def _joined_history(db: Any, project: str, pk: int, limit: int) -> list[dict[str, Any]]:
+    from anpord.store._writes import _CELL_SELECT
+
+    params = (pk, pk, project, limit)
+    flaky = {(m["case_id"], m["variant"]) for m in db.all(
+        f"SELECT DISTINCT cells.case_id, cells.variant {_JOINED_HISTORY} AND cells.trials > 0 "
+        "AND cells.deterministic = ?", (*params, False))}
+    rows = db.all(f"SELECT {_CELL_SELECT}, runs.run_id {_JOINED_HISTORY}", params) if flaky else []
+    return [m for m in rows if (m["case_id"], m["variant"]) in flaky]
+
+
+def test_a_flaky_cells_history_is_the_readings_the_whole_history_join_finds(
+    tmp_path: Path, backend_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 30 runs of a project (the window reads the last 20), some re-runs (never history), another
+    # project's runs, cells whose case content, harness or model differ from the candidate's or
+    # are absent (an absent one matches an absent one), flaky and steady readings; each of the
+    # last runs as the candidate. The history read run by run is what the one join read.
+    from anpord.store._columns import CELL_COLUMNS, COUNTS, RUN_COLUMNS
+    from anpord.store._location import store_location
+    from anpord.store._writes import history_cells, open_db, put_cells, put_run
+
+    for key, value in backend_env.items():
+        monkeypatch.setenv(key, value)
+    db = open_db(store_location(tmp_path))
+    rng = random.Random(7)
+    pks: list[int] = []
+    with db.transaction():
+        for n in range(36):
+            project = "other" if n % 9 == 8 else "p"
+            run = {c: 0 for c in RUN_COLUMNS} | {
+                "status": "finished", "started_at": 1000.0 + n, "variants": "[]",
+                "kind": "rerun" if n % 7 == 3 else ("eval" if n % 2 else None)}
+            for c in ("finished_at", "host", "run_dir", "evals_root", "anpord_version", "input_tokens",
+                      "output_tokens", "cost", "exit_code", "fail_on", "rerun_of", "note", "indexed_at"):
+                run[c] = None
+            pk = put_run(db, project, f"run-{n:02d}", [run[c] for c in RUN_COLUMNS], replace=True)
+            if project == "p":
+                pks.append(pk)
+            cells = []
+            for idx, (case, variant) in enumerate((f"c{i}", v) for i in range(12) for v in ("a", "b")):
+                trials = rng.choice([0, 2, 3])
+                cell = {c: 0 for c in CELL_COLUMNS} | {
+                    "idx": idx, "case_id": case, "variant": variant,
+                    "case_hash": rng.choice(["h1", "h1", "h2", ""]), "harness": rng.choice(["x", "x", ""]),
+                    "model": rng.choice(["m", ""]), "profile": "", "planned": 3, "trials": trials,
+                    "passed": rng.randint(0, trials), "pass_rate": -1, "pass_at_k": -1, "pass_hat_k": -1,
+                    "deterministic": rng.choice([True, True, False])}
+                cells.append([cell[c] for c in CELL_COLUMNS])
+            put_cells(db, pk, cells)
+    assert COUNTS[0] == "trials"
+
+    def key(m: dict[str, Any]) -> tuple[Any, ...]:
+        return tuple(sorted((k, str(v)) for k, v in m.items()))
+
+    compared = 0
+    for pk in pks[-8:]:
+        for limit in (20, 5):
+            expected = _joined_history(db, "p", pk, limit)
+            got = history_cells(db, "p", pk, limit)
+            assert sorted(map(key, got)) == sorted(map(key, expected))
+            compared += len(expected)
+    db.close()
+    assert compared > 100  # the data does hold flaky histories to compare

@@ -325,42 +325,47 @@ def baseline_cells(db: Db, project: str, pk: int) -> list[dict[str, Any]]:
 FLAKE_HISTORY = 20  # the runs a flaky cell's own variation is read from
 
 
-# Earlier readings of run ``?``'s cells that measured the same thing (case content, harness,
-# model), from the last ``?`` runs of project ``?`` that count as history (the parameters:
-# pk, pk, project, limit).
-_HISTORY = (
-    "FROM cells "
-    "JOIN runs ON runs.id = cells.run_pk "
-    "JOIN cells cand ON cand.case_id = cells.case_id AND cand.variant = cells.variant "
-    # Null-safe: a cell with no model (or hash) matches one with none.
-    "AND COALESCE(cand.case_hash, '') = COALESCE(cells.case_hash, '') "
-    "AND COALESCE(cand.harness, '') = COALESCE(cells.harness, '') "
-    "AND COALESCE(cand.model, '') = COALESCE(cells.model, '') "
-    f"WHERE cand.run_pk = ? AND cells.run_pk <> ? AND {MEASURES_HISTORY} AND runs.id IN "
-    f"(SELECT id FROM runs WHERE project = ? AND {MEASURES_HISTORY} "
-    "ORDER BY started_at DESC LIMIT ?)"
-)
+_FLAKE_CASES = 500  # case ids named in one query for the flaky cells' history (chunks of it)
 
 
 def history_cells(db: Db, project: str, pk: int, limit: int = FLAKE_HISTORY) -> list[dict[str, Any]]:
     """Earlier readings of run ``pk``'s cells that measured the same thing (case content,
-    harness, model), from the last ``limit`` runs that count as history, with their run ids —
-    of the cells one of whose readings was flaky (its trials disagreed) only: no other cell is
-    judged against its history (``_compare.flaky_bases``), and a suite's history is its runs
-    times its cells, which a run's end would otherwise read whole."""
-    params = (pk, pk, project, limit)
-    flaky = {
-        (m["case_id"], m["variant"])
-        for m in db.all(
-            f"SELECT DISTINCT cells.case_id, cells.variant {_HISTORY} "
-            "AND cells.trials > 0 AND cells.deterministic = ?",
-            (*params, False),
-        )
-    }
+    harness, model), from the last ``limit`` runs that count as history (``pk`` among them, if
+    it is one), with their run ids — of the cells one of whose readings was flaky (its trials
+    disagreed) only: no other cell is judged against its history (``_compare.flaky_bases``).
+
+    Read run by run: those runs' flaky cells first (an index on the run), then, if any matches,
+    the readings of their cases in those runs. A join from the run's cells to every reading of
+    the same case would read the project's whole history at every run's end: a suite of 5,000
+    cells with 100 runs behind it took 0.2 s there, and more with each run."""
+    runs = [r["id"] for r in db.all(
+        f"SELECT id FROM runs WHERE project = ? AND {MEASURES_HISTORY} ORDER BY started_at DESC LIMIT ?",
+        (project, limit)) if r["id"] != pk]
+    if not runs:
+        return []
+    in_runs = f"cells.run_pk IN ({', '.join('?' * len(runs))})"
+    measured = {_measured(m) for m in db.all(
+        "SELECT case_id, variant, case_hash, harness, model FROM cells WHERE run_pk = ?", (pk,))}
+    flaky = {(m["case_id"], m["variant"]) for m in db.all(
+        f"SELECT case_id, variant, case_hash, harness, model FROM cells WHERE {in_runs} "
+        "AND trials > 0 AND deterministic = ?", (*runs, False)) if _measured(m) in measured}
     if not flaky:
         return []
-    rows = db.all(f"SELECT {_CELL_SELECT}, runs.run_id {_HISTORY}", params)
-    return [m for m in rows if (m["case_id"], m["variant"]) in flaky]
+    cases = sorted({case for case, _ in flaky})
+    rows: list[dict[str, Any]] = []
+    for at in range(0, len(cases), _FLAKE_CASES):
+        chunk = cases[at:at + _FLAKE_CASES]
+        rows += db.all(
+            f"SELECT {_CELL_SELECT}, runs.run_id FROM cells JOIN runs ON runs.id = cells.run_pk "
+            f"WHERE {in_runs} AND cells.case_id IN ({', '.join('?' * len(chunk))})", (*runs, *chunk))
+    return [m for m in rows if (m["case_id"], m["variant"]) in flaky and _measured(m) in measured]
+
+
+def _measured(cell: dict[str, Any]) -> tuple[str, str, str, str, str]:
+    """What a reading of a cell measured: its case and variant, the case's content, the harness
+    and the model (an absent one matches an absent one)."""
+    return (cell["case_id"], cell["variant"], cell["case_hash"] or "", cell["harness"] or "",
+            cell["model"] or "")
 
 
 def compare_with_baselines(
