@@ -78,3 +78,34 @@ def test_a_finished_trial_is_freed_without_the_cyclic_collector(
         events = blob[ref["offset"]:ref["offset"] + ref["length"]].splitlines()
         assert len(events) == ref["count"] > 0
         assert b"hello hi" in b"".join(events)  # the agent's reply, as its turn recorded it
+
+
+@pytest.mark.parametrize("concurrency, young", [(2, 20_000), (500, 100_000), (10_000, 500_000)])
+def test_the_collector_lets_young_objects_pile_up_in_step_with_the_trials_at_once(
+        tmp_path: Path, monkeypatch: Any, concurrency: int, young: int) -> None:
+    # A young collection rescans every trial in flight, none of it garbage: the run sizes the
+    # young generation to its concurrency (capped), and gives the thresholds back after it.
+    (tmp_path / "evals").mkdir()
+    (tmp_path / "gc_agent.py").write_text(
+        "import gc\n\nasync def agent(turn):\n    return 'thresholds %s %s %s' % gc.get_threshold()\n")
+    (tmp_path / "evals" / "evals.config.py").write_text(textwrap.dedent(f"""
+        from anpord import define_eval_config
+        config = define_eval_config(harness="python:gc_agent:agent", max_concurrency={concurrency})
+    """))
+    (tmp_path / "evals" / "gc.eval.py").write_text(textwrap.dedent(f"""
+        from anpord import define_eval
+        from anpord.expect import equals
+
+        @define_eval
+        async def test(t):
+            await t.send("hi")
+            t.check(t.reply, equals("thresholds {young} 20 20"))
+    """))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    before = gc.get_threshold()
+    proj = find_project([])
+    opts = RunOptions(history=False, artifacts=False)
+    summary = execute(build_plan(proj, load_cases(select_files(proj, [])), opts), opts, reporters=[]).summary
+    assert summary.totals["passed"] == 1, summary.totals
+    assert gc.get_threshold() == before

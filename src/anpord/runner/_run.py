@@ -357,17 +357,33 @@ def late_signals() -> Iterator[list[int]]:
         yield signals.received
 
 
+# The young objects the cyclic collector lets pile up before it looks, per trial the run holds
+# at once: a trial in flight holds a few hundred (its state, turn, requests), none of them
+# garbage, and each young collection rescans all of them. Sized to the concurrency, collections
+# come about once per wave of trials however wide the wave: with 500 trials at once and 20,000,
+# the collections took 8% of a model-bound run's wall and found nothing to collect
+# (``bench/w1_model_bound.py`` 5000x500). Capped, so cyclic garbage an agent makes is still
+# collected before it grows large.
+YOUNG_PER_TRIAL = 200
+YOUNG_MIN, YOUNG_MAX = 20_000, 500_000
+
+
+def young_threshold(concurrency: int) -> int:
+    return min(max(YOUNG_MIN, YOUNG_PER_TRIAL * concurrency), YOUNG_MAX)
+
+
 @contextlib.contextmanager
-def _gc_for_a_run() -> Iterator[None]:
+def _gc_for_a_run(concurrency: int) -> Iterator[None]:
     """Trials allocate many short-lived objects; with the default thresholds the cyclic garbage
     collector runs every few hundred of them and rescans everything loaded before the run (eval
-    files, cases, modules). Freezing what exists and collecting young objects less often saves
-    about a tenth of the runner's time per trial; both are undone after the run."""
+    files, cases, modules). Freezing what exists and collecting young objects less often (as
+    often for a wide run as for a narrow one: ``young_threshold``) saves about a tenth of the
+    runner's time per trial; both are undone after the run."""
     import gc
 
     previous = gc.get_threshold()
     gc.freeze()
-    gc.set_threshold(20_000, 20, 20)
+    gc.set_threshold(young_threshold(concurrency), 20, 20)
     try:
         yield
     finally:
@@ -781,7 +797,8 @@ def execute(plan: Plan, opts: RunOptions, reporters: Sequence[Any], *,
 def _execute(plan: Plan, opts: RunOptions, reporters: Sequence[Any], executor: Executor | None,
              resume: Any) -> RunResult:
     run = _Run(plan, opts, reporters, executor, resume)
-    with _Signals(run.on_first_signal, run.on_second_signal) as signals, _gc_for_a_run():
+    with (_Signals(run.on_first_signal, run.on_second_signal) as signals,
+          _gc_for_a_run(plan.max_concurrency)):
         run.start_writer()
         try:
             with captured_output(), unawaited_calls_fail():
