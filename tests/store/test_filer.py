@@ -263,3 +263,28 @@ def test_the_filer_reads_lines_longer_than_one_read_and_many_reads_of_lines(
     assert _rows(project) == before
     with open_store(project.folder) as store:
         assert store.run("latest").totals["trials"] == 5
+
+
+def test_an_abandoned_filer_files_what_it_read_and_is_reaped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A run ended without its final state (a forced exit) abandons its filer: the filer files
+    # what is in the folder and ends, and the process is reaped without anyone waiting for it,
+    # so a program running many runs collects no defunct filer per run.
+    from anpord.store._filer import Filer
+    from anpord.store._location import store_location
+    from anpord.store._writes import open_db, run_pk
+
+    project = _project(tmp_path / "p", ["first"] * 3)
+    run = project.run(env={"ANPORD_STORE_FILER": "thread"})
+    assert run.code == 0 and run.run_dir is not None
+    monkeypatch.chdir(project.folder)
+    location = store_location(project.folder)
+    db = open_db(location)
+    pk = run_pk(db, location.project, run.run_dir.name)
+    with db.transaction():
+        db.execute("DELETE FROM trials WHERE run_pk = ?", (pk,)).close()
+    db.close()
+    filer = Filer.start(location, str(run.run_dir), pk, busy_timeout=2.0)
+    filer.abandon()
+    wait_until(lambda: filer.process.returncode is not None, "the filer reaped")  # by the reaping wait()
+    assert not os.path.exists(f"/proc/{filer.process.pid}")  # no zombie left behind
+    assert len(_rows(project)[1]) == 3  # what it read was filed

@@ -29,6 +29,7 @@ __all__ = [
     "find_run",
     "list_run_dirs",
     "mark_crashed_runs",
+    "read_record",
     "read_run",
     "runs_folder",
 ]
@@ -175,7 +176,7 @@ def _latest(dirs: list[Path]) -> Path:
 
     def started(run_dir: Path) -> float:
         try:
-            return float(_read_record(run_dir).started_at or 0)
+            return float(read_record(run_dir).started_at or 0)
         except (UsageError, TypeError, ValueError):
             return 0.0
 
@@ -206,7 +207,8 @@ def read_run(ref: str | os.PathLike[str] = "latest", *, project: str | os.PathLi
     return _read(run_dir)
 
 
-def _read_record(run_dir: Path) -> RunRecord:
+def read_record(run_dir: Path) -> RunRecord:
+    """A run folder's ``run.json`` alone (its trials are not read); ``UsageError`` saying why not."""
     try:
         raw = read_regular(run_dir / "run.json", RECORD_LIMIT)
     except FileNotFoundError:
@@ -258,7 +260,7 @@ def _read_trials(run_dir: Path, problems: list[str]) -> list[TrialResult]:
 
 
 def _read(run_dir: Path) -> RunReading:
-    record = _read_record(run_dir)
+    record = read_record(run_dir)
     problems: list[str] = []
     trials = _read_trials(run_dir, problems)
     reading = RunReading(run_dir, record, trials, problems)
@@ -318,7 +320,7 @@ def mark_crashed_runs(project_folder: Path) -> list[str]:
     for marker in markers:
         run_dir = runs_folder(project_folder) / marker.name
         try:
-            record = _read_record(run_dir)
+            record = read_record(run_dir)
         except UsageError:
             try:
                 os.unlink(marker.path)  # its run folder is gone

@@ -110,12 +110,17 @@ class Filer:
         return answer.get("failure")
 
     def abandon(self) -> None:
-        """The run ends without its final state: the filer files what it has read, and ends."""
-        try:
-            if self.process.stdin is not None:
-                self.process.stdin.close()
-        except OSError:
-            pass
+        """The run ends without its final state: the filer files what it has read, and ends.
+        Nothing waits for that, but a thread reaps the process once it has: a program running
+        many runs does not collect a defunct filer for each one abandoned."""
+        process = self.process
+        for pipe in (process.stdin, process.stdout):
+            try:
+                if pipe is not None:
+                    pipe.close()
+            except OSError:
+                pass
+        threading.Thread(target=process.wait, name="anpord-filer-exit", daemon=True).start()
 
 
 # -- the filer process ----------------------------------------------------------------------------
@@ -125,11 +130,11 @@ class _Filing:
     """What the filer knows of the run: its cells' places and plans, and each cell's trials."""
 
     def __init__(self, db: Any, run_dir: Path, pk: int):
-        from ..results._reader import _read_record
+        from ..results._reader import read_record
         from ._rows import variants_by_label
 
         self.db, self.run_dir, self.pk = db, run_dir, pk
-        record = _read_record(run_dir)  # as the run started: its plan
+        record = read_record(run_dir)  # as the run started: its plan
         self.cells = record.cells
         self.variants = variants_by_label(record)
         self.places = {(c.case_id, c.variant): i for i, c in enumerate(record.cells)}

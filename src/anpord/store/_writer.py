@@ -21,7 +21,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from .._errors import exception_line
 from ..results._model import TrialResult
@@ -37,6 +37,16 @@ FLUSH_SECONDS = 1.0
 APART_TRIALS = 1000  # a run this big files from a process of its own (with a second core)
 BUSY_TIMEOUT = 2.0  # a lock held longer than this fails the write (never the run)
 FINISH_WAIT = 15.0  # at most this long at the end of a run for the last batch to be written
+
+
+class _Finish(NamedTuple):
+    """The ``finish`` operation's arguments, as the thread receives them."""
+
+    record: RunRecord
+    compare: bool
+    threshold: float
+    judged: dict[str, float]  # alpha, variant_margin: how compare_with_baselines judges
+    wait: float  # how long the runner waits for the answer
 
 
 class StoreWriter:
@@ -103,7 +113,7 @@ class StoreWriter:
         ``failure``)."""
         self.flush()
         judged = {"alpha": alpha, "variant_margin": variant_margin}
-        self._ops.put(("finish", (record, compare, threshold, judged, wait)))
+        self._ops.put(("finish", _Finish(record, compare, threshold, judged, wait)))
         if not self._done.wait(wait):
             self.failure = self.failure or (
                 f"the run store {self.location.display} did not answer within {wait:.0f}s"
@@ -127,7 +137,8 @@ class StoreWriter:
                         self._filer.abandon()
                     return
                 if op == "finish" and self._filer is not None:
-                    failure = self._filer.finish(max(arg[4] - 1.0, 1.0))
+                    # A second less than the runner waits: the filer's answer comes in time.
+                    failure = self._filer.finish(max(arg.wait - 1.0, 1.0))
                     self.failure = self.failure or failure
                 if op == "apart" and self.failure is None:
                     assert self._pk is not None
@@ -185,7 +196,7 @@ class StoreWriter:
         if op == "trials":
             self._write_trials(db, arg)
         elif op == "finish":
-            record, compare, threshold, judged, _ = arg
+            record, compare, threshold, judged = arg.record, arg.compare, arg.threshold, arg.judged
             if self._filer is None:  # else the filer filed them
                 variants = variants_by_label(record)
                 w.put_cells(

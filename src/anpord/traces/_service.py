@@ -21,19 +21,26 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from ..events import Event
-from ._hub import Hub, join
 from ._http import TRACES_PATH
+from ._hub import Hub, join
 from ._inprocess import install, sdk_events
 from ._listen import Listeners
 from ._map import span_events
 from ._receiver import CURRENT_TRACE, LOG_REFUSALS, Receiver, TrialTrace
-from ._spans import (MAX_ARRAY, MAX_ATTRIBUTES, MAX_JSON_STRING, MAX_STRING, TRIAL_ATTRIBUTE, Clips,
-                     Span)
+from ._spans import (
+    MAX_ARRAY,
+    MAX_ATTRIBUTES,
+    MAX_JSON_STRING,
+    MAX_STRING,
+    TRIAL_ATTRIBUTE,
+    Clips,
+    Span,
+)
 
 if TYPE_CHECKING:
     from .._service_protocol import ServiceContext
 
-__all__ = ["TraceService", "SCHEDULE_DELAY_MS"]
+__all__ = ["SCHEDULE_DELAY_MS", "TraceService"]
 
 # OTEL_BSP_SCHEDULE_DELAY given to agents: a batch leaves within this many ms of its first span,
 # so what a turn did has arrived soon after it settles (a program's exit flushes it anyway).
@@ -153,7 +160,7 @@ class TraceService(Receiver):
             self._idle = self._idle or asyncio.Event()
             try:
                 await asyncio.wait_for(self._idle.wait(), SETTLE_TIMEOUT)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
 
     def seal(self) -> None:
@@ -268,7 +275,7 @@ class TraceService(Receiver):
         clips = self._clips
         try:
             events = sdk_events(span, clips)
-        except Exception as exc:  # the agent's own code ended the span: never fail it
+        except Exception as exc:  # noqa: BLE001 - the agent's own code ended the span: never fail it
             self._unreadable += 1
             if self._unreadable == 1:
                 self._log(f"traces: a span of this process could not be read: {type(exc).__name__}: {exc}")
@@ -338,7 +345,7 @@ class TraceService(Receiver):
         try:
             await asyncio.wait_for(event.wait(), timeout)
             return True
-        except asyncio.TimeoutError:
+        except TimeoutError:
             return False
 
     # -- the receiver ---------------------------------------------------------------------------
