@@ -6,6 +6,8 @@ import asyncio
 import time
 from typing import Any
 
+import pytest
+
 from anpord.models import ChatClient, ModelClients, json_schema_format
 from anpord.testing.model_server import hang, rule
 
@@ -157,3 +159,25 @@ def test_a_client_left_open_is_closed_when_its_loop_ends(model_server: Any) -> N
 
     session = asyncio.run(go())
     assert session.closed
+
+
+def test_a_body_orjson_refuses_is_sent_as_json_writes_it_and_one_neither_can_write_is_a_type_error(
+    model_server: Any,
+) -> None:
+    # logit_bias is keyed by token ids, which Python code writes as ints: orjson refuses them,
+    # json writes them as strings, and the server gets what json wrote. A value no encoder can
+    # write is json's TypeError, before anything is sent.
+    server = model_server()
+    huge = 2**70
+
+    async def go() -> None:
+        async with ChatClient(server.url, api_key="k") as client:
+            await client.chat([{"role": "user", "content": "a"}], model="m",
+                              extra_body={"logit_bias": {50256: -100, 11: 5}, "user": "café ✓", "n": huge})
+            with pytest.raises(TypeError, match="not JSON serializable"):
+                await client.chat([{"role": "user", "content": "b"}], model="m", extra_body={"x": object()})
+
+    asyncio.run(go())
+    (sent,) = server.requests
+    assert sent["logit_bias"] == {"50256": -100, "11": 5}
+    assert sent["user"] == "café ✓" and sent["n"] == huge

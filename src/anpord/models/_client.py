@@ -19,6 +19,8 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+import orjson
+
 from ._cache import CacheScope, RequestCache
 from ._errors import (
     MalformedResponseError,
@@ -60,6 +62,27 @@ async def _closing(session: aiohttp.ClientSession) -> AsyncIterator[None]:
         yield
     finally:
         await session.close()
+
+
+def _request_json(body: Mapping[str, Any]) -> bytes:
+    """A request's body as UTF-8 JSON: orjson's, a twentieth of json's time on every model call;
+    json's own for what orjson refuses (keys that are not strings, such as ``logit_bias``'s
+    token ids; integers past 64 bits), which also raises json's ``TypeError`` for a value
+    neither can write. orjson writes a NaN as null, where json wrote a ``NaN`` no server reads,
+    and writes dataclasses, dates and enums, which json refused."""
+    try:
+        return orjson.dumps(body)
+    except TypeError:
+        return json.dumps(body, ensure_ascii=False).encode("utf-8")
+
+
+def _answer_json(data: bytes) -> Any:
+    """An answer's JSON: orjson's, a quarter of json's time; json's own for what orjson refuses
+    and json reads (``NaN``, UTF-16), whose ``ValueError`` says what is wrong otherwise."""
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return json.loads(data)
 
 
 def _one_line(text: str, limit: int = 300) -> str:
@@ -275,11 +298,7 @@ class ChatClient:
     async def _post(self, path: str, body: Mapping[str, Any]) -> Any:
         import aiohttp
 
-        # orjson, through the records' encoder (json's own for what orjson refuses): a twentieth
-        # of json's time for a request's body, a quarter for its answer, on every model call.
-        from ..results._encode import decode, encode
-
-        payload = encode(body)
+        payload = _request_json(body)
         url = self.base_url + path
         policy = self.retry
         where = self._where(body)
@@ -306,7 +325,7 @@ class ChatClient:
             else:
                 if 200 <= status < 300:
                     try:
-                        return decode(data)
+                        return _answer_json(data)
                     except ValueError:
                         raise MalformedResponseError(
                             f"{where}: the response is not JSON: {_one_line(data.decode('utf-8', 'replace'), 200)!r}",
