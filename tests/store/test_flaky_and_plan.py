@@ -140,7 +140,7 @@ def test_a_flaky_cells_history_is_the_readings_the_whole_history_join_finds(
     # last runs as the candidate. The history read run by run is what the one join read.
     from anpord.store._columns import CELL_COLUMNS, COUNTS, RUN_COLUMNS
     from anpord.store._location import store_location
-    from anpord.store._writes import history_cells, open_db, put_cells, put_run
+    from anpord.store._writes import history_cells, open_db, put_cells, put_run, run_cells
 
     for key, value in backend_env.items():
         monkeypatch.setenv(key, value)
@@ -179,7 +179,7 @@ def test_a_flaky_cells_history_is_the_readings_the_whole_history_join_finds(
     for pk in pks[-8:]:
         for limit in (20, 5):
             expected = _joined_history(db, "p", pk, limit)
-            got = history_cells(db, "p", pk, limit)
+            got = history_cells(db, "p", pk, run_cells(db, pk), limit)
             assert sorted(map(key, got)) == sorted(map(key, expected))
             compared += len(expected)
     db.close()

@@ -436,12 +436,13 @@ class Store:
             cand_id, cand_pk = self._resolve(conn, candidate)
             base_ref = self._resolve(conn, base) if base is not None else None
         with self._reading() as db:  # plain SQL: the same query a run's end uses
-            cands = [cell_row(m, cand_id) for m in w.run_cells(db, cand_pk)]
+            cells = w.run_cells(db, cand_pk)
+            cands = [cell_row(m, cand_id) for m in cells]
             if base_ref is None:
                 found = w.baseline_cells(db, self.project, cand_pk)
                 bases = {(m["case_id"], m["variant"]): cell_row(m, m["run_id"]) for m in found}
                 implicit = {(m["case_id"], m["variant"]) for m in found if not m["explicit"]}
-                history = [cell_row(m, m["run_id"]) for m in w.history_cells(db, self.project, cand_pk)]
+                history = [cell_row(m, m["run_id"]) for m in w.history_cells(db, self.project, cand_pk, cells)]
         if base_ref is None:
             bases.update(flaky_bases(cands, bases, implicit, history))
             return compare_cells(cand_id, cands, bases, threshold, **judged)  # type: ignore[arg-type]

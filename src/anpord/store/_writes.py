@@ -328,11 +328,13 @@ FLAKE_HISTORY = 20  # the runs a flaky cell's own variation is read from
 _FLAKE_CASES = 500  # case ids named in one query for the flaky cells' history (chunks of it)
 
 
-def history_cells(db: Db, project: str, pk: int, limit: int = FLAKE_HISTORY) -> list[dict[str, Any]]:
-    """Earlier readings of run ``pk``'s cells that measured the same thing (case content,
-    harness, model), from the last ``limit`` runs that count as history (``pk`` among them, if
-    it is one), with their run ids — of the cells one of whose readings was flaky (its trials
-    disagreed) only: no other cell is judged against its history (``_compare.flaky_bases``).
+def history_cells(db: Db, project: str, pk: int, cells: Sequence[dict[str, Any]],
+                  limit: int = FLAKE_HISTORY) -> list[dict[str, Any]]:
+    """Earlier readings of run ``pk``'s ``cells`` (its rows, as ``run_cells`` reads them) that
+    measured the same thing (case content, harness, model), from the last ``limit`` runs that
+    count as history (``pk`` among them, if it is one), with their run ids — of the cells one of
+    whose readings was flaky (its trials disagreed) only: no other cell is judged against its
+    history (``_compare.flaky_bases``).
 
     Read run by run: those runs' flaky cells first (an index on the run), then, if any matches,
     the readings of their cases in those runs. A join from the run's cells to every reading of
@@ -344,8 +346,7 @@ def history_cells(db: Db, project: str, pk: int, limit: int = FLAKE_HISTORY) -> 
     if not runs:
         return []
     in_runs = f"cells.run_pk IN ({', '.join('?' * len(runs))})"
-    measured = {_measured(m) for m in db.all(
-        "SELECT case_id, variant, case_hash, harness, model FROM cells WHERE run_pk = ?", (pk,))}
+    measured = {_measured(m) for m in cells}
     flaky = {(m["case_id"], m["variant"]) for m in db.all(
         f"SELECT case_id, variant, case_hash, harness, model FROM cells WHERE {in_runs} "
         "AND trials > 0 AND deterministic = ?", (*runs, False)) if _measured(m) in measured}
@@ -376,11 +377,12 @@ def compare_with_baselines(
     from ._compare import compare_cells, flaky_bases
     from ._rows import cell_row
 
-    cands = [cell_row(m, run_id) for m in run_cells(db, pk)]
+    cells = run_cells(db, pk)
+    cands = [cell_row(m, run_id) for m in cells]
     found = baseline_cells(db, project, pk)
     bases = {(m["case_id"], m["variant"]): cell_row(m, m["run_id"]) for m in found}
     implicit = {(m["case_id"], m["variant"]) for m in found if not m["explicit"]}
-    history = [cell_row(m, m["run_id"]) for m in history_cells(db, project, pk)]
+    history = [cell_row(m, m["run_id"]) for m in history_cells(db, project, pk, cells)]
     bases.update(flaky_bases(cands, bases, implicit, history))
     return compare_cells(run_id, cands, bases, threshold, **judged)  # type: ignore[arg-type]
 
