@@ -76,12 +76,15 @@ _CLI_OWN = ("PATH", "HOME", "TMPDIR", "XDG_", "CONTAINER", "DOCKER_", "REGISTRY_
 _HOST_ONLY = ("PATH", "SHELL")
 
 # Kills every process of the container that carries the marker ``$1`` (but itself): bash only,
-# the image may have nothing else. Repeated, as a process may fork while its parent is killed.
+# the image may have nothing else. Repeated, as a process may fork while its parent is killed,
+# until two passes in a row find none: a process in the middle of ``execve`` shows an empty
+# environment for a moment, and one killed while it waits on the disk lives on until it wakes.
 _KILL = r"""
-k() { local i d p v hit; for i in 1 2 3 4 5; do hit=; for d in /proc/[0-9]*; do p=${d#/proc/}
+k() { local i d p v hit clean=0; for ((i = 0; i < 40; i++)); do hit=; for d in /proc/[0-9]*; do p=${d#/proc/}
   [ "$p" = "$$" ] || [ "$p" = 1 ] && continue
   while IFS= read -r -d '' v; do [ "$v" = "ANPORD_SANDBOX_CMD=$1" ] && { kill -9 "$p"; hit=1; break; }
-  done < "$d/environ"; done 2>/dev/null; [ -z "$hit" ] && return; done; }
+  done < "$d/environ"; done 2>/dev/null
+  if [ -n "$hit" ]; then clean=0; else clean=$((clean + 1)); [ "$clean" -ge 2 ] && return; fi; done; }
 """
 # Runs a command (its stdin kept), waits for its main process, kills what it left, keeps its code.
 _WRAP = _KILL + r"""m=$1; shift; "$@" <&0 & c=$!; wait "$c"; rc=$?; k "$m"; exit "$rc"
