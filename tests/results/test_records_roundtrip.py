@@ -23,7 +23,7 @@ from anpord.results import (
     RunRecord,
     TrialResult,
 )
-from anpord.results._encode import decode, encode
+from anpord.results._encode import CUT_NOTE, decode, encode, encode_event
 
 text = st.text(max_size=40)
 finite = st.floats(allow_nan=False, allow_infinity=False)
@@ -171,6 +171,30 @@ def test_nested_records_round_trip(record: Any) -> None:
 def test_an_event_round_trips(event: Event) -> None:
     assert Event.from_dict(event.to_dict()) == event
     assert Event.from_dict(through_the_file(event.to_dict())) == event
+
+
+@settings(max_examples=300)
+@given(st.text(max_size=12), finite, st.dictionaries(text, json_value, max_size=6))
+def test_an_events_line_is_the_bytes_of_its_merged_dict(kind: str, ts: float, data: dict[str, Any]) -> None:
+    # events.ndjson's lines are encoded from the event's own data, not from a merged dict.
+    assert encode_event(kind, ts, data) == encode({"type": kind, "ts": ts, **data})
+
+
+@pytest.mark.parametrize("data", [
+    {},  # nothing to merge
+    {"type": "theirs", "x": 1},  # the data names the line's own keys: the merged dict's answer
+    {"ts": 5, "x": 1},
+    {"big": 2**70, "set": {3}, 1: "int key", "nan": float("nan")},  # what orjson refuses
+    {"text": "half an emoji \ud83d"},  # a lone surrogate
+    {"deep": json.loads("[" * 400 + "]" * 400)},  # past what is read back: cut
+])
+def test_an_events_line_of_odd_data_is_what_encoding_the_merged_dict_writes(data: dict[Any, Any]) -> None:
+    line = encode_event("span", 1.5, data)
+    assert line == encode({"type": "span", "ts": 1.5, **data})
+    back = decode(line)
+    assert back["type"] == data.get("type", "span") and back["ts"] == data.get("ts", 1.5)
+    if "deep" in data:
+        assert CUT_NOTE in line.decode()
 
 
 def test_the_encoder_writes_compact_json_that_the_standard_library_reads() -> None:

@@ -25,7 +25,7 @@ from typing import Sequence
 
 from .._fs import write_atomic
 from ..events import Event
-from ._encode import decode, encode
+from ._encode import decode, encode, encode_event
 from ._model import FORMAT_VERSION, EventsRef, TrialResult
 from ._redact import Redactor
 from ._run_record import RunRecord
@@ -124,7 +124,7 @@ class RunWriter:
     def write_trial(self, result: TrialResult, events: Sequence[Event]) -> None:
         """Append the trial's events, then its line (which points at them). Sets
         ``result.events`` and ``result.files``."""
-        block = b"".join([encode({"type": e.type, "ts": e.ts, **e.data}) + b"\n" for e in events])
+        block = b"".join([encode_event(e.type, e.ts, e.data) + b"\n" for e in events])
         # What the line keeps inline: a traceback and a long log go to files under trials/.
         inline = result
         if result.error is not None and result.error.traceback:
