@@ -32,6 +32,7 @@ __all__ = [
     "LOG",
     "MODEL_CALLED",
     "SPAN",
+    "PROCESS_EXITED",
     "KNOWN_TYPES",
     "TURN_BOUNDARY_TYPES",
     "message_text",
@@ -60,6 +61,9 @@ LOG = "log"
 MODEL_CALLED = "model.called"
 # A trace span that is neither a tool nor a model call: name, attributes, start, end, parent.
 SPAN = "span"
+# A command's or coding CLI's process ended (exit code, signal, the tail of its stderr): the
+# harnesses' own event, outside the core vocabulary above.
+PROCESS_EXITED = "process.exited"
 
 KNOWN_TYPES = frozenset(
     {

@@ -19,7 +19,7 @@ import json
 import re
 from typing import Any
 
-from ..events import INPUT_RESOLVED, LOG, MESSAGE_COMPLETED, Event, message_text
+from ..events import INPUT_RESOLVED, LOG, MESSAGE_COMPLETED, PROCESS_EXITED, Event, message_text
 from ._command_stream import ANSWER_CAP, CommandStreamParser
 from ._process import EVENT_CAP, LOG_CAP, MAX_LINE, ProgramRun, ProgramSession
 from ._protocol import (
@@ -45,7 +45,6 @@ __all__ = [
 ]
 
 # The custom event recording how the agent program ended: {command, exit_code, duration}.
-PROCESS_EXITED = "process.exited"
 PROMPT_ENV_LIMIT = 32 << 10  # a longer prompt is only in ANPORD_PROMPT_FILE
 # How much of a program's stderr process.exited keeps when it exits non-zero with no answer.
 STDERR_TAIL_LINES = 5

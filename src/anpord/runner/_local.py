@@ -92,11 +92,14 @@ class LocalExecutor:
         return None
 
     async def _tear_down(self) -> None:
-        from ..judges import close_clients
         from ._services import close_run_services
 
         self._ready.clear()  # a trial from now on sets its harness up again
-        await close_clients()  # the judge clients' connections, shared by every trial here
+        # The judge clients' connections, shared by every trial here: there are none unless a
+        # judge (or a simulated user) was asked, which loaded their module.
+        endpoint = sys.modules.get("anpord.judges._endpoint")
+        if endpoint is not None:
+            await endpoint.close_clients()
         await close_run_services()  # the model proxy's server, likewise
         for spec, setup in self._setups.items():
             if not setup.done():

@@ -25,14 +25,13 @@ from .._render import CURRENT_REDACT
 from ..assertions import GateFailed, Recorder
 from ..authoring._config import Variant
 from ..drive import Skipped, T, TrialState
-from ..events import Event, usage_events
+from ..events import PROCESS_EXITED, Event, usage_events
 from ..harnesses import Harness, HarnessContext, HarnessStartError
-from ..harnesses.command import PROCESS_EXITED
-from ..judges import JudgeEnv
+from ..authoring._judge_spec import JudgeEnv
 from ..results._model import ErrorInfo, TrialResult
 from ..results._usage import sum_usage
 from ..sandboxes._protocol import SandboxError, SandboxInstance, SandboxSpec
-from ..users import UserSimulationError
+from ..authoring._user import UserSimulationError
 from ._capture import CURRENT_LOG, flush_partial
 from ._deadlines import Deadlines
 from .._contain import CURRENT_EXITS, ExitLog, TaskExited, contains_exits

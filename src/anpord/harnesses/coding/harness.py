@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ...events import Event, message_text
+from ...events import PROCESS_EXITED, Event, message_text
 from .._process import ProgramRun, ProgramSession
 from .._profile import (
     Profile,
@@ -68,7 +68,6 @@ __all__ = [
 ]
 
 # How the CLI's process ended: {command, exit_code, duration} (as the command harness records it).
-PROCESS_EXITED = "process.exited"
 # The trial's profile: {name, hash, files, install: [{command, exit_code, duration}]}.
 PROFILE_APPLIED = "profile.applied"
 OPTIONS = ("args", "check_credentials", "executable", "pricing", "system_prompt")
