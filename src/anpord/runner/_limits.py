@@ -178,6 +178,9 @@ def unpriced_warnings(cells: Iterable[Any], run_limit: bool = False) -> list[str
     whose model the price table does not know: its trials' cost is known only when the agent
     reports it; a call that reports none makes a trial with a cost limit void, and adds nothing
     to the run's spend."""
+    cells = [c for c in cells if (c.cost_limit is not None or run_limit) and c.variant.model]
+    if not cells:
+        return []  # the price table is not even loaded
     from ..models._pricing import parse_pricing, price_for
 
     out: dict[str, str] = {}
