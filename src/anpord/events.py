@@ -61,8 +61,9 @@ LOG = "log"
 MODEL_CALLED = "model.called"
 # A trace span that is neither a tool nor a model call: name, attributes, start, end, parent.
 SPAN = "span"
-# A command's or coding CLI's process ended (exit code, signal, the tail of its stderr): the
-# harnesses' own event, outside the core vocabulary above.
+# How a command agent's or coding CLI's process ended ({command, exit_code, duration}, with the
+# tail of its stderr when it failed with no answer): the harnesses' own event, outside the core
+# vocabulary above.
 PROCESS_EXITED = "process.exited"
 
 KNOWN_TYPES = frozenset(

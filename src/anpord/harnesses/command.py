@@ -44,7 +44,6 @@ __all__ = [
     "stderr_tail",
 ]
 
-# The custom event recording how the agent program ended: {command, exit_code, duration}.
 PROMPT_ENV_LIMIT = 32 << 10  # a longer prompt is only in ANPORD_PROMPT_FILE
 # How much of a program's stderr process.exited keeps when it exits non-zero with no answer.
 STDERR_TAIL_LINES = 5

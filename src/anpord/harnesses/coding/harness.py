@@ -67,7 +67,6 @@ __all__ = [
     "resolve",
 ]
 
-# How the CLI's process ended: {command, exit_code, duration} (as the command harness records it).
 # The trial's profile: {name, hash, files, install: [{command, exit_code, duration}]}.
 PROFILE_APPLIED = "profile.applied"
 OPTIONS = ("args", "check_credentials", "executable", "pricing", "system_prompt")
