@@ -109,3 +109,22 @@ def test_the_collector_lets_young_objects_pile_up_in_step_with_the_trials_at_onc
     summary = execute(build_plan(proj, load_cases(select_files(proj, [])), opts), opts, reporters=[]).summary
     assert summary.totals["passed"] == 1, summary.totals
     assert gc.get_threshold() == before
+
+
+def test_a_finished_run_is_freed_without_the_cyclic_collector(
+        tmp_path: Path, monkeypatch: Any, no_collector: None) -> None:
+    # Its plan, executor, reporters and loop point back at it: released as the run returns,
+    # what it planned is not left for the collector (which would walk it once more at exit).
+    _project(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "trial_sink", raising=False)
+    from anpord.runner._planning import Plan, PlannedCase
+
+    proj = find_project([])
+    opts = RunOptions(history=False)
+    result = execute(build_plan(proj, load_cases(select_files(proj, [])), opts), opts, reporters=[])
+    assert result.summary.totals["passed"] == 3 and len(result.trials) == 3
+    assert [c.case_id for c in result.record.cells] == ["kept/t0", "kept/t1", "kept/t2"]
+    left = [type(o).__name__ for o in gc.get_objects() if type(o) in (Plan, PlannedCase)]
+    assert left == [], f"left for the cyclic collector: {left}"
