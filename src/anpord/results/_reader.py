@@ -31,6 +31,7 @@ __all__ = [
     "mark_crashed_runs",
     "read_record",
     "read_run",
+    "read_trial_line",
     "runs_folder",
 ]
 
@@ -221,6 +222,17 @@ def read_record(run_dir: Path) -> RunRecord:
         raise UsageError(f"{run_dir / 'run.json'}: {exc}") from None
 
 
+def read_trial_line(line: bytes, *, lean: bool = False) -> TrialResult:
+    """One line of ``results.jsonl`` as its trial. ``lean``: without the assertions, judgments
+    and logs, which a trial's row in the run store and its cell's distribution never read, left
+    unparsed. Raises ``RecordError`` for a record this version cannot read (one from a newer
+    anpord says so), ``ValueError`` or ``TypeError`` for a line that is not one."""
+    raw = decode(line)
+    if lean and type(raw) is dict:
+        raw["assertions"] = raw["judgments"] = raw["logs"] = None
+    return TrialResult.from_dict(raw)
+
+
 def _read_trials(run_dir: Path, problems: list[str]) -> list[TrialResult]:
     path = run_dir / "results.jsonl"
     try:
@@ -237,7 +249,7 @@ def _read_trials(run_dir: Path, problems: list[str]) -> list[TrialResult]:
         if not line.strip():
             continue
         try:
-            trial = TrialResult.from_dict(decode(line))
+            trial = read_trial_line(line)
         except RecordError as exc:
             if "newer anpord" in str(exc):
                 raise UsageError(f"{path}: {exc}") from None

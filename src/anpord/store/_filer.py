@@ -150,8 +150,7 @@ class _Filing:
     def _read_some(self) -> bool:
         """File the trials of one read (``READ_LIMIT`` bytes, or one line longer than that);
         whether it found any."""
-        from ..results._encode import decode
-        from ..results._model import TrialResult
+        from ..results._reader import read_trial_line
         from . import _writes as w
         from ._rows import planned_count, trial_tuple
 
@@ -177,11 +176,8 @@ class _Filing:
             if not line.strip():
                 continue
             try:
-                raw = decode(line)
-                # What a trial's row and its cell's distribution never read, left unparsed.
-                raw["assertions"] = raw["judgments"] = raw["logs"] = None
-                result = TrialResult.from_dict(raw)
-            except (ValueError, TypeError, KeyError):
+                result = read_trial_line(line, lean=True)
+            except (ValueError, TypeError):
                 continue  # not a trial record: `anpord db rebuild` skips it the same way
             idx = self.places.get(result.cell_key)
             if idx is None:
