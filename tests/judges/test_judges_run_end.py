@@ -38,36 +38,30 @@ agent = Agent()
 '''
 
 
-def test_the_judge_clients_a_run_opened_are_closed_at_its_end(make_project: Any, model_server: Any) -> None:
-    server = model_server([rule("closing", grade("Y"))])
+def _judges_seen(make_project: Any, check: str, url: str | None) -> Any:
+    """Run one case whose last check is ``check`` (a judge at ``url``, or none); what of the
+    judges the agent's teardown saw."""
     project = make_project(
         {"watching.py": WATCHING_AGENT,
-         "evals/judged.eval.py": eval_file(f"""
+         "evals/seen.eval.py": eval_file(f"""
             @define_eval
             async def test(t):
                 await t.send("a question")
-                t.judge.closed_qa("closing: it answers").gate()
+                {check}
                 {END}
         """)},
-        config=judge_config(server.url, harness="python:watching:agent"),
+        config=judge_config(url, harness="python:watching:agent"),
     )
     run = project.run()
-    assert run.result("judged")["verdict"] == "passed", run.output
-    assert json.loads((project.folder / "judges.json").read_text()) == {"loaded": True, "open": 0}
+    assert run.result("seen")["verdict"] == "passed", run.output
+    return json.loads((project.folder / "judges.json").read_text())
+
+
+def test_the_judge_clients_a_run_opened_are_closed_at_its_end(make_project: Any, model_server: Any) -> None:
+    server = model_server([rule("closing", grade("Y"))])
+    seen = _judges_seen(make_project, 't.judge.closed_qa("closing: it answers").gate()', server.url)
+    assert seen == {"loaded": True, "open": 0}
 
 
 def test_a_run_that_asks_no_judge_never_loads_them(make_project: Any) -> None:
-    project = make_project(
-        {"watching.py": WATCHING_AGENT,
-         "evals/plain.eval.py": eval_file(f"""
-            @define_eval
-            async def test(t):
-                await t.send("a question")
-                t.check(t.reply, includes("answer"))
-                {END}
-        """)},
-        config=judge_config(None, harness="python:watching:agent"),
-    )
-    run = project.run()
-    assert run.result("plain")["verdict"] == "passed", run.output
-    assert json.loads((project.folder / "judges.json").read_text()) == {"loaded": False, "open": None}
+    assert _judges_seen(make_project, 't.check(t.reply, includes("answer"))', None) == {"loaded": False, "open": None}
