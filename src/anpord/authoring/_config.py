@@ -60,7 +60,7 @@ def check_trials(value: Any) -> None:
     if not isinstance(value, str):
         _positive_int("trials", value)
         return
-    from ..stats._adaptive import parse_trials
+    from ..stats._trial_count import parse_trials
     try:
         parse_trials(value)
     except ValueError as exc:

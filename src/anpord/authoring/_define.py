@@ -87,7 +87,7 @@ def _check_trials(trials: Any) -> None:
         if isinstance(trials, bool) or not isinstance(trials, int) or trials < 1:
             raise DefinitionError(f"trials must be a positive integer, got {trials!r}")
         return
-    from ..stats._adaptive import parse_trials
+    from ..stats._trial_count import parse_trials
 
     try:
         parse_trials(trials)

@@ -39,7 +39,7 @@ class Parser(argparse.ArgumentParser):
 
 def trials_arg(text: str) -> int | str:
     """``--trials``: N, ``auto`` or ``MIN..MAX`` (kept as text; the plan parses it)."""
-    from ..stats._adaptive import parse_trials
+    from ..stats._trial_count import parse_trials
 
     try:
         parsed = parse_trials(text)

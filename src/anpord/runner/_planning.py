@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from .._errors import UsageError
-from ..stats._adaptive import parse_trials
+from ..stats._trial_count import parse_trials
 from ..authoring._config import EvalConfig, JudgeConfig, Variant
 from ..harnesses import Harness, HarnessSpecError, resolve_harness
 from .discovery import Case, Project, _rel

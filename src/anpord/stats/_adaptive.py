@@ -43,45 +43,11 @@ from typing import Hashable, Union
 
 from ._evidence import Bets, CellEvidence
 from ._stream import Draw, Stream
+from ._trial_count import AUTO, MAX_TRIALS_CAP, parse_trials
 
 __all__ = ["AUTO", "MAX_TRIALS_CAP", "AdaptivePolicy", "Allocator", "parse_trials"]
 
-AUTO = (2, 20)
-MAX_TRIALS_CAP = 1000
 Baseline = Union[float, tuple[int, int], None]  # a pass rate, or (passed, measured)
-
-
-def parse_trials(value: object) -> int | tuple[int, int]:
-    """``N`` (fixed), ``"auto"`` (= 2..20) or ``"MIN..MAX"``; ``ValueError`` with the reason."""
-    if isinstance(value, bool):
-        raise ValueError(f"expected a positive integer, auto or MIN..MAX, got {value!r}")
-    if isinstance(value, int):
-        if value < 1:
-            raise ValueError(f"expected a positive integer, auto or MIN..MAX, got {value!r}")
-        return value
-    text = str(value).strip()
-    if text == "auto":
-        return AUTO
-    if ".." in text:
-        lo_text, _, hi_text = text.partition("..")
-        try:
-            lo, hi = int(lo_text), int(hi_text)
-        except ValueError:
-            raise ValueError(f"expected MIN..MAX with two integers, got {text!r}") from None
-        if lo < 1:
-            raise ValueError(f"MIN in {text!r} must be at least 1")
-        if hi < lo:
-            raise ValueError(f"MAX in {text!r} is below MIN")
-        if hi > MAX_TRIALS_CAP:
-            raise ValueError(f"MAX in {text!r} is above {MAX_TRIALS_CAP}")
-        return lo, hi
-    try:
-        n = int(text)
-    except ValueError:
-        raise ValueError(f"expected a positive integer, auto or MIN..MAX, got {text!r}") from None
-    if n < 1:
-        raise ValueError(f"expected a positive integer, auto or MIN..MAX, got {text!r}")
-    return n
 
 
 @dataclass(frozen=True)

@@ -26,17 +26,24 @@ import importlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._compare import DEFAULT_THRESHOLD, STATUSES, CellComparison, Comparison, compare_cell
 from ._location import DB_ENV, PROJECT_ENV, StoreError, StoreLocation, store_location
 from ._rows import CellRow, RunRow, TrialRow
 
 if TYPE_CHECKING:  # pragma: no cover
+    from ._compare import DEFAULT_THRESHOLD as DEFAULT_THRESHOLD
+    from ._compare import STATUSES as STATUSES
+    from ._compare import CellComparison as CellComparison
+    from ._compare import Comparison as Comparison
+    from ._compare import compare_cell as compare_cell
     from ._store import Store as Store
     from ._sync import catch_up as catch_up
     from ._sync import rebuild as rebuild
     from ._writer import StoreWriter as StoreWriter
 
-_LAZY = {"Store": "._store", "StoreWriter": "._writer", "catch_up": "._sync", "rebuild": "._sync"}
+# Loaded when first asked for: a run files itself without the comparison (or SQLAlchemy) loaded.
+_LAZY = {"Store": "._store", "StoreWriter": "._writer", "catch_up": "._sync", "rebuild": "._sync",
+         "DEFAULT_THRESHOLD": "._compare", "STATUSES": "._compare", "CellComparison": "._compare",
+         "Comparison": "._compare", "compare_cell": "._compare"}
 
 __all__ = [
     "DB_ENV",

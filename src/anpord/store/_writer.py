@@ -49,6 +49,14 @@ class _Finish(NamedTuple):
     wait: float  # how long the runner waits for the answer
 
 
+def _warm_up() -> None:
+    """What the run's end runs here, imported as the run starts: the thread is idle then (its
+    trials come in batches, the runner's first trials are waiting for their agents), while at
+    the end the runner waits for it. Its comparison with baselines and the statistics under it."""
+    from ..stats import _paired  # noqa: F401
+    from . import _compare  # noqa: F401
+
+
 class StoreWriter:
     def __init__(self, location: StoreLocation, run_dir: str, redact: Callable[[str], str] = str):
         self.location = location
@@ -155,6 +163,8 @@ class StoreWriter:
                             db = open_db(self.location, busy_timeout=BUSY_TIMEOUT)
                         with db.transaction():
                             self._apply(db, op, arg)
+                        if op == "begin":
+                            _warm_up()
                     except StoreError as exc:
                         self.failure = str(exc)
                     except Exception as exc:  # noqa: BLE001 - the run must go on regardless
