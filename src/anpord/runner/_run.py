@@ -651,12 +651,19 @@ class _Run:
             if (cell.case_id, cell.variant) in reasons:
                 cell.stop_reason = reasons[(cell.case_id, cell.variant)] or "stopped"
                 summary.stop_reasons[(cell.case_id, cell.variant)] = cell.stop_reason
+        written = False
         if self.history is not None:
             if forced:
                 self.history.abandon()
             else:
-                self._finish_history(summary, settled=code is not None)
-        if self.writer is not None:
+                settled = code is not None
+                self._send_history()
+                if self.writer is not None and (self.opts.fail_on != "regressed" or settled):
+                    # The store's answer cannot change the record: written while it files.
+                    self.writer.write_run(record)
+                    written = True
+                self._finish_history(summary, settled=settled)
+        if self.writer is not None and not written:
             self.writer.write_run(record)
             try:
                 (self.plan.project.folder / ".anpord" / "running" / record.run_id).unlink()
@@ -682,14 +689,20 @@ class _Run:
         self.history = StoreWriter(location, str(self.run_dir), self.writer.redact)
         self.history.start(self.record, self.results)
 
-    def _finish_history(self, summary: RunSummary, *, settled: bool) -> None:
+    def _send_history(self) -> None:
         """The run's last batch, its final state and, when asked, the comparison of its cells
-        with their baselines, which the gate and the console use."""
+        with their baselines, to the store's thread (``_finish_history`` takes the answer)."""
+        assert self.history is not None
         opts = self.opts
-        wanted = opts.compare or opts.fail_on == "regressed"
-        summary.comparison = self.history.finish(self.record, compare=wanted,
-                                                 threshold=opts.regression_threshold,
-                                                 alpha=opts.alpha, variant_margin=opts.variant_margin)
+        self.history.send_finish(self.record, compare=opts.compare or opts.fail_on == "regressed",
+                                 threshold=opts.regression_threshold, alpha=opts.alpha,
+                                 variant_margin=opts.variant_margin)
+
+    def _finish_history(self, summary: RunSummary, *, settled: bool) -> None:
+        """The store's answer: the comparison, which the gate and the console use."""
+        assert self.history is not None
+        opts = self.opts
+        summary.comparison = self.history.answer()
         if self.history.failure is not None:
             self.history_failure = self.history.failure
         if opts.fail_on == "regressed" and not settled:
