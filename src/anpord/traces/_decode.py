@@ -11,13 +11,14 @@ import base64
 import binascii
 import json
 import re
+import threading
 from collections.abc import Mapping
 from typing import Any
 
 from ._map import JSON_ATTRIBUTES, is_json_text
 from ._spans import MAX_ARRAY, MAX_ATTRIBUTES, MAX_DEPTH, MAX_STRING, Clips, Span, TraceInputError, clip_attribute
 
-__all__ = ["decode_protobuf", "decode_json", "encode_response"]
+__all__ = ["decode_json", "decode_protobuf", "encode_response", "prewarm_protobuf"]
 
 _STATUS = {0: "unset", 1: "ok", 2: "error"}
 _JSON_STATUS = {"STATUS_CODE_UNSET": 0, "STATUS_CODE_OK": 1, "STATUS_CODE_ERROR": 2}
@@ -69,24 +70,65 @@ def _pb_map(kvs: Any, depth: int, clips: Clips, key: str = "") -> dict[str, Any]
         if len(out) >= MAX_ATTRIBUTES and name not in out:
             clips.cut(key or name)  # not read at all: a crafted map may hold a million
             continue
-        out[name] = _pb_value(kv.value, depth, key or name, clips, top=not key)
+        value = kv.value
+        # Most values are short strings and numbers: read here, without a call per value (every
+        # attribute of every span comes through here). The rest as ``_pb_value`` reads them.
+        which = value.WhichOneof("value")
+        if which == "string_value":
+            text = value.string_value
+            if len(text) <= MAX_STRING:
+                out[name] = text
+                continue
+        elif which == "int_value":
+            out[name] = value.int_value
+            continue
+        out[name] = _pb_value(value, depth, key or name, clips, top=not key)
     return out
 
 
-def _pb_attributes(kvs: Any, clips: Clips) -> dict[str, Any]:
-    return _pb_map(kvs, 1, clips)
+# protobuf's OTLP classes, once imported: (DecodeError, ExportTraceServiceRequest).
+_protobuf_classes: tuple[Any, Any] | None = None
+_warming: threading.Thread | None = None
+
+
+def _protobuf() -> tuple[Any, Any]:
+    global _protobuf_classes
+    if _protobuf_classes is None:
+        try:
+            from google.protobuf.message import DecodeError
+            from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+        except ImportError:  # pragma: no cover - a dependency of anpord
+            raise TraceInputError(
+                "this anpord cannot read OTLP protobuf: install opentelemetry-proto, or export with "
+                "OTEL_EXPORTER_OTLP_PROTOCOL=http/json"
+            ) from None
+        _protobuf_classes = (DecodeError, ExportTraceServiceRequest)
+    return _protobuf_classes
+
+
+def prewarm_protobuf() -> None:
+    """Import protobuf's OTLP classes in a thread, once per process. They take tens of
+    milliseconds to import, which the first export would otherwise spend on the event loop that
+    every trial shares; started as a trial's receiver opens, they are in by the time its agent
+    (a program still starting, or a server still answering) exports. The thread imports what
+    ``decode_protobuf`` does, in the same order, so a decode that comes first waits for it."""
+    global _warming
+    if _protobuf_classes is not None or _warming is not None:
+        return
+
+    def warm() -> None:
+        try:
+            _protobuf()
+        except TraceInputError:  # pragma: no cover - said by the first decode instead
+            pass
+
+    _warming = threading.Thread(target=warm, name="anpord-otlp-import", daemon=True)
+    _warming.start()
 
 
 def decode_protobuf(body: bytes) -> list[tuple[dict[str, Any], list[Span]]]:
     """Per resource: its attributes and its spans."""
-    try:
-        from google.protobuf.message import DecodeError
-        from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-    except ImportError:  # pragma: no cover - a dependency of anpord
-        raise TraceInputError(
-            "this anpord cannot read OTLP protobuf: install opentelemetry-proto, or export with "
-            "OTEL_EXPORTER_OTLP_PROTOCOL=http/json"
-        ) from None
+    DecodeError, ExportTraceServiceRequest = _protobuf()
     request = ExportTraceServiceRequest()
     try:
         request.ParseFromString(body)
@@ -94,23 +136,25 @@ def decode_protobuf(body: bytes) -> list[tuple[dict[str, Any], list[Span]]]:
         raise TraceInputError(f"not an OTLP protobuf trace export: {exc or type(exc).__name__}") from None
     out = []
     for rs in request.resource_spans:
-        resource = _pb_attributes(rs.resource.attributes, Clips())
+        resource = _pb_map(rs.resource.attributes, 1, Clips())
         spans = []
         for ss in rs.scope_spans:
             scope = ss.scope.name
             for s in ss.spans:
                 if len(s.trace_id) != 16 or len(s.span_id) != 8:
                     raise TraceInputError("a span without a 16-byte trace id and an 8-byte span id")
-                clips = Clips()
+                clips, code = Clips(), int(s.status.code)
                 spans.append(Span(
                     trace_id=s.trace_id.hex(), span_id=s.span_id.hex(),
                     parent_span_id=s.parent_span_id.hex() if s.parent_span_id else None,
                     name=s.name, kind=int(s.kind),
                     start=s.start_time_unix_nano / 1e9, end=s.end_time_unix_nano / 1e9,
-                    status=_STATUS.get(int(s.status.code), "unset"), status_message=s.status.message,
-                    attributes=_pb_attributes(s.attributes, clips), resource=resource,
-                    events=[(e.name, _pb_attributes(e.attributes, clips)) for e in s.events
-                            if e.name == "exception"],
+                    status=_STATUS.get(code, "unset"), status_message=s.status.message,
+                    attributes=_pb_map(s.attributes, 1, clips), resource=resource,
+                    # Read only for a failed span, the one time the mapping looks at them (as
+                    # ``_inprocess`` does): the list costs a span half a microsecond even empty.
+                    events=[(e.name, _pb_map(e.attributes, 1, clips)) for e in s.events
+                            if e.name == "exception"] if code == 2 else [],
                     scope=scope, clipped=clips.first,
                 ))
         out.append((resource, spans))
@@ -274,10 +318,13 @@ def decode_json(body: bytes) -> list[tuple[dict[str, Any], list[Span]]]:
                 if not isinstance(status, Mapping):
                     raise TraceInputError("a span's status is not an object")
                 clips, events = Clips(), []
-                for e in _json_list(s, "events", "events"):
+                code = _json_enum(status.get("code", 0), _JSON_STATUS, "a status code")
+                attributes = _json_attributes(s.get("attributes"), clips)  # before events, as protobuf's
+                listed = _json_list(s, "events", "events")
+                # Exception events are read as protobuf's are: for a failed span only.
+                for e in listed if code == 2 else ():
                     if isinstance(e, Mapping) and e.get("name") == "exception":
                         events.append(("exception", _json_attributes(e.get("attributes"), clips)))
-                code = _json_enum(status.get("code", 0), _JSON_STATUS, "a status code")
                 spans.append(Span(
                     trace_id=_json_id(_field(s, "traceId", "trace_id"), 16, "traceId") or "",
                     span_id=_json_id(_field(s, "spanId", "span_id"), 8, "spanId") or "",
@@ -290,7 +337,7 @@ def decode_json(body: bytes) -> list[tuple[dict[str, Any], list[Span]]]:
                     end=_json_int(_field(s, "endTimeUnixNano", "end_time_unix_nano", 0),
                                   "endTimeUnixNano") / 1e9,
                     status=_STATUS.get(code, "unset"), status_message=str(status.get("message", "")),
-                    attributes=_json_attributes(s.get("attributes"), clips), resource=resource,
+                    attributes=attributes, resource=resource,
                     events=events, scope=scope_name, clipped=clips.first,
                 ))
         out.append((resource, spans))

@@ -21,6 +21,7 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from ..events import Event
+from ._decode import prewarm_protobuf
 from ._http import TRACES_PATH
 from ._hub import Hub, join
 from ._inprocess import install, sdk_events
@@ -105,6 +106,9 @@ class TraceService(Receiver):
             self._token = CURRENT_TRACE.set(self)
             await self._join(harness, ctx)
             return
+        # The agent's program exports OTLP/protobuf unless told otherwise: its classes are
+        # imported while the program starts.
+        prewarm_protobuf()
         self._listeners = Listeners(sandbox)
         self.port = await self._listeners.listen(self._connection, "otlp")
         self._token = CURRENT_TRACE.set(self)
@@ -115,6 +119,7 @@ class TraceService(Receiver):
         if harness.startswith("python:"):
             install(ctx.log)
         elif harness.startswith(("http://", "https://")):
+            prewarm_protobuf()  # the agent server's exports come to the shared receiver
             try:
                 self._hub = await join(self, ctx.variant.options)
             except ValueError as exc:  # a bad traces_port: the harness refuses it too

@@ -42,7 +42,8 @@ class Span:
     status_message: str = ""
     attributes: dict[str, Any] = field(default_factory=dict)
     resource: dict[str, Any] = field(default_factory=dict)
-    # Span events that say why it failed: (name, attributes), e.g. ("exception", {...}).
+    # Span events that say why it failed: (name, attributes), e.g. ("exception", {...}); read
+    # for a failed span only, the one time the mapping looks at them.
     events: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     scope: str = ""  # the instrumentation scope (library) that made it
     clipped: str = ""  # the first attribute a limit cut (the trial's log names it), else ""
