@@ -325,12 +325,18 @@ class TraceService(Receiver):
             self._over += len(spans) - max(room, 0)
             spans = spans[:max(room, 0)]
         self._kept += len(spans)
-        record = ctx.record
+        events: list[Event] = []
         for span in spans:
             if span.clipped and not self._clip_logged:
                 self._clipped(span.name, span.clipped)
-            for event in span_events(span):
-                record(event)
+            events += span_events(span)
+        if ctx.record_later is not None:
+            # One batch for the export, recorded as each event at once would be (in order,
+            # before the trial's next event): one look-up of the running turn, not one an event.
+            ctx.record_later(lambda: events)
+        else:
+            for event in events:
+                ctx.record(event)
         return spans
 
     # -- HTTP agents (W3C trace context) ---------------------------------------------------------
