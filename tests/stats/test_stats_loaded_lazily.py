@@ -1,0 +1,65 @@
+"""A run loads of the statistics only what it uses: a fixed trial count loads neither the adaptive
+allocator nor the planner, the flakiness estimate or the confidence sequence; a range of trials
+loads the allocator. What the process has is read by the agent's run-level teardown."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from project_support import END, eval_file
+
+WATCHING_AGENT = '''
+import json, sys
+from pathlib import Path
+
+
+class Agent:
+    async def setup(self):
+        pass
+
+    async def teardown(self):
+        Path("stats.json").write_text(json.dumps(sorted(
+            name for name in sys.modules if name.startswith("anpord.stats."))))
+
+    async def __call__(self, turn):
+        return "an answer"
+
+
+agent = Agent()
+'''
+
+CONFIG = """
+from anpord import define_eval_config
+
+config = define_eval_config(harness="python:watching:agent", timeout=30)
+"""
+
+
+def _loaded(make_project: Any, *args: str) -> list[str]:
+    project = make_project(
+        {"watching.py": WATCHING_AGENT,
+         "evals/seen.eval.py": eval_file(f"""
+            @define_eval
+            async def test(t):
+                await t.send("a question")
+                {END}
+        """)},
+        config=CONFIG,
+    )
+    run = project.run(*args)
+    assert run.code == 0, run.output
+    loaded: list[str] = json.loads((project.folder / "stats.json").read_text())
+    return loaded
+
+
+def test_a_run_of_fixed_trials_loads_no_adaptive_planning_or_flakiness_statistics(make_project: Any) -> None:
+    loaded = _loaded(make_project)
+    assert "anpord.stats._trial_count" in loaded  # the trial count was read
+    for unused in ("_adaptive", "_plan", "_flaky", "_sequence", "_stream", "_evidence"):
+        assert f"anpord.stats.{unused}" not in loaded, loaded
+
+
+def test_a_run_of_a_range_of_trials_loads_the_allocator(make_project: Any) -> None:
+    loaded = _loaded(make_project, "--trials", "2..3")
+    assert "anpord.stats._adaptive" in loaded, loaded
