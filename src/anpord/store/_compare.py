@@ -182,11 +182,9 @@ def _incomparable(base: CellRow | None, cand: CellRow, missing: str) -> str | No
     return None
 
 
-def _counts(row: CellRow) -> Counts:
-    from ..stats import Counts
-
+def _counts(row: CellRow, counts: type[Counts]) -> Counts:
     assert row.summary is not None
-    return Counts(row.summary.passed, row.measured)
+    return counts(row.summary.passed, row.measured)
 
 
 def _reason(change: CellChange, base: CellRow, threshold: float) -> str:
@@ -272,7 +270,8 @@ def compare_cells(
 ) -> Comparison:
     """``base_only``: per variant, cells the base has and the candidate does not (dropped from
     the variant's pairing, and said so)."""
-    from ..stats import Pair, compare_paired
+    # Imported once here, not in a helper called twice a cell: an import statement costs.
+    from ..stats import Counts, Pair, compare_paired
 
     if missing is None:
         missing = (
@@ -296,7 +295,7 @@ def compare_cells(
         slots.append((base, c, why))
         if why is None:
             assert base is not None
-            pairs.append(Pair(c.case_id, c.variant, _counts(base), _counts(c)))
+            pairs.append(Pair(c.case_id, c.variant, _counts(base, Counts), _counts(c, Counts)))
         elif not (base is not None and base.run_id == c.run_id):
             dropped[c.variant] = dropped.get(c.variant, 0) + 1
     paired = compare_paired(pairs, alpha=alpha, margin=threshold, variant_margin=variant_margin,
