@@ -13,7 +13,7 @@ from typing import Any
 
 from ..results._model import VERDICTS, CellSummary, TrialResult, pass_at_k, pass_hat_k
 from ..results._run_record import CellRecord, RunRecord
-from ._columns import CELL_COLUMNS, COUNTS, NO_NUMBER, NO_TEXT, RUN_COLUMNS, TRIAL_COLUMNS
+from ._columns import CELL_COLUMNS, COUNTS, NO_NUMBER, NO_TEXT, NULLED, RUN_COLUMNS, TRIAL_COLUMNS
 
 __all__ = [
     "CellRow",
@@ -290,6 +290,36 @@ def cell_row(m: Mapping[Any, Any], run_id: str) -> CellRow:
         model=m["model"],
         profile=m["profile"],
         planned=m["planned"],
+        summary=summary,
+    )
+
+
+def cell_row_of(run_id: str, cell: CellRecord, variant: Mapping[str, Any]) -> CellRow:
+    """The ``cell_row`` that reading back the row ``cell_tuple`` files for ``cell`` gives, made
+    without reading it: the run's end compares its cells as it has just filed them. The cell's
+    own summary is kept when the store would give back its very values; otherwise (a value the
+    store leaves empty and reads as a default) the row is read as the store reads it."""
+    summary = cell.summary
+    if summary is not None and (
+        not summary.trials
+        or summary.pass_at_k is None
+        or summary.pass_hat_k is None
+        or (summary.pass_rate is None) != (summary.measured == 0)
+    ):
+        filed = dict(zip(CELL_COLUMNS, cell_tuple(0, cell, variant, summary)))
+        for column, empty in NULLED.items():
+            if column in filed and filed[column] == empty:
+                filed[column] = None
+        return cell_row(filed, run_id)
+    return CellRow(
+        run_id=run_id,
+        case_id=cell.case_id,
+        variant=cell.variant,
+        case_hash=cell.case_hash or None,
+        harness=variant.get("harness") or None,
+        model=variant.get("model") or None,
+        profile=variant.get("profile") or None,
+        planned=planned_count(cell),
         summary=summary,
     )
 

@@ -204,7 +204,7 @@ class StoreWriter:
 
     def _apply(self, db: Any, op: str, arg: Any) -> None:
         from . import _writes as w
-        from ._rows import cell_tuple, run_tuple, variants_by_label
+        from ._rows import cell_row_of, cell_tuple, run_tuple, variants_by_label
 
         if op == "begin":
             # The run's row, replacing what the store had for it, and the trials it has (resumed).
@@ -245,8 +245,12 @@ class StoreWriter:
             )
             w.first_readings(db, self.location.project, self._pk)
             if compare:
+                # The run's cells as just filed (by this thread or the filer, from the same
+                # results): made here, not read back.
+                variants = variants_by_label(record)
+                cands = [cell_row_of(record.run_id, c, variants.get(c.variant, {})) for c in record.cells]
                 self._comparison = w.compare_with_baselines(
-                    db, self.location.project, record.run_id, self._pk, threshold, **judged
+                    db, self.location.project, record.run_id, self._pk, threshold, cands, **judged
                 )
 
     def _write_trials(self, db: Any, results: list[TrialResult]) -> None:

@@ -13,10 +13,13 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._columns import CELL_COLUMNS, NO_NUMBER, NO_TEXT, NULLED, RUN_COLUMNS, SCHEMA_VERSION, TRIAL_COLUMNS
 from ._location import StoreError, StoreLocation
+
+if TYPE_CHECKING:
+    from ._rows import CellRow
 
 __all__ = ["Db", "open_db", "read_schema_version"]
 
@@ -370,15 +373,21 @@ def _measured(cell: dict[str, Any]) -> tuple[str, str, str, str, str]:
 
 
 def compare_with_baselines(
-    db: Db, project: str, run_id: str, pk: int, threshold: float, **judged: float
+    db: Db, project: str, run_id: str, pk: int, threshold: float,
+    cands: Sequence[CellRow] | None = None, **judged: float,
 ) -> Any:
     """The run's cells against their baselines (``judged``: ``alpha``, ``variant_margin``); a
-    flaky cell against its own history (``_compare.flaky_bases``)."""
+    flaky cell against its own history (``_compare.flaky_bases``). ``cands``: the run's cells as
+    the store holds them (``_rows.cell_row_of``), when the caller has them; else read back."""
     from ._compare import compare_cells, flaky_bases
     from ._rows import cell_row
 
-    cells = run_cells(db, pk)
-    cands = [cell_row(m, run_id) for m in cells]
+    if cands is None:
+        cells = run_cells(db, pk)
+        cands = [cell_row(m, run_id) for m in cells]
+    else:
+        cells = [{"case_id": c.case_id, "variant": c.variant, "case_hash": c.case_hash,
+                  "harness": c.harness, "model": c.model} for c in cands]
     found = baseline_cells(db, project, pk)
     bases = {(m["case_id"], m["variant"]): cell_row(m, m["run_id"]) for m in found}
     implicit = {(m["case_id"], m["variant"]) for m in found if not m["explicit"]}
