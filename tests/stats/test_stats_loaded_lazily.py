@@ -63,3 +63,43 @@ def test_a_run_of_fixed_trials_loads_no_adaptive_planning_or_flakiness_statistic
 def test_a_run_of_a_range_of_trials_loads_the_allocator(make_project: Any) -> None:
     loaded = _loaded(make_project, "--trials", "2..3")
     assert "anpord.stats._adaptive" in loaded, loaded
+
+
+RUNNER_API = """
+import sys
+from anpord.runner import RunOptions, build_plan, execute, find_project, load_cases, select_files
+
+project = find_project([])
+opts = RunOptions(compare={compare})
+result = execute(build_plan(project, load_cases(select_files(project, [])), opts), opts, reporters=[])
+assert result.summary.totals["passed"] == 1, result.summary.totals
+print(sorted(m for m in ("anpord.store._compare", "anpord.stats._paired") if m in sys.modules))
+print(result.summary.comparison is not None)
+"""
+
+
+def test_a_run_that_compares_nothing_loads_no_comparison(make_project: Any) -> None:
+    """Through the runner API (which compares only when asked): filed in the store, but neither
+    the store's comparison nor the paired statistics are loaded; asked to compare, both are."""
+    import subprocess
+    import sys
+
+    from project_support import run_env
+
+    project = make_project(
+        {"watching.py": WATCHING_AGENT,
+         "evals/seen.eval.py": eval_file(f"""
+            @define_eval
+            async def test(t):
+                await t.send("a question")
+                {END}
+        """)},
+        config=CONFIG,
+    )
+    seen = []
+    for compare in (False, True):
+        out = subprocess.run([sys.executable, "-c", RUNNER_API.format(compare=compare)], cwd=project.folder,
+                             env=run_env(), capture_output=True, text=True, timeout=120, check=False)
+        assert out.returncode == 0, out.stderr
+        seen.append(out.stdout.split("\n")[:2])
+    assert seen == [["[]", "False"], ["['anpord.stats._paired', 'anpord.store._compare']", "True"]]

@@ -687,7 +687,8 @@ class _Run:
                 self.history_failure = "run history is off (ANPORD_DB=off)"
             return
         self.history = StoreWriter(location, str(self.run_dir), self.writer.redact)
-        self.history.start(self.record, self.results)
+        self.history.start(self.record, self.results,
+                           compare=self.opts.compare or self.opts.fail_on == "regressed")
 
     def _send_history(self) -> None:
         """The run's last batch, its final state and, when asked, the comparison of its cells

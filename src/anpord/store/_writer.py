@@ -78,8 +78,9 @@ class StoreWriter:
 
     # -- the runner's side ------------------------------------------------------------------
 
-    def start(self, record: RunRecord, done: Sequence[TrialResult] = ()) -> None:
-        """File the run (resumed: with the trials it has)."""
+    def start(self, record: RunRecord, done: Sequence[TrialResult] = (), *, compare: bool = False) -> None:
+        """File the run (resumed: with the trials it has); ``compare``: its end will compare it
+        with its baselines (what that needs is imported meanwhile)."""
         # A resumed run's trials, as the runner holds them, may differ from its folder's lines.
         try:
             self._filed_apart = not done and filer_wanted(sum(planned_count(c) for c in record.cells),
@@ -89,6 +90,8 @@ class StoreWriter:
         self._ops.put(("begin", (record, list(done))))
         if self._filed_apart:
             self._ops.put(("apart", None))
+        if compare:
+            self._ops.put(("warm", None))
 
     def add(self, result: TrialResult) -> None:
         if self._filed_apart:
@@ -167,6 +170,12 @@ class StoreWriter:
                     # A second less than the runner waits: the filer's answer comes in time.
                     failure = self._filer.finish(max(arg.wait - 1.0, 1.0))
                     self.failure = self.failure or failure
+                if op == "warm":
+                    try:
+                        _warm_up()
+                    except Exception:  # noqa: BLE001, S110 - the comparison itself says what is wrong
+                        pass
+                    continue
                 if op == "apart" and self.failure is None:
                     assert self._pk is not None
                     try:
@@ -182,8 +191,6 @@ class StoreWriter:
                             db = open_db(self.location, busy_timeout=BUSY_TIMEOUT)
                         with db.transaction():
                             self._apply(db, op, arg)
-                        if op == "begin":
-                            _warm_up()
                     except StoreError as exc:
                         self.failure = str(exc)
                     except Exception as exc:  # noqa: BLE001 - the run must go on regardless
