@@ -125,3 +125,15 @@ def test_a_cell_in_hand_is_what_its_filed_row_reads_back_as(summary: Any) -> Non
     filed = dict(zip(CELL_COLUMNS, cell_tuple(0, cell, variant, summary)))
     read = {k: (None if k in NULLED and v == NULLED[k] else v) for k, v in filed.items()}  # NULLIF, as the SQL does
     assert cell_row_of("r", cell, variant) == cell_row(read, "r")
+
+
+@pytest.mark.parametrize("gate", [[], ["--fail-on", "regressed"]], ids=["run.json-while-filing", "run.json-after"])
+def test_a_finished_run_leaves_its_record_and_no_running_marker(tmp_path: Path, gate: list[str]) -> None:
+    """Written while the store files the run's end, or after its answer (the gate's exit code
+    waits on it): run.json says finished, and the run's running marker is gone."""
+    project = build_project(tmp_path / "p", {"agents/mixed.py": AGENT, "evals/mixed.eval.py": EVAL}, config=CONFIG)
+    run = project.run(*gate)
+    assert run.code in (0, 1), run.output
+    assert run.run_json()["status"] == "finished"
+    assert run.run_dir is not None
+    assert not (project.folder / ".anpord" / "running" / run.run_dir.name).exists()

@@ -651,20 +651,19 @@ class _Run:
             if (cell.case_id, cell.variant) in reasons:
                 cell.stop_reason = reasons[(cell.case_id, cell.variant)] or "stopped"
                 summary.stop_reasons[(cell.case_id, cell.variant)] = cell.stop_reason
-        written = False
-        if self.history is not None:
-            if forced:
-                self.history.abandon()
-            else:
-                settled = code is not None
-                self._send_history()
-                if self.writer is not None and (self.opts.fail_on != "regressed" or settled):
-                    # The store's answer cannot change the record: written while it files.
-                    self.writer.write_run(record)
-                    written = True
-                self._finish_history(summary, settled=settled)
-        if self.writer is not None and not written:
-            self.writer.write_run(record)
+        early = False  # run.json written while the store files: its answer cannot change it
+        if self.history is not None and forced:
+            self.history.abandon()
+        elif self.history is not None:
+            settled = code is not None
+            self._send_history()
+            if self.writer is not None and (self.opts.fail_on != "regressed" or settled):
+                self.writer.write_run(record)
+                early = True
+            self._finish_history(summary, settled=settled)
+        if self.writer is not None:
+            if not early:
+                self.writer.write_run(record)
             try:
                 (self.plan.project.folder / ".anpord" / "running" / record.run_id).unlink()
             except OSError:
