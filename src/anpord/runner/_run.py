@@ -686,17 +686,20 @@ class _Run:
                 self.history_failure = "run history is off (ANPORD_DB=off)"
             return
         self.history = StoreWriter(location, str(self.run_dir), self.writer.redact)
-        self.history.start(self.record, self.results,
-                           compare=self.opts.compare or self.opts.fail_on == "regressed")
+        self.history.start(self.record, self.results, compare=self._compares())
+
+    def _compares(self) -> bool:
+        """Whether the run's end compares its cells with their baselines: asked to, or for the
+        ``--fail-on regressed`` gate."""
+        return self.opts.compare or self.opts.fail_on == "regressed"
 
     def _send_history(self) -> None:
         """The run's last batch, its final state and, when asked, the comparison of its cells
         with their baselines, to the store's thread (``_finish_history`` takes the answer)."""
         assert self.history is not None
         opts = self.opts
-        self.history.send_finish(self.record, compare=opts.compare or opts.fail_on == "regressed",
-                                 threshold=opts.regression_threshold, alpha=opts.alpha,
-                                 variant_margin=opts.variant_margin)
+        self.history.send_finish(self.record, compare=self._compares(), threshold=opts.regression_threshold,
+                                 alpha=opts.alpha, variant_margin=opts.variant_margin)
 
     def _finish_history(self, summary: RunSummary, *, settled: bool) -> None:
         """The store's answer: the comparison, which the gate and the console use."""

@@ -23,7 +23,7 @@ from ..results._compare_text import variant_detail
 from ._rows import CellRow
 
 if TYPE_CHECKING:  # pragma: no cover - the statistics load when a comparison is made
-    from ..stats import CellChange, Counts, VariantChange
+    from ..stats import CellChange, VariantChange
 
 __all__ = [
     "DEFAULT_THRESHOLD",
@@ -182,11 +182,6 @@ def _incomparable(base: CellRow | None, cand: CellRow, missing: str) -> str | No
     return None
 
 
-def _counts(row: CellRow, counts: type[Counts]) -> Counts:
-    assert row.summary is not None
-    return counts(row.summary.passed, row.measured)
-
-
 def _reason(change: CellChange, base: CellRow, threshold: float) -> str:
     move = (
         f"pass rate {_pct(change.base.rate)} → {_pct(change.candidate.rate)} (base {base.run_id}), "
@@ -270,7 +265,6 @@ def compare_cells(
 ) -> Comparison:
     """``base_only``: per variant, cells the base has and the candidate does not (dropped from
     the variant's pairing, and said so)."""
-    # Imported once here, not in a helper called twice a cell: an import statement costs.
     from ..stats import Counts, Pair, compare_paired
 
     if missing is None:
@@ -294,8 +288,9 @@ def compare_cells(
         why = _incomparable(base, c, missing)
         slots.append((base, c, why))
         if why is None:
-            assert base is not None
-            pairs.append(Pair(c.case_id, c.variant, _counts(base, Counts), _counts(c, Counts)))
+            assert base is not None and base.summary is not None
+            pairs.append(Pair(c.case_id, c.variant, Counts(base.summary.passed, base.measured),
+                              Counts(c.summary.passed, c.measured)))
         elif not (base is not None and base.run_id == c.run_id):
             dropped[c.variant] = dropped.get(c.variant, 0) + 1
     paired = compare_paired(pairs, alpha=alpha, margin=threshold, variant_margin=variant_margin,

@@ -109,23 +109,6 @@ class StoreWriter:
             self._pending = []
         self._last_flush = time.monotonic()
 
-    def finish(
-        self,
-        record: RunRecord,
-        *,
-        compare: bool = False,
-        threshold: float = 0.2,
-        alpha: float = 0.05,
-        variant_margin: float = 0.05,
-        wait: float = FINISH_WAIT,
-    ) -> Any:
-        """Write what is left and the run's final state; with ``compare``, return the run's
-        ``Comparison`` with its cells' baselines (``None`` when the store failed: see
-        ``failure``)."""
-        self.send_finish(record, compare=compare, threshold=threshold, alpha=alpha,
-                         variant_margin=variant_margin, wait=wait)
-        return self.answer(wait)
-
     def send_finish(
         self,
         record: RunRecord,
@@ -136,14 +119,17 @@ class StoreWriter:
         variant_margin: float = 0.05,
         wait: float = FINISH_WAIT,
     ) -> None:
-        """``finish`` without waiting for it: the runner does its own last writes meanwhile,
+        """Write what is left and the run's final state, and with ``compare`` compare the run's
+        cells with their baselines, in the thread: the runner does its own last writes meanwhile,
         then takes the ``answer``. ``record`` is read by the thread until then, never changed."""
         self.flush()
         judged = {"alpha": alpha, "variant_margin": variant_margin}
         self._ops.put(("finish", _Finish(record, compare, threshold, judged, wait)))
 
     def answer(self, wait: float = FINISH_WAIT) -> Any:
-        """What ``finish`` returns, once the thread has done what ``send_finish`` asked."""
+        """Once the thread has done what ``send_finish`` asked: with ``compare``, the run's
+        ``Comparison`` with its cells' baselines (``None`` when the store failed: see
+        ``failure``)."""
         if not self._done.wait(wait):
             self.failure = self.failure or (
                 f"the run store {self.location.display} did not answer within {wait:.0f}s"
