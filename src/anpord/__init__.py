@@ -5,8 +5,9 @@ The public names are re-exported lazily so ``import anpord`` (and ``anpord --hel
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from ._lazy import lazy_names
 from ._version import __version__
 
 _EXPORTS = {
@@ -55,12 +56,4 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers: `from anpord import X
     from .users import script as script
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'anpord' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(__name__, _EXPORTS)

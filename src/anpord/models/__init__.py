@@ -9,8 +9,9 @@ Python function as a tool; ``run_tool_loop`` is the agent loop the ``openai:`` h
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_names
 
 if TYPE_CHECKING:
     from ._agent import ChatAgent, MaxStepsExceeded, chat_agent
@@ -61,13 +62,7 @@ _HOMES = {name: home for home, names in {
 }.items() for name in names}
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(home, __name__), name)
-    globals()[name] = value  # once: later look-ups find it without coming here
-    return value
+__getattr__ = lazy_names(__name__, _HOMES)
 
 
 def __dir__() -> list[str]:

@@ -5,8 +5,9 @@ Names are loaded lazily: listing cases needs only discovery, not asyncio and the
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_names
 
 _EXPORTS = {
     "CHECKED_NOTHING": "._verdict",
@@ -82,10 +83,4 @@ if TYPE_CHECKING:  # pragma: no cover
     from .discovery import load_config as load_config
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'anpord.runner' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(__name__, _EXPORTS)

@@ -7,8 +7,9 @@ flakiness estimate or the planner until something asks for them.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_names
 
 _EXPORTS = {
     "CONFIDENCE": "._estimate",
@@ -68,10 +69,4 @@ if TYPE_CHECKING:  # pragma: no cover
     from ._sequence import ConfidenceSequence as ConfidenceSequence
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'anpord.stats' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(__name__, _EXPORTS)

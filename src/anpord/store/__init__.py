@@ -22,10 +22,10 @@ Every failure is a ``StoreError`` (one line naming the store and the fix); an un
 
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from .._lazy import lazy_names
 from ._location import DB_ENV, PROJECT_ENV, StoreError, StoreLocation, store_location
 from ._rows import CellRow, RunRow, TrialRow
 
@@ -77,10 +77,4 @@ def open_store(project_folder: str | Path, *, create: bool = True) -> Store:
     return Store.open(location, create=create)
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'anpord.store' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(__name__, _LAZY)
