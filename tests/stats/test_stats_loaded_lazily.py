@@ -36,8 +36,9 @@ config = define_eval_config(harness="python:watching:agent", timeout=30)
 """
 
 
-def _loaded(make_project: Any, *args: str) -> list[str]:
-    project = make_project(
+def _project(make_project: Any) -> Any:
+    """One case of the watching agent."""
+    return make_project(
         {"watching.py": WATCHING_AGENT,
          "evals/seen.eval.py": eval_file(f"""
             @define_eval
@@ -47,6 +48,10 @@ def _loaded(make_project: Any, *args: str) -> list[str]:
         """)},
         config=CONFIG,
     )
+
+
+def _loaded(make_project: Any, *args: str) -> list[str]:
+    project = _project(make_project)
     run = project.run(*args)
     assert run.code == 0, run.output
     loaded: list[str] = json.loads((project.folder / "stats.json").read_text())
@@ -86,16 +91,7 @@ def test_a_run_that_compares_nothing_loads_no_comparison(make_project: Any) -> N
 
     from project_support import run_env
 
-    project = make_project(
-        {"watching.py": WATCHING_AGENT,
-         "evals/seen.eval.py": eval_file(f"""
-            @define_eval
-            async def test(t):
-                await t.send("a question")
-                {END}
-        """)},
-        config=CONFIG,
-    )
+    project = _project(make_project)
     seen = []
     for compare in (False, True):
         out = subprocess.run([sys.executable, "-c", RUNNER_API.format(compare=compare)], cwd=project.folder,
